@@ -1,0 +1,68 @@
+//! One monotonic clock for every duration, plus a wall-clock anchor for artifacts.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Converts monotonic [`Instant`]s into the two numbers artifacts need.
+///
+/// The hot path stamps `Instant::now()` only; conversion to nanoseconds happens later,
+/// when a record is processed. "Perf" nanoseconds count from the anchor and never go
+/// backwards; "wall" nanoseconds are the anchor's Unix time plus the perf offset, so wall
+/// times in one run are consistent with each other even if the system clock steps.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    anchor: Instant,
+    anchor_wall_ns: u64,
+}
+
+impl Clock {
+    /// Takes the anchor now.
+    pub fn start() -> Self {
+        let anchor = Instant::now();
+        let anchor_wall_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Self {
+            anchor,
+            anchor_wall_ns,
+        }
+    }
+
+    /// The monotonic anchor.
+    pub fn anchor(&self) -> Instant {
+        self.anchor
+    }
+
+    /// Nanoseconds from the anchor to `at` (0 for instants before the anchor).
+    pub fn perf_ns(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.anchor).as_nanos() as u64
+    }
+
+    /// Unix-epoch nanoseconds of `at`.
+    pub fn wall_ns(&self, at: Instant) -> u64 {
+        self.anchor_wall_ns + self.perf_ns(at)
+    }
+
+    /// Unix-epoch nanoseconds of a perf timestamp.
+    pub fn wall_of_perf(&self, perf_ns: u64) -> u64 {
+        self.anchor_wall_ns + perf_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn wall_and_perf_differ_by_the_anchor() {
+        let clock = Clock::start();
+        let later = clock.anchor() + Duration::from_millis(5);
+        assert_eq!(clock.perf_ns(later), 5_000_000);
+        assert_eq!(
+            clock.wall_ns(later) - clock.wall_ns(clock.anchor()),
+            5_000_000
+        );
+        assert_eq!(clock.perf_ns(clock.anchor() - Duration::from_millis(1)), 0);
+    }
+}

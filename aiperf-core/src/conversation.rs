@@ -1,0 +1,99 @@
+//! The workload: conversations made of turns.
+
+use serde::{Deserialize, Serialize};
+
+/// One conversation (a "session"): an ordered list of turns sent one after another.
+///
+/// Single-turn datasets are conversations of one turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// The dataset's identifier of this conversation.
+    pub session_id: String,
+    /// A system prompt sent before every turn (the shared system prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_message: Option<String>,
+    /// A per-conversation user context sent after the system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_context_message: Option<String>,
+    /// The turns, in order.
+    pub turns: Vec<Turn>,
+}
+
+/// One request's worth of input.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    /// Message role; `None` means "user".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Text contents, in order (more than one with `--prompt-batch-size`).
+    #[serde(default)]
+    pub texts: Vec<String>,
+    /// Image URLs or `data:` URLs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
+    /// Audio as `format,base64` strings or URLs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audios: Vec<String>,
+    /// Video URLs or `data:` URLs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub videos: Vec<String>,
+    /// Model for this turn; `None` means the primary model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Requested output length (sent as the endpoint's max-tokens field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Trace timestamp in milliseconds (fixed-schedule replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_ms: Option<f64>,
+    /// Think time in milliseconds before this turn is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<f64>,
+}
+
+impl Turn {
+    /// A user turn holding one text.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            texts: vec![text.into()],
+            ..Self::default()
+        }
+    }
+
+    /// The turn's texts concatenated, as they count towards the input sequence length.
+    pub fn joined_text(&self) -> String {
+        self.texts.concat()
+    }
+}
+
+impl Conversation {
+    /// The text whose token count is the input sequence length of the request that sends
+    /// `turns` of this conversation: system message, user context and every turn's texts,
+    /// joined by one space (images, audio and video are never counted).
+    pub fn input_text(&self, turns: &[Turn]) -> String {
+        let mut parts: Vec<String> = Vec::with_capacity(turns.len() + 2);
+        parts.extend(self.system_message.iter().cloned());
+        parts.extend(self.user_context_message.iter().cloned());
+        parts.extend(turns.iter().map(Turn::joined_text));
+        parts.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_text_joins_system_context_and_turns_with_one_space() {
+        let conversation = Conversation {
+            session_id: "s".into(),
+            system_message: Some("sys".into()),
+            user_context_message: Some("ctx".into()),
+            turns: vec![Turn {
+                texts: vec!["a".into(), "b".into()],
+                ..Turn::default()
+            }],
+        };
+        assert_eq!(conversation.input_text(&conversation.turns), "sys ctx ab");
+    }
+}

@@ -1,0 +1,179 @@
+//! The [`Endpoint`] trait: how a turn becomes a request body and a response becomes data.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::conversation::Turn;
+use crate::transport::RawExchange;
+use crate::ErrorDetails;
+
+/// What an endpoint format is and which metrics apply to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointInfo {
+    /// The `--endpoint-type` name, e.g. `chat`.
+    pub name: &'static str,
+    /// Path appended to the base URL unless `--endpoint` overrides it.
+    pub default_path: &'static str,
+    /// Whether responses can be streamed.
+    pub supports_streaming: bool,
+    /// Whether responses carry generated tokens (token metrics apply).
+    pub produces_tokens: bool,
+    /// Whether the input is tokenized (input sequence length applies).
+    pub tokenizes_input: bool,
+}
+
+/// Everything an endpoint needs to build one request body.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestInput<'a> {
+    /// The model to address.
+    pub model: &'a str,
+    /// The system message, if any.
+    pub system_message: Option<&'a str>,
+    /// The per-conversation user context, if any.
+    pub user_context_message: Option<&'a str>,
+    /// The turns to send: for multi-turn chat, earlier turns and replies come first.
+    pub turns: &'a [Turn],
+    /// Whether to ask for a streamed response.
+    pub streaming: bool,
+}
+
+/// A request body and the headers that belong to this format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuiltRequest {
+    /// The serialised body.
+    pub body: Bytes,
+    /// Format-specific headers (e.g. `Accept: text/event-stream`).
+    pub headers: Vec<(String, String)>,
+}
+
+/// Token usage as the server reported it: the raw `usage` object, with accessors for the
+/// fields every OpenAI-style server sends. Vendor fields stay reachable through
+/// [`Usage::field`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Usage(pub serde_json::Map<String, serde_json::Value>);
+
+impl Usage {
+    /// True when the object has no fields.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// A non-negative integer at a dotted path, e.g. `prompt_tokens_details.cached_tokens`.
+    pub fn field(&self, path: &str) -> Option<u64> {
+        let mut parts = path.split('.');
+        let mut value = self.0.get(parts.next()?)?;
+        for part in parts {
+            value = value.get(part)?;
+        }
+        value
+            .as_u64()
+            .or_else(|| value.as_f64().filter(|v| *v >= 0.0).map(|v| v as u64))
+    }
+
+    /// `prompt_tokens` (or `input_tokens`, as the Responses and Messages APIs call it).
+    pub fn prompt_tokens(&self) -> Option<u64> {
+        self.field("prompt_tokens")
+            .or_else(|| self.field("input_tokens"))
+    }
+
+    /// `completion_tokens` (or `output_tokens`), reasoning included.
+    pub fn completion_tokens(&self) -> Option<u64> {
+        self.field("completion_tokens")
+            .or_else(|| self.field("output_tokens"))
+    }
+
+    /// `total_tokens`.
+    pub fn total_tokens(&self) -> Option<u64> {
+        self.field("total_tokens")
+    }
+
+    /// Reasoning tokens within the completion, wherever the server put them.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        self.field("completion_tokens_details.reasoning_tokens")
+            .or_else(|| self.field("output_tokens_details.reasoning_tokens"))
+            .or_else(|| self.field("reasoning_tokens"))
+    }
+}
+
+/// One parsed response: an SSE event or a whole non-streaming body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedResponse {
+    /// When the bytes that completed this response were read.
+    pub at: Instant,
+    /// Generated text (content, or tool-call text).
+    pub text: String,
+    /// Generated reasoning text.
+    pub reasoning: String,
+    /// True when the response carries non-text data (embeddings, rankings, images).
+    pub has_other_data: bool,
+    /// Usage, when this response carried a non-empty usage object.
+    pub usage: Option<Usage>,
+}
+
+impl ParsedResponse {
+    /// Whether this response counts as content (TTFT, latency): text, reasoning or data.
+    /// Usage-only chunks, role-only deltas and `[DONE]` do not.
+    pub fn has_content(&self) -> bool {
+        !self.text.is_empty() || !self.reasoning.is_empty() || self.has_other_data
+    }
+}
+
+/// A response turned into data.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedExchange {
+    /// Responses in arrival order (responses that parse to nothing are left out).
+    pub responses: Vec<ParsedResponse>,
+    /// Set when the response reports an error (non-2xx, `event: error`, bad JSON).
+    pub error: Option<ErrorDetails>,
+}
+
+/// A request/response format: chat completions, completions, embeddings, …
+///
+/// Both methods are pure functions of their inputs. `build` runs before the request is
+/// sent; `parse` runs after, off the hot path.
+pub trait Endpoint: Send + Sync + 'static {
+    /// What this endpoint is.
+    fn info(&self) -> &EndpointInfo;
+
+    /// Builds the request body for `input`.
+    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError>;
+
+    /// Parses a completed exchange into responses (and an error, if the server sent one).
+    fn parse(&self, exchange: &RawExchange) -> ParsedExchange;
+}
+
+/// Why a request body could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot build the {endpoint} request: {reason}")]
+pub struct EndpointError {
+    /// The endpoint type.
+    pub endpoint: &'static str,
+    /// What was wrong with the input.
+    pub reason: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_reads_openai_and_responses_api_spellings() {
+        let openai: Usage = serde_json::from_str(
+            r#"{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,
+                "completion_tokens_details":{"reasoning_tokens":3}}"#,
+        )
+        .unwrap();
+        assert_eq!(openai.prompt_tokens(), Some(5));
+        assert_eq!(openai.completion_tokens(), Some(7));
+        assert_eq!(openai.total_tokens(), Some(12));
+        assert_eq!(openai.reasoning_tokens(), Some(3));
+        let responses: Usage =
+            serde_json::from_str(r#"{"input_tokens":4,"output_tokens":9}"#).unwrap();
+        assert_eq!(responses.prompt_tokens(), Some(4));
+        assert_eq!(responses.completion_tokens(), Some(9));
+        assert_eq!(responses.reasoning_tokens(), None);
+    }
+}

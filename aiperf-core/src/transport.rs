@@ -1,0 +1,125 @@
+//! The [`Transport`] trait: send one HTTP request, stamp everything that comes back.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+/// One HTTP request, fully formed: the transport adds nothing but connection handling.
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    /// `POST` or `GET`.
+    pub method: HttpMethod,
+    /// Absolute URL (`http://` or `https://`).
+    pub url: String,
+    /// Headers in send order. Values may hold secrets: never log them.
+    pub headers: Vec<(String, String)>,
+    /// The body bytes (empty for `GET`).
+    pub body: Bytes,
+    /// Bound on the whole exchange: connect, send and the entire response body.
+    pub timeout: Option<Duration>,
+}
+
+/// The HTTP methods the benchmark uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpMethod {
+    /// `GET`
+    Get,
+    /// `POST`
+    Post,
+}
+
+/// A body chunk as it came off the wire, stamped when it was read.
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    /// When the chunk was read, before anything looked at it.
+    pub at: Instant,
+    /// The bytes.
+    pub bytes: Bytes,
+}
+
+/// Everything a transport observed for one request. Produced on the hot path: raw bytes
+/// and stamps only, no parsing.
+#[derive(Debug, Clone)]
+pub struct RawExchange {
+    /// Taken immediately before the request was handed to the connection.
+    pub started_at: Instant,
+    /// When the response head arrived (`None` if it never did).
+    pub head_at: Option<Instant>,
+    /// The HTTP status, when a response head arrived.
+    pub status: Option<u16>,
+    /// The response's `Content-Type`, if any.
+    pub content_type: Option<String>,
+    /// Body chunks in arrival order.
+    pub chunks: Vec<Chunk>,
+    /// When the exchange ended: body complete, or the failure observed.
+    pub ended_at: Instant,
+    /// Set when the exchange failed below HTTP (connect, TLS, timeout, reset).
+    pub error: Option<TransportError>,
+}
+
+impl RawExchange {
+    /// The whole body, concatenated (for non-streaming responses and error messages).
+    pub fn body(&self) -> Vec<u8> {
+        let mut body = Vec::with_capacity(self.chunks.iter().map(|c| c.bytes.len()).sum());
+        for chunk in &self.chunks {
+            body.extend_from_slice(&chunk.bytes);
+        }
+        body
+    }
+}
+
+/// Why an exchange failed below HTTP.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    /// The URL could not be used.
+    #[error("invalid URL {url}: {reason}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No connection could be made.
+    #[error("cannot connect: {0}")]
+    Connect(String),
+    /// The TLS handshake failed (bad certificate, wrong name, protocol).
+    #[error("TLS handshake failed: {0}")]
+    Tls(String),
+    /// The request did not complete within its timeout.
+    #[error("request timed out after {0:?}")]
+    Timeout(Duration),
+    /// The server closed the connection or sent something that is not HTTP.
+    #[error("server disconnected: {0}")]
+    Disconnected(String),
+    /// The request was cancelled before it completed.
+    #[error("request cancelled")]
+    Cancelled,
+}
+
+impl TransportError {
+    /// A short type name for error summaries, in the spirit of the Python AIPerf's
+    /// exception class names.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            TransportError::InvalidUrl { .. } => "InvalidURL",
+            TransportError::Connect(_) => "ClientConnectorError",
+            TransportError::Tls(_) => "ClientConnectorCertificateError",
+            TransportError::Timeout(_) => "TimeoutError",
+            TransportError::Disconnected(_) => "ServerDisconnectedError",
+            TransportError::Cancelled => "CancelledError",
+        }
+    }
+}
+
+/// A boxed future, as trait methods return them.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Sends requests. Implementations stamp `started_at` just before the first byte is
+/// written and every body chunk as it is read, and never parse the body.
+pub trait Transport: Send + Sync + 'static {
+    /// Sends one request and collects the stamped response. Failures are reported in
+    /// [`RawExchange::error`], never by panicking.
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, RawExchange>;
+}

@@ -1,0 +1,1 @@
+//! aiperf-endpoints (placeholder)

@@ -1,0 +1,1 @@
+//! aiperf-metrics (placeholder)

@@ -1,0 +1,1 @@
+//! aiperf-telemetry (placeholder)
