@@ -6,12 +6,82 @@
 //! goes, an [`Endpoint`] turns a turn into a request body and a response into data, a
 //! [`Transport`] sends the bytes and stamps what comes back, and a [`RecordSink`] receives
 //! every finished [`RequestRecord`] off the hot path.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use aiperf_core::{
+//!     Benchmark, BenchmarkConfig, BoxFuture, BuiltRequest, Chunk, CollectRecords, Conversation,
+//!     Endpoint, EndpointError, EndpointInfo, HttpRequest, ParsedExchange, ParsedResponse,
+//!     PhasePlan, RawExchange, RequestInput, SamplingStrategy, Transport, Turn,
+//! };
+//!
+//! /// A format that sends the prompt as the body and reads the body back as text.
+//! struct Echo(EndpointInfo);
+//! impl Endpoint for Echo {
+//!     fn info(&self) -> &EndpointInfo { &self.0 }
+//!     fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
+//!         Ok(BuiltRequest { body: input.turns[0].joined_text().into(), headers: vec![] })
+//!     }
+//!     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+//!         let text = String::from_utf8_lossy(&exchange.body()).into_owned();
+//!         let at = exchange.ended_at;
+//!         let responses = vec![ParsedResponse {
+//!             at, text, reasoning: String::new(), has_other_data: false, usage: None,
+//!         }];
+//!         ParsedExchange { responses, error: None }
+//!     }
+//! }
+//!
+//! /// A transport that answers instantly with the request body (a real one sends HTTP).
+//! struct Loopback;
+//! impl Transport for Loopback {
+//!     fn send(&self, request: HttpRequest) -> BoxFuture<'_, RawExchange> {
+//!         Box::pin(async move {
+//!             let started_at = std::time::Instant::now();
+//!             let at = std::time::Instant::now();
+//!             RawExchange {
+//!                 started_at, head_at: Some(at), status: Some(200), content_type: None,
+//!                 chunks: vec![Chunk { at, bytes: request.body }], ended_at: at, error: None,
+//!             }
+//!         })
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut config = BenchmarkConfig::default();
+//! config.endpoint.models = vec!["my-model".into()];
+//! config.load.concurrency = Some(4);
+//! config.load.request_count = Some(20);
+//! let config = config.validate()?;
+//!
+//! let mut builder = Benchmark::builder()
+//!     .endpoint(Arc::new(Echo(EndpointInfo {
+//!         name: "echo", default_path: "/", supports_streaming: false,
+//!         produces_tokens: true, tokenizes_input: true,
+//!     })))
+//!     .transport(Arc::new(Loopback))
+//!     .url("http://127.0.0.1:8000/")
+//!     .model(config.primary_model())
+//!     .conversations(vec![Conversation {
+//!         session_id: "c0".into(),
+//!         turns: vec![Turn::text("hello")],
+//!         ..Conversation::default()
+//!     }], SamplingStrategy::Sequential, 42);
+//! for phase in PhasePlan::from_config(&config)? {
+//!     builder = builder.phase(phase);
+//! }
+//! let records = builder.sink(CollectRecords::default())?.run().await?;
+//! assert_eq!(records.len(), 20);
+//! assert!(records.iter().all(|r| r.is_valid()));
+//! # Ok(()) }
+//! ```
 
 pub mod clock;
 pub mod config;
 pub mod conversation;
 pub mod dataset;
 pub mod endpoint;
+pub mod engine;
 pub mod record;
 pub mod schedule;
 pub mod sink;
@@ -26,11 +96,15 @@ pub use endpoint::{
     BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, ParsedResponse,
     RequestInput, Usage,
 };
+pub use engine::{derive_seed, Benchmark, BenchmarkBuilder, EngineError, PhasePlan, Progress};
 pub use record::{Credit, ErrorDetails, Phase, RequestRecord, TimedResponse};
 pub use schedule::{Arrival, ClosedLoop, RateScheduler, Scheduler};
 pub use sink::{CollectRecords, RecordSink};
 pub use tokens::TokenCounter;
-pub use transport::{Chunk, HttpMethod, HttpRequest, RawExchange, Transport, TransportError};
+pub use tokio_util::sync::CancellationToken;
+pub use transport::{
+    BoxFuture, Chunk, HttpMethod, HttpRequest, RawExchange, Transport, TransportError,
+};
 
 /// What happened in a run, phase by phase (filled by the engine).
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,242 @@
+//! The engine against an in-memory endpoint and transport: counts, concurrency, open-loop
+//! timing, stop conditions, cancellation.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aiperf_core::config::ArrivalPattern;
+use aiperf_core::{
+    Benchmark, BoxFuture, BuiltRequest, CancellationToken, Chunk, ClosedLoop, CollectRecords,
+    Conversation, Endpoint, EndpointError, EndpointInfo, ParsedExchange, ParsedResponse, Phase,
+    PhasePlan, RateScheduler, RawExchange, RequestInput, RequestRecord, Transport, Turn,
+};
+use aiperf_core::{HttpRequest, SamplingStrategy};
+
+const INFO: EndpointInfo = EndpointInfo {
+    name: "echo",
+    default_path: "/echo",
+    supports_streaming: false,
+    produces_tokens: true,
+    tokenizes_input: true,
+};
+
+/// Sends the turn's text as the body; every chunk parses to one response.
+struct Echo;
+
+impl Endpoint for Echo {
+    fn info(&self) -> &EndpointInfo {
+        &INFO
+    }
+    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
+        Ok(BuiltRequest {
+            body: input.turns[0].joined_text().into_bytes().into(),
+            headers: vec![],
+        })
+    }
+    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+        ParsedExchange {
+            responses: exchange
+                .chunks
+                .iter()
+                .map(|c| ParsedResponse {
+                    at: c.at,
+                    text: String::from_utf8_lossy(&c.bytes).into_owned(),
+                    reasoning: String::new(),
+                    has_other_data: false,
+                    usage: None,
+                })
+                .collect(),
+            error: None,
+        }
+    }
+}
+
+/// Answers every request after `latency` with the request body, tracking peak concurrency.
+#[derive(Default)]
+struct SlowEcho {
+    latency: Duration,
+    in_flight: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl Transport for SlowEcho {
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, RawExchange> {
+        Box::pin(async move {
+            let started_at = Instant::now();
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(self.latency).await;
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            let at = Instant::now();
+            RawExchange {
+                started_at,
+                head_at: Some(at),
+                status: Some(200),
+                content_type: None,
+                chunks: vec![Chunk {
+                    at,
+                    bytes: request.body,
+                }],
+                ended_at: at,
+                error: None,
+            }
+        })
+    }
+}
+
+fn dataset(n: usize) -> Vec<Conversation> {
+    (0..n)
+        .map(|i| Conversation {
+            session_id: format!("c{i}"),
+            turns: vec![Turn::text(format!("hello {i}"))],
+            ..Conversation::default()
+        })
+        .collect()
+}
+
+fn closed_loop(phase: Phase, concurrency: usize, count: u64) -> PhasePlan {
+    PhasePlan {
+        phase,
+        scheduler: Box::new(ClosedLoop),
+        concurrency: Some(concurrency),
+        request_count: Some(count),
+        duration: None,
+        grace_period: Duration::MAX,
+    }
+}
+
+async fn run(
+    transport: Arc<SlowEcho>,
+    phases: Vec<PhasePlan>,
+    cancel: CancellationToken,
+) -> Vec<RequestRecord> {
+    let mut builder = Benchmark::builder()
+        .endpoint(Arc::new(Echo))
+        .transport(transport)
+        .url("http://127.0.0.1:1/echo")
+        .model("m")
+        .conversations(dataset(5), SamplingStrategy::Sequential, 1)
+        .cancel_token(cancel);
+    for phase in phases {
+        builder = builder.phase(phase);
+    }
+    builder
+        .sink(CollectRecords::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_sends_exactly_the_count_at_the_concurrency() {
+    let transport = Arc::new(SlowEcho {
+        latency: Duration::from_millis(20),
+        ..SlowEcho::default()
+    });
+    let records = run(
+        Arc::clone(&transport),
+        vec![
+            closed_loop(Phase::Warmup, 2, 3),
+            closed_loop(Phase::Profiling, 4, 17),
+        ],
+        CancellationToken::new(),
+    )
+    .await;
+    let profiling: Vec<_> = records
+        .iter()
+        .filter(|r| r.credit.phase == Phase::Profiling)
+        .collect();
+    assert_eq!(records.len(), 20);
+    assert_eq!(profiling.len(), 17);
+    assert_eq!(transport.peak.load(Ordering::SeqCst), 4);
+    let mut ids: Vec<u64> = profiling.iter().map(|r| r.credit.id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..17).collect::<Vec<_>>());
+    assert!(profiling.iter().all(|r| r.is_valid()));
+    // Sequential sampling: the text sent is the conversation's.
+    let first = profiling.iter().find(|r| r.credit.id == 0).unwrap();
+    assert!(first.input_text.starts_with("hello "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_sends_on_schedule_regardless_of_latency() {
+    let transport = Arc::new(SlowEcho {
+        latency: Duration::from_millis(100),
+        ..SlowEcho::default()
+    });
+    let plan = PhasePlan {
+        phase: Phase::Profiling,
+        scheduler: Box::new(RateScheduler::new(200.0, ArrivalPattern::Constant, None, 0).unwrap()),
+        concurrency: None,
+        request_count: Some(40),
+        duration: None,
+        grace_period: Duration::MAX,
+    };
+    let records = run(Arc::clone(&transport), vec![plan], CancellationToken::new()).await;
+    assert_eq!(records.len(), 40);
+    // 40 arrivals 5 ms apart while each request takes 100 ms: about 20 in flight at once.
+    assert!(transport.peak.load(Ordering::SeqCst) >= 15);
+    let mut sorted: Vec<&RequestRecord> = records.iter().collect();
+    sorted.sort_by_key(|r| r.credit.id);
+    for pair in sorted.windows(2) {
+        let gap = pair[1].scheduled_ns - pair[0].scheduled_ns;
+        assert_eq!(gap, 5_000_000, "scheduled instants are exact");
+    }
+    let lags: Vec<u64> = sorted.iter().map(|r| r.start_ns - r.scheduled_ns).collect();
+    let mut lags_sorted = lags.clone();
+    lags_sorted.sort_unstable();
+    let median = lags_sorted[lags_sorted.len() / 2];
+    assert!(median < 5_000_000, "median schedule lag {median} ns");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_stops_sending_and_grace_cancels_what_is_left() {
+    let transport = Arc::new(SlowEcho {
+        latency: Duration::from_millis(400),
+        ..SlowEcho::default()
+    });
+    let plan = PhasePlan {
+        phase: Phase::Profiling,
+        scheduler: Box::new(ClosedLoop),
+        concurrency: Some(3),
+        request_count: None,
+        duration: Some(Duration::from_millis(500)),
+        grace_period: Duration::from_millis(100),
+    };
+    let started = Instant::now();
+    let records = run(transport, vec![plan], CancellationToken::new()).await;
+    let elapsed = started.elapsed();
+    // Requests start at 0 ms (3) and 400 ms (3); the second batch would end at 800 ms,
+    // after the 600 ms grace deadline, so it is cancelled and leaves no record.
+    assert_eq!(records.len(), 3);
+    assert!(
+        elapsed >= Duration::from_millis(600) && elapsed < Duration::from_millis(1_500),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_keeps_finished_records_and_returns_promptly() {
+    let transport = Arc::new(SlowEcho {
+        latency: Duration::from_millis(50),
+        ..SlowEcho::default()
+    });
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(275)).await;
+        canceller.cancel();
+    });
+    let started = Instant::now();
+    let records = run(
+        transport,
+        vec![closed_loop(Phase::Profiling, 2, 1_000)],
+        cancel,
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // About 5 rounds of 2 finished before the cancel at 275 ms.
+    assert!((6..=12).contains(&records.len()), "{}", records.len());
+}
