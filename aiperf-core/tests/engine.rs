@@ -1,5 +1,6 @@
 //! The engine against an in-memory endpoint and transport: counts, concurrency, open-loop
 //! timing, stop conditions, cancellation.
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
