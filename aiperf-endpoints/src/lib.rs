@@ -1,1 +1,80 @@
-//! aiperf-endpoints (placeholder)
+//! HTTP transport, SSE decoding and endpoint formats of aiperf-rs.
+//!
+//! This crate implements the two halves of a request that [`aiperf_core`] leaves open:
+//!
+//! - an [`Endpoint`](aiperf_core::Endpoint) turns a turn into a request body and a finished
+//!   exchange into parsed responses: [`ChatEndpoint`] (`/v1/chat/completions`) and
+//!   [`CompletionsEndpoint`] (`/v1/completions`), chosen by name with [`endpoint_for`];
+//! - a [`Transport`](aiperf_core::Transport) sends the bytes: [`HttpTransport`] (hyper,
+//!   pooled keep-alive, rustls) stamps the response head and every body chunk as it
+//!   arrives and does nothing else, so the hot path never parses.
+//!
+//! Parsing happens later, from the stamped chunks: streamed bodies go through the
+//! incremental [`sse`] decoder, and every event keeps the stamp of the read that completed
+//! it. Errors become [`ErrorDetails`](aiperf_core::ErrorDetails): a non-2xx status gives
+//! `{code: status, type: reason phrase, message: the JSON body's error message or the body
+//! text}`; `event: error` or an in-band `{"error": …}` chunk gives `SSEResponseError`
+//! (502); a transport failure gives its [`TransportError`](aiperf_core::TransportError)
+//! type; a 2xx body that is not JSON gives `JSONDecodeError`, but only when nothing else in
+//! the exchange had content (one garbled chunk does not fail a good stream).
+//!
+//! ```
+//! use std::time::Instant;
+//! use aiperf_core::{Chunk, RawExchange, RequestInput, Turn};
+//! use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions};
+//!
+//! let chat = endpoint_for("chat", EndpointOptions::default())?;
+//! let url = build_url("localhost:8000/v1", None, chat.info().default_path);
+//! assert_eq!(url, "http://localhost:8000/v1/chat/completions");
+//!
+//! let turns = [Turn::text("Hello")];
+//! let request = chat.build(&RequestInput {
+//!     model: "m",
+//!     system_message: None,
+//!     user_context_message: None,
+//!     turns: &turns,
+//!     streaming: true,
+//! })?;
+//! assert_eq!(
+//!     request.body,
+//!     r#"{"messages":[{"role":"user","content":"Hello"}],"model":"m","stream":true}"#
+//! );
+//!
+//! // What a transport would have recorded for a streamed answer.
+//! let now = Instant::now();
+//! let exchange = RawExchange {
+//!     started_at: now,
+//!     head_at: Some(now),
+//!     status: Some(200),
+//!     content_type: Some("text/event-stream".into()),
+//!     chunks: vec![Chunk {
+//!         at: now,
+//!         bytes: "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n".into(),
+//!     }],
+//!     ended_at: now,
+//!     error: None,
+//! };
+//! let parsed = chat.parse(&exchange);
+//! assert_eq!(parsed.error, None);
+//! assert_eq!(parsed.responses[0].text, "Hi");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod chat;
+mod completions;
+mod factory;
+mod payload;
+mod response;
+pub mod sse;
+mod tls;
+mod transport;
+mod url;
+
+pub use chat::ChatEndpoint;
+pub use completions::CompletionsEndpoint;
+pub use factory::{endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES};
+pub use transport::{HttpTransport, HttpTransportBuilder, TransportBuildError};
+pub use url::build_url;
+
+#[cfg(test)]
+mod test_support;

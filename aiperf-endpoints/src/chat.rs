@@ -1,0 +1,180 @@
+//! The `chat` endpoint: OpenAI chat completions (`/v1/chat/completions`).
+
+use aiperf_core::conversation::Turn;
+use aiperf_core::{
+    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+};
+use serde_json::{json, Map, Value};
+
+use crate::payload::{current_turn, finish, model};
+use crate::response::{parse_exchange, Extracted};
+use crate::EndpointOptions;
+
+const INFO: EndpointInfo = EndpointInfo {
+    name: "chat",
+    default_path: "/v1/chat/completions",
+    supports_streaming: true,
+    produces_tokens: true,
+    tokenizes_input: true,
+};
+
+/// Chat completions: builds `{"messages", "model", "stream", …}` and reads
+/// `choices[0].delta` (streamed) or `choices[0].message`.
+///
+/// Text is `content` followed by the tool calls' function names and arguments; reasoning
+/// is `reasoning_content` or `reasoning`. See [`crate`] docs for errors.
+#[derive(Debug, Clone, Default)]
+pub struct ChatEndpoint {
+    options: EndpointOptions,
+}
+
+impl ChatEndpoint {
+    /// A chat endpoint with these options.
+    pub fn new(options: EndpointOptions) -> Self {
+        Self { options }
+    }
+}
+
+impl Endpoint for ChatEndpoint {
+    fn info(&self) -> &EndpointInfo {
+        &INFO
+    }
+
+    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
+        let turn = current_turn(INFO.name, input)?;
+        let mut body = Map::new();
+        body.insert("messages".into(), Value::Array(messages(input)));
+        body.insert("model".into(), model(input, turn).into());
+        body.insert("stream".into(), input.streaming.into());
+        if let Some(max_tokens) = turn.max_tokens {
+            let field = if self.options.use_legacy_max_tokens {
+                "max_tokens"
+            } else {
+                "max_completion_tokens"
+            };
+            body.insert(field.into(), max_tokens.into());
+        }
+        Ok(finish(body, &self.options, input.streaming))
+    }
+
+    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+        parse_exchange(exchange, extract)
+    }
+}
+
+/// System message, user context, then one message per turn.
+fn messages(input: &RequestInput<'_>) -> Vec<Value> {
+    let mut messages = Vec::with_capacity(input.turns.len() + 2);
+    let starts_with_system = input
+        .turns
+        .first()
+        .is_some_and(|turn| turn.role.as_deref() == Some("system"));
+    if let Some(system) = input.system_message.filter(|_| !starts_with_system) {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    if let Some(context) = input.user_context_message {
+        messages.push(json!({"role": "user", "content": context}));
+    }
+    for turn in input.turns {
+        let role = turn.role.as_deref().unwrap_or("user");
+        messages.push(json!({"role": role, "content": content(turn)}));
+    }
+    messages
+}
+
+/// A plain string for one text without media, else content parts: texts, images,
+/// audios, videos (empty ones skipped).
+fn content(turn: &Turn) -> Value {
+    let has_media = !(turn.images.is_empty() && turn.audios.is_empty() && turn.videos.is_empty());
+    match turn.texts.as_slice() {
+        [text] if !has_media => return Value::String(text.clone()),
+        [] if !has_media => return Value::String(String::new()),
+        _ => {}
+    }
+    let non_empty = |items: &[String]| {
+        items
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let mut parts = Vec::new();
+    for text in non_empty(&turn.texts) {
+        parts.push(json!({"type": "text", "text": text}));
+    }
+    for url in non_empty(&turn.images) {
+        parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+    }
+    for audio in non_empty(&turn.audios) {
+        let (format, data) = audio_parts(&audio);
+        parts.push(json!({"type": "input_audio", "input_audio": {"data": data, "format": format}}));
+    }
+    for url in non_empty(&turn.videos) {
+        parts.push(json!({"type": "video_url", "video_url": {"url": url}}));
+    }
+    Value::Array(parts)
+}
+
+/// Splits audio into `(format, base64 data)`: `wav,<b64>`, `data:audio/<fmt>;base64,<b64>`,
+/// or bare base64 (taken as wav).
+fn audio_parts(audio: &str) -> (&str, &str) {
+    if let Some(rest) = audio.strip_prefix("data:audio/") {
+        if let Some((mime, data)) = rest.split_once(',') {
+            let format = mime.split(';').next().unwrap_or("wav");
+            return (format, data);
+        }
+    }
+    match audio.split_once(',') {
+        Some((format, data))
+            if !format.is_empty() && format.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            (format, data)
+        }
+        _ => ("wav", audio),
+    }
+}
+
+/// Reads `choices[0].delta` (chunks) or `choices[0].message` (whole responses). The
+/// `object` field picks which one when present; servers that omit it still work.
+fn extract(json: &Value) -> Extracted {
+    let Some(choice) = json.get("choices").and_then(|choices| choices.get(0)) else {
+        return Extracted::default();
+    };
+    let message = match json.get("object").and_then(Value::as_str) {
+        Some("chat.completion.chunk") => choice.get("delta"),
+        Some("chat.completion") => choice.get("message"),
+        _ => choice.get("delta").or_else(|| choice.get("message")),
+    };
+    let Some(message) = message else {
+        return Extracted::default();
+    };
+    let field = |name: &str| {
+        message
+            .get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let reasoning = Some(field("reasoning_content"))
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| field("reasoning"));
+    let mut text = field("content").to_owned();
+    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+        for function in calls.iter().filter_map(|call| call.get("function")) {
+            for part in ["name", "arguments"] {
+                text.push_str(
+                    function
+                        .get(part)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                );
+            }
+        }
+    }
+    Extracted {
+        text,
+        reasoning: reasoning.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,101 @@
+//! The `completions` endpoint: OpenAI text completions (`/v1/completions`).
+
+use aiperf_core::{
+    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+};
+use serde_json::{Map, Value};
+
+use crate::payload::{current_turn, finish, model};
+use crate::response::{parse_exchange, Extracted};
+use crate::EndpointOptions;
+
+const INFO: EndpointInfo = EndpointInfo {
+    name: "completions",
+    default_path: "/v1/completions",
+    supports_streaming: true,
+    produces_tokens: true,
+    tokenizes_input: true,
+};
+
+/// Text completions: builds `{"prompt", "model", "stream", "max_tokens", …}` from exactly
+/// one turn and reads `choices[0].text`.
+///
+/// `prompt` is always a list (a batch of one for one text), as the Python AIPerf sends it,
+/// so payloads match byte for byte. The system
+/// message and the user context, when present, are prepended to every prompt, each
+/// followed by `\n` (this is also how warmup prompts get their `warmup\n` prefix).
+#[derive(Debug, Clone, Default)]
+pub struct CompletionsEndpoint {
+    options: EndpointOptions,
+}
+
+impl CompletionsEndpoint {
+    /// A completions endpoint with these options.
+    pub fn new(options: EndpointOptions) -> Self {
+        Self { options }
+    }
+}
+
+impl Endpoint for CompletionsEndpoint {
+    fn info(&self) -> &EndpointInfo {
+        &INFO
+    }
+
+    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
+        let turn = current_turn(INFO.name, input)?;
+        let error = |reason: String| EndpointError {
+            endpoint: INFO.name,
+            reason,
+        };
+        if input.turns.len() != 1 {
+            return Err(error(format!(
+                "completions takes exactly one turn, got {} (use the chat endpoint for \
+                 multi-turn conversations)",
+                input.turns.len()
+            )));
+        }
+        let prefix: String = [input.system_message, input.user_context_message]
+            .into_iter()
+            .flatten()
+            .map(|part| format!("{part}\n"))
+            .collect();
+        let prompts: Vec<Value> = turn
+            .texts
+            .iter()
+            .filter(|text| !text.is_empty())
+            .map(|text| Value::String(format!("{prefix}{text}")))
+            .collect();
+        if prompts.is_empty() {
+            return Err(error("the turn has no text to use as prompt".into()));
+        }
+        let mut body = Map::new();
+        body.insert("prompt".into(), Value::Array(prompts));
+        body.insert("model".into(), model(input, turn).into());
+        body.insert("stream".into(), input.streaming.into());
+        if let Some(max_tokens) = turn.max_tokens {
+            body.insert("max_tokens".into(), max_tokens.into());
+        }
+        Ok(finish(body, &self.options, input.streaming))
+    }
+
+    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+        parse_exchange(exchange, extract)
+    }
+}
+
+/// Reads `choices[0].text`.
+fn extract(json: &Value) -> Extracted {
+    let text = json
+        .get("choices")
+        .and_then(|choices| choices.get(0))
+        .and_then(|choice| choice.get("text"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Extracted {
+        text: text.to_owned(),
+        reasoning: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

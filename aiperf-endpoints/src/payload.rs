@@ -1,0 +1,70 @@
+//! Request pieces shared by the OpenAI-style formats: the turn being sent, the merge of
+//! `--extra-inputs`, `stream_options` and the body's serialisation and headers.
+
+use aiperf_core::conversation::Turn;
+use aiperf_core::{BuiltRequest, EndpointError, RequestInput};
+use serde_json::{Map, Value};
+
+use crate::EndpointOptions;
+
+/// The turn the request is for: the last of `input.turns` (earlier ones are history).
+pub(crate) fn current_turn<'a>(
+    endpoint: &'static str,
+    input: &RequestInput<'a>,
+) -> Result<&'a Turn, EndpointError> {
+    input.turns.last().ok_or_else(|| EndpointError {
+        endpoint,
+        reason: "there is no turn to send".into(),
+    })
+}
+
+/// The model for `turn`: its own, else the primary model.
+pub(crate) fn model<'a>(input: &RequestInput<'a>, turn: &'a Turn) -> &'a str {
+    turn.model.as_deref().unwrap_or(input.model)
+}
+
+/// Merges the extra inputs (shallow: a key replaces the whole value, keeping the key's
+/// position when it already exists), adds `stream_options.include_usage` when streaming
+/// with server token counts, and serialises the body compactly.
+pub(crate) fn finish(
+    mut body: Map<String, Value>,
+    options: &EndpointOptions,
+    streaming: bool,
+) -> BuiltRequest {
+    for (key, value) in &options.extra_inputs {
+        body.insert(key.clone(), value.clone());
+    }
+    if streaming && options.use_server_token_count {
+        request_usage(&mut body);
+    }
+    let accept = if streaming {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    BuiltRequest {
+        body: Value::Object(body).to_string().into(),
+        headers: vec![
+            ("Content-Type".into(), "application/json".into()),
+            ("Accept".into(), accept.into()),
+        ],
+    }
+}
+
+/// Asks for a usage chunk at the end of the stream, unless the user already decided.
+fn request_usage(body: &mut Map<String, Value>) {
+    match body.get_mut("stream_options") {
+        Some(Value::Object(stream_options)) => {
+            if !stream_options.contains_key("include_usage") {
+                stream_options.insert("include_usage".into(), Value::Bool(true));
+            }
+        }
+        // A non-object value is the user's explicit choice; leave it alone.
+        Some(_) => {}
+        None => {
+            let mut stream_options = Map::new();
+            stream_options.insert("include_usage".into(), Value::Bool(true));
+            body.insert("stream_options".into(), Value::Object(stream_options));
+        }
+    }
+}

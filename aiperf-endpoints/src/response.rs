@@ -1,0 +1,280 @@
+//! Response handling shared by the OpenAI-style formats: HTTP errors, in-band errors,
+//! streamed (SSE) and whole bodies, usage. A format only supplies how to read text and
+//! reasoning out of one JSON object.
+
+use std::time::Instant;
+
+use aiperf_core::{ErrorDetails, ParsedExchange, ParsedResponse, RawExchange, Usage};
+use serde_json::Value;
+
+use crate::sse::{decode_chunks, SseEvent};
+
+/// The text and reasoning a format reads out of one JSON object.
+#[derive(Debug, Default)]
+pub(crate) struct Extracted {
+    /// Generated text (content and tool-call text).
+    pub text: String,
+    /// Generated reasoning.
+    pub reasoning: String,
+}
+
+/// Reads one JSON object of a format.
+pub(crate) type Extract = fn(&Value) -> Extracted;
+
+/// Most characters of an unparsable body quoted in an error message.
+const SNIPPET_CHARS: usize = 200;
+
+/// Parses an exchange: its HTTP error, or its responses (streamed or whole) followed by
+/// any error seen in the stream or below HTTP.
+pub(crate) fn parse_exchange(exchange: &RawExchange, extract: Extract) -> ParsedExchange {
+    let status = match exchange.status {
+        None => {
+            let error = exchange
+                .error
+                .as_ref()
+                .map_or_else(no_response, ErrorDetails::from);
+            return ParsedExchange {
+                responses: Vec::new(),
+                error: Some(error),
+            };
+        }
+        Some(status) if !(200..300).contains(&status) => {
+            return ParsedExchange {
+                responses: Vec::new(),
+                error: Some(http_error(status, &exchange.body())),
+            };
+        }
+        Some(status) => status,
+    };
+    let mut reader = Reader {
+        extract,
+        parsed: ParsedExchange::default(),
+        malformed: None,
+    };
+    if is_event_stream(exchange) {
+        reader.read_events(decode_chunks(&exchange.chunks));
+    } else {
+        let at = exchange.chunks.last().map_or(exchange.ended_at, |c| c.at);
+        reader.read_body(&exchange.body(), at);
+    }
+    let mut parsed = reader.parsed;
+    if parsed.error.is_none() {
+        parsed.error = exchange.error.as_ref().map(ErrorDetails::from);
+    }
+    if parsed.error.is_none() && !parsed.responses.iter().any(ParsedResponse::has_content) {
+        parsed.error = reader.malformed;
+    }
+    tracing::trace!(
+        status,
+        responses = parsed.responses.len(),
+        "parsed exchange"
+    );
+    parsed
+}
+
+/// The error of a non-2xx response: status, reason phrase, and the body's message.
+pub(crate) fn http_error(status: u16, body: &[u8]) -> ErrorDetails {
+    let reason = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|code| code.canonical_reason())
+        .map_or_else(|| format!("HTTP {status}"), str::to_owned);
+    let message = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|json| error_message(&json))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned());
+    ErrorDetails {
+        code: Some(status),
+        message: if message.is_empty() {
+            reason.clone()
+        } else {
+            message
+        },
+        kind: Some(reason),
+    }
+}
+
+/// The message of a JSON error body: `error` (a string or an object's `message`),
+/// `detail` (FastAPI: a string or a list of `{msg}`), or `message`.
+pub(crate) fn error_message(json: &Value) -> Option<String> {
+    let text = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let object = json.as_object()?;
+    match object.get("error") {
+        Some(Value::Object(error)) => {
+            return Some(
+                error
+                    .get("message")
+                    .map_or_else(|| json["error"].to_string(), text),
+            );
+        }
+        Some(Value::Null) | None => {}
+        Some(other) => return Some(text(other)),
+    }
+    match object.get("detail") {
+        Some(Value::Array(items)) => {
+            let messages: Vec<String> = items
+                .iter()
+                .map(|item| item.get("msg").map_or_else(|| text(item), text))
+                .collect();
+            return Some(messages.join("; "));
+        }
+        Some(Value::Null) | None => {}
+        Some(other) => return Some(text(other)),
+    }
+    object.get("message").map(text)
+}
+
+/// An exchange with neither a response nor a transport error (should not happen).
+fn no_response() -> ErrorDetails {
+    ErrorDetails {
+        code: None,
+        kind: Some("ServerDisconnectedError".into()),
+        message: "no response was received".into(),
+    }
+}
+
+/// SSE by content type; without one, anything that does not look like JSON.
+fn is_event_stream(exchange: &RawExchange) -> bool {
+    if let Some(content_type) = &exchange.content_type {
+        let content_type = content_type.to_ascii_lowercase();
+        if content_type.contains("text/event-stream") {
+            return true;
+        }
+        if content_type.contains("json") {
+            return false;
+        }
+    }
+    let first = exchange
+        .chunks
+        .iter()
+        .flat_map(|chunk| chunk.bytes.iter())
+        .find(|byte| !byte.is_ascii_whitespace());
+    !matches!(first, Some(b'{' | b'['))
+}
+
+/// Collects responses and errors.
+struct Reader {
+    extract: Extract,
+    parsed: ParsedExchange,
+    /// The first unparsable JSON payload, reported only if nothing had content.
+    malformed: Option<ErrorDetails>,
+}
+
+impl Reader {
+    /// Streamed events until `[DONE]` or an error.
+    fn read_events(&mut self, events: Vec<SseEvent>) {
+        for event in events {
+            if event.event.as_deref() == Some("error") {
+                self.parsed.error = Some(sse_error(&event));
+                return;
+            }
+            let data = event.data.trim();
+            if data == "[DONE]" {
+                return;
+            }
+            if !data.is_empty() && !self.read_json(data.as_bytes(), event.at, "SSEResponseError") {
+                return;
+            }
+        }
+    }
+
+    /// A whole (non-streamed) body.
+    fn read_body(&mut self, body: &[u8], at: Instant) {
+        if !body.trim_ascii().is_empty() {
+            self.read_json(body, at, "ResponseError");
+        }
+    }
+
+    /// Reads one JSON payload; false when it carried an error (which ends the stream).
+    fn read_json(&mut self, payload: &[u8], at: Instant, error_kind: &str) -> bool {
+        let json = match serde_json::from_slice::<Value>(payload) {
+            Ok(json) => json,
+            Err(error) => {
+                tracing::debug!(%error, "skipping a response that is not JSON");
+                if self.malformed.is_none() {
+                    self.malformed = Some(malformed(payload, &error));
+                }
+                return true;
+            }
+        };
+        if let Some(error) = in_band_error(&json, error_kind) {
+            self.parsed.error = Some(error);
+            return false;
+        }
+        let usage = json
+            .get("usage")
+            .and_then(Value::as_object)
+            .filter(|usage| !usage.is_empty())
+            .map(|usage| Usage(usage.clone()));
+        let Extracted { text, reasoning } = (self.extract)(&json);
+        if !text.is_empty() || !reasoning.is_empty() || usage.is_some() {
+            self.parsed.responses.push(ParsedResponse {
+                at,
+                text,
+                reasoning,
+                has_other_data: false,
+                usage,
+            });
+        }
+        true
+    }
+}
+
+/// `event: error`: code 502, message from the data (JSON error message or text), else
+/// from the comment.
+fn sse_error(event: &SseEvent) -> ErrorDetails {
+    let data = event.data.trim();
+    let message = serde_json::from_str::<Value>(data)
+        .ok()
+        .and_then(|json| error_message(&json))
+        .or_else(|| (!data.is_empty()).then(|| data.to_owned()))
+        .or_else(|| event.comment.clone().filter(|c| !c.trim().is_empty()))
+        .unwrap_or_else(|| "the server sent an error event".into());
+    ErrorDetails {
+        code: Some(502),
+        kind: Some("SSEResponseError".into()),
+        message,
+    }
+}
+
+/// An error object sent with a 2xx status (`{"error": …}` or `{"object": "error", …}`,
+/// without `choices`): code from the object when it is an HTTP status, else 502.
+fn in_band_error(json: &Value, kind: &str) -> Option<ErrorDetails> {
+    if json.get("choices").is_some() {
+        return None;
+    }
+    let error = match json.get("error") {
+        Some(Value::Null) | None if json.get("object").and_then(Value::as_str) == Some("error") => {
+            json
+        }
+        Some(Value::Null) | None => return None,
+        Some(error) => error,
+    };
+    let code = error
+        .get("code")
+        .and_then(Value::as_u64)
+        .filter(|code| (100..=599).contains(code))
+        .and_then(|code| u16::try_from(code).ok())
+        .unwrap_or(502);
+    Some(ErrorDetails {
+        code: Some(code),
+        kind: Some(kind.into()),
+        message: error_message(json).unwrap_or_else(|| error.to_string()),
+    })
+}
+
+/// A payload that is not JSON (reported only when nothing else had content).
+fn malformed(payload: &[u8], error: &serde_json::Error) -> ErrorDetails {
+    let text = String::from_utf8_lossy(payload);
+    let mut snippet: String = text.chars().take(SNIPPET_CHARS).collect();
+    if text.chars().nth(SNIPPET_CHARS).is_some() {
+        snippet.push('…');
+    }
+    ErrorDetails {
+        code: None,
+        kind: Some("JSONDecodeError".into()),
+        message: format!("the response is not valid JSON ({error}): {snippet}"),
+    }
+}

@@ -1,0 +1,367 @@
+//! [`HttpTransport`]: the [`Transport`] on hyper, with pooled keep-alive connections and
+//! rustls TLS.
+//!
+//! The transport stamps and collects; it never parses. `started_at` is taken immediately
+//! before the request is handed to the connection pool (so connection set-up counts
+//! towards time to first token, as in the Python AIPerf), `head_at` when the response head
+//! arrives, and every body frame the moment hyper yields it, before its bytes are looked at.
+//! Failures become a [`TransportError`] in [`RawExchange::error`]; `send` never fails.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use aiperf_core::transport::BoxFuture;
+use aiperf_core::{Chunk, HttpMethod, HttpRequest, RawExchange, Transport, TransportError};
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+pub use crate::tls::TransportBuildError;
+use crate::tls::{client_config, TlsOptions};
+
+/// How long an idle pooled connection is kept (the Python AIPerf keeps them 300 s).
+const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// TCP keep-alive idle time (the Python AIPerf sets `TCP_KEEPIDLE` 60).
+const DEFAULT_TCP_KEEPALIVE: Duration = Duration::from_secs(60);
+
+/// Sends requests over pooled HTTP/1.1 connections (HTTP/2 over TLS when enabled and
+/// offered), plain or TLS. Cheap to share: wrap it in an `Arc` and use it from every
+/// worker task.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use aiperf_core::{HttpMethod, HttpRequest, Transport};
+/// use aiperf_endpoints::HttpTransport;
+///
+/// let transport = HttpTransport::builder()
+///     .connect_timeout(Duration::from_secs(5))
+///     .build()?;
+/// let exchange = transport
+///     .send(HttpRequest {
+///         method: HttpMethod::Get,
+///         url: "http://127.0.0.1:8000/v1/models".into(),
+///         headers: vec![],
+///         body: Default::default(),
+///         timeout: Some(Duration::from_secs(10)),
+///     })
+///     .await;
+/// println!("status {:?}, {} chunks", exchange.status, exchange.chunks.len());
+/// # Ok(()) }
+/// ```
+pub struct HttpTransport {
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    settings: HttpTransportBuilder,
+}
+
+impl std::fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures an [`HttpTransport`]; see [`HttpTransport::builder`].
+#[derive(Debug, Clone)]
+pub struct HttpTransportBuilder {
+    pool_max_idle_per_host: usize,
+    pool_idle_timeout: Option<Duration>,
+    connect_timeout: Option<Duration>,
+    tcp_keepalive: Option<Duration>,
+    http2: bool,
+    ca_file: Option<PathBuf>,
+    insecure_skip_verify: bool,
+}
+
+impl Default for HttpTransportBuilder {
+    fn default() -> Self {
+        Self {
+            pool_max_idle_per_host: usize::MAX,
+            pool_idle_timeout: Some(DEFAULT_POOL_IDLE_TIMEOUT),
+            connect_timeout: None,
+            tcp_keepalive: Some(DEFAULT_TCP_KEEPALIVE),
+            http2: false,
+            ca_file: None,
+            insecure_skip_verify: false,
+        }
+    }
+}
+
+impl HttpTransportBuilder {
+    /// Most idle connections kept per host (default: unlimited).
+    pub fn pool_max_idle_per_host(mut self, max: usize) -> Self {
+        self.pool_max_idle_per_host = max;
+        self
+    }
+
+    /// How long an idle connection stays in the pool (default 300 s; `None` = forever).
+    pub fn pool_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.pool_idle_timeout = timeout;
+        self
+    }
+
+    /// Bound on establishing one TCP connection (default: none; the request timeout
+    /// still applies).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// TCP keep-alive idle time (default 60 s; `None` disables keep-alive probes).
+    pub fn tcp_keepalive(mut self, idle: Option<Duration>) -> Self {
+        self.tcp_keepalive = idle;
+        self
+    }
+
+    /// Offer HTTP/2 in the TLS handshake (ALPN) and use it when the server accepts
+    /// (default off: HTTP/1.1 only, like the Python AIPerf). Plain `http://` always uses
+    /// HTTP/1.1.
+    pub fn http2(mut self, enabled: bool) -> Self {
+        self.http2 = enabled;
+        self
+    }
+
+    /// A PEM file with CA certificates to trust besides the bundled and platform roots.
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+
+    /// Accept any server certificate. Only for testing against self-signed servers.
+    pub fn insecure_skip_verify(mut self, skip: bool) -> Self {
+        self.insecure_skip_verify = skip;
+        self
+    }
+
+    /// Builds the transport. Must be called inside a Tokio runtime only when sending,
+    /// not when building.
+    pub fn build(self) -> Result<HttpTransport, TransportBuildError> {
+        let tls = client_config(&TlsOptions {
+            ca_file: self.ca_file.clone(),
+            insecure_skip_verify: self.insecure_skip_verify,
+        })?;
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(self.connect_timeout);
+        tcp.set_keepalive(self.tcp_keepalive);
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1();
+        let connector = if self.http2 {
+            https.enable_http2().wrap_connector(tcp)
+        } else {
+            https.wrap_connector(tcp)
+        };
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_max_idle_per_host(self.pool_max_idle_per_host)
+            .pool_idle_timeout(self.pool_idle_timeout)
+            .build(connector);
+        Ok(HttpTransport {
+            client,
+            settings: self,
+        })
+    }
+}
+
+impl HttpTransport {
+    /// A builder with the defaults: pooled keep-alive, no connect timeout, HTTP/1.1,
+    /// bundled and platform roots.
+    pub fn builder() -> HttpTransportBuilder {
+        HttpTransportBuilder::default()
+    }
+
+    /// Sends one request; see [`Transport::send`].
+    async fn exchange(&self, request: HttpRequest) -> RawExchange {
+        let timeout = request.timeout;
+        let url = request.url.clone();
+        let http_request = match to_hyper(request) {
+            Ok(http_request) => http_request,
+            Err(error) => return failed_before_sending(error),
+        };
+        let started_at = Instant::now();
+        // A timeout too large to add to the clock is no timeout.
+        let deadline = timeout.and_then(|t| {
+            let at = started_at.checked_add(t)?;
+            Some((tokio::time::Instant::from_std(at), t))
+        });
+        let mut exchange = RawExchange {
+            started_at,
+            head_at: None,
+            status: None,
+            content_type: None,
+            chunks: Vec::new(),
+            ended_at: started_at,
+            error: None,
+        };
+        let response = match within(deadline, self.client.request(http_request)).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(error)) => {
+                let error = classify(&error);
+                tracing::debug!(%url, %error, "request failed");
+                return finish(exchange, Some(error));
+            }
+            Err(timeout) => return finish(exchange, Some(timeout)),
+        };
+        exchange.head_at = Some(Instant::now());
+        exchange.status = Some(response.status().as_u16());
+        exchange.content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        let mut body = response.into_body();
+        let error = loop {
+            match within(deadline, body.frame()).await {
+                Ok(Some(Ok(frame))) => {
+                    let at = Instant::now();
+                    if let Ok(bytes) = frame.into_data() {
+                        if !bytes.is_empty() {
+                            exchange.chunks.push(Chunk { at, bytes });
+                        }
+                    }
+                }
+                Ok(None) => break None,
+                Ok(Some(Err(error))) => break Some(TransportError::Disconnected(chain(&error))),
+                Err(timeout) => break Some(timeout),
+            }
+        };
+        finish(exchange, error)
+    }
+}
+
+impl Transport for HttpTransport {
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, RawExchange> {
+        Box::pin(self.exchange(request))
+    }
+}
+
+/// Runs `future` until the deadline, if there is one.
+async fn within<F: Future>(
+    deadline: Option<(tokio::time::Instant, Duration)>,
+    future: F,
+) -> Result<F::Output, TransportError> {
+    match deadline {
+        None => Ok(future.await),
+        Some((at, timeout)) => tokio::time::timeout_at(at, future)
+            .await
+            .map_err(|_| TransportError::Timeout(timeout)),
+    }
+}
+
+/// Stamps the end and records the failure, if any.
+fn finish(mut exchange: RawExchange, error: Option<TransportError>) -> RawExchange {
+    exchange.ended_at = Instant::now();
+    exchange.error = error;
+    exchange
+}
+
+/// An exchange that failed before anything was sent.
+fn failed_before_sending(error: TransportError) -> RawExchange {
+    let now = Instant::now();
+    RawExchange {
+        started_at: now,
+        head_at: None,
+        status: None,
+        content_type: None,
+        chunks: Vec::new(),
+        ended_at: now,
+        error: Some(error),
+    }
+}
+
+/// Converts the request, checking the URL and headers (header values never appear in
+/// errors: they may hold secrets).
+fn to_hyper(request: HttpRequest) -> Result<http::Request<Full<Bytes>>, TransportError> {
+    let invalid = |reason: String| TransportError::InvalidUrl {
+        url: request.url.clone(),
+        reason,
+    };
+    let uri: http::Uri = request
+        .url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| invalid(e.to_string()))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => return Err(invalid(format!("unsupported scheme `{other}`"))),
+        None => return Err(invalid("missing scheme (http:// or https://)".into())),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(invalid("missing host".into()));
+    }
+    let method = match request.method {
+        HttpMethod::Get => http::Method::GET,
+        HttpMethod::Post => http::Method::POST,
+    };
+    let mut builder = http::Request::builder().method(method).uri(uri);
+    for (name, value) in &request.headers {
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid(format!("invalid header name `{name}`")))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| invalid(format!("invalid value for header `{name}`")))?;
+        builder = builder.header(header, value);
+    }
+    builder
+        .body(Full::new(request.body.clone()))
+        .map_err(|e| invalid(e.to_string()))
+}
+
+/// Maps a client error to the transport error it stands for.
+fn classify(error: &hyper_util::client::legacy::Error) -> TransportError {
+    let message = chain(error);
+    if is_tls(error) {
+        TransportError::Tls(message)
+    } else if error.is_connect() {
+        TransportError::Connect(message)
+    } else {
+        TransportError::Disconnected(message)
+    }
+}
+
+/// True when a rustls error is somewhere in the chain.
+fn is_tls(error: &(dyn std::error::Error + 'static)) -> bool {
+    causes(error).any(|cause| cause.is::<rustls::Error>())
+}
+
+/// The error and its causes, `outer: inner: innermost`, without repeating a cause its
+/// parent's message already shows.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = String::new();
+    for cause in causes(error) {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&text);
+        }
+    }
+    message
+}
+
+/// The error followed by its causes. `io::Error::source` skips the error an `io::Error`
+/// wraps (hyper-rustls wraps rustls errors twice), so wrapped errors are visited too.
+fn causes<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(error), |current| {
+        match current
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => current.source(),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,312 @@
+//! Transport tests against tiny in-process servers on 127.0.0.1.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::*;
+
+/// What the test server does with each request.
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// A chunked SSE body: two events 50 ms apart.
+    SlowStream,
+    /// `200 ok` with Content-Length, keeping the connection open.
+    Ok,
+    /// `500` with a JSON error body.
+    ServerError,
+    /// Reads the request and never answers.
+    Silent,
+    /// Promises 100 body bytes, sends 5 and closes.
+    Truncated,
+    /// Answers anything (even a TLS ClientHello) with plain HTTP and closes.
+    PlainHttpImmediately,
+}
+
+struct TestServer {
+    url: String,
+    accepted: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+async fn server(behaviour: Behaviour) -> TestServer {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (count, seen) = (accepted.clone(), requests.clone());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(connection(stream, behaviour, seen.clone()));
+        }
+    });
+    TestServer {
+        url,
+        accepted,
+        requests,
+    }
+}
+
+async fn connection(mut stream: TcpStream, behaviour: Behaviour, seen: Arc<Mutex<Vec<String>>>) {
+    if let Behaviour::PlainHttpImmediately = behaviour {
+        let _ = stream
+            .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            .await;
+        return;
+    }
+    let mut buffer = Vec::new();
+    while let Some(request) = read_request(&mut stream, &mut buffer).await {
+        seen.lock().unwrap().push(request);
+        let written = match behaviour {
+            Behaviour::SlowStream => slow_stream(&mut stream).await,
+            Behaviour::Ok => stream
+                .write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok",
+                )
+                .await,
+            Behaviour::ServerError => {
+                let body = br#"{"error":{"message":"boom"}}"#;
+                let head = format!(
+                    "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                stream.write_all(&[head.as_bytes(), body].concat()).await
+            }
+            Behaviour::Silent => {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                return;
+            }
+            Behaviour::Truncated => {
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhello")
+                    .await;
+                return;
+            }
+            Behaviour::PlainHttpImmediately => return,
+        };
+        if written.is_err() {
+            return;
+        }
+    }
+}
+
+async fn slow_stream(stream: &mut TcpStream) -> std::io::Result<()> {
+    stream
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await?;
+    for event in ["data: a\n\n", "data: b\n\n"] {
+        stream
+            .write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes())
+            .await?;
+        stream.flush().await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stream.write_all(b"0\r\n\r\n").await
+}
+
+/// Reads one request (head and Content-Length body); `None` when the client closed.
+async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<String> {
+    loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buffer[..end]).to_string();
+            let length: usize = head
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            if buffer.len() >= end + 4 + length {
+                let request: Vec<u8> = buffer.drain(..end + 4 + length).collect();
+                return Some(String::from_utf8_lossy(&request).to_string());
+            }
+        }
+        let mut read = [0u8; 4096];
+        match stream.read(&mut read).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buffer.extend_from_slice(&read[..n]),
+        }
+    }
+}
+
+fn post(url: &str, timeout: Option<Duration>) -> HttpRequest {
+    HttpRequest {
+        method: HttpMethod::Post,
+        url: url.to_string(),
+        headers: vec![
+            ("Content-Type".into(), "application/json".into()),
+            ("Authorization".into(), "Bearer secret-key".into()),
+        ],
+        body: Bytes::from_static(b"{\"x\":1}"),
+        timeout,
+    }
+}
+
+fn transport() -> HttpTransport {
+    HttpTransport::builder().build().unwrap()
+}
+
+#[tokio::test]
+async fn chunks_are_stamped_on_arrival() {
+    let server = server(Behaviour::SlowStream).await;
+    let exchange = transport()
+        .send(post(&format!("{}/v1/chat/completions", server.url), None))
+        .await;
+    assert_eq!(exchange.error, None);
+    assert_eq!(exchange.status, Some(200));
+    assert_eq!(exchange.content_type.as_deref(), Some("text/event-stream"));
+    assert_eq!(exchange.body(), b"data: a\n\ndata: b\n\n");
+    assert_eq!(exchange.chunks.len(), 2, "{:?}", exchange.chunks);
+    let head_at = exchange.head_at.unwrap();
+    assert!(exchange.started_at <= head_at);
+    assert!(head_at <= exchange.chunks[0].at);
+    assert!(exchange.chunks[1].at <= exchange.ended_at);
+    let gap = exchange.chunks[1].at - exchange.chunks[0].at;
+    assert!(gap >= Duration::from_millis(45), "gap {gap:?}");
+    let request = &server.requests.lock().unwrap()[0];
+    assert!(
+        request.starts_with("POST /v1/chat/completions HTTP/1.1\r\n"),
+        "{request}"
+    );
+    assert!(request
+        .to_ascii_lowercase()
+        .contains("content-type: application/json"));
+    assert!(request.ends_with("\r\n\r\n{\"x\":1}"), "{request}");
+}
+
+#[tokio::test]
+async fn refused_connection_is_a_connect_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    drop(listener);
+    let exchange = transport()
+        .send(post(&url, Some(Duration::from_secs(5))))
+        .await;
+    assert!(
+        matches!(&exchange.error, Some(TransportError::Connect(m)) if m.contains("refused")),
+        "{:?}",
+        exchange.error
+    );
+    assert_eq!(exchange.status, None);
+    assert_eq!(exchange.head_at, None);
+}
+
+#[tokio::test]
+async fn a_silent_server_times_out_after_the_request_timeout() {
+    let server = server(Behaviour::Silent).await;
+    let timeout = Duration::from_millis(200);
+    let exchange = transport().send(post(&server.url, Some(timeout))).await;
+    assert_eq!(exchange.error, Some(TransportError::Timeout(timeout)));
+    let took = exchange.ended_at - exchange.started_at;
+    assert!(
+        took >= timeout && took < Duration::from_millis(1000),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_timeout_covers_the_body() {
+    let server = server(Behaviour::SlowStream).await;
+    let timeout = Duration::from_millis(30);
+    let exchange = transport().send(post(&server.url, Some(timeout))).await;
+    assert_eq!(exchange.error, Some(TransportError::Timeout(timeout)));
+    assert_eq!(exchange.status, Some(200));
+    assert_eq!(exchange.body(), b"data: a\n\n");
+}
+
+#[tokio::test]
+async fn sequential_requests_reuse_one_connection() {
+    let server = server(Behaviour::Ok).await;
+    let transport = transport();
+    for _ in 0..3 {
+        let exchange = transport.send(post(&server.url, None)).await;
+        assert_eq!(exchange.error, None);
+        assert_eq!(exchange.body(), b"ok");
+    }
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(server.requests.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn error_statuses_keep_their_body() {
+    let server = server(Behaviour::ServerError).await;
+    let exchange = transport().send(post(&server.url, None)).await;
+    assert_eq!(exchange.error, None);
+    assert_eq!(exchange.status, Some(500));
+    assert_eq!(exchange.content_type.as_deref(), Some("application/json"));
+    assert_eq!(exchange.body(), br#"{"error":{"message":"boom"}}"#);
+}
+
+#[tokio::test]
+async fn a_body_cut_short_is_a_disconnect_with_the_bytes_seen() {
+    let server = server(Behaviour::Truncated).await;
+    let exchange = transport().send(post(&server.url, None)).await;
+    assert!(
+        matches!(exchange.error, Some(TransportError::Disconnected(_))),
+        "{:?}",
+        exchange.error
+    );
+    assert_eq!(exchange.status, Some(200));
+    assert_eq!(exchange.body(), b"hello");
+}
+
+#[tokio::test]
+async fn a_non_tls_answer_to_https_is_a_tls_error() {
+    let server = server(Behaviour::PlainHttpImmediately).await;
+    let url = server.url.replace("http://", "https://");
+    let exchange = transport()
+        .send(post(&url, Some(Duration::from_secs(5))))
+        .await;
+    assert!(
+        matches!(exchange.error, Some(TransportError::Tls(_))),
+        "{:?}",
+        exchange.error
+    );
+}
+
+#[tokio::test]
+async fn bad_urls_and_headers_fail_without_sending_or_leaking_values() {
+    let transport = transport();
+    for url in ["localhost:8000/x", "ftp://h/x", "http://", "not a url"] {
+        let exchange = transport.send(post(url, None)).await;
+        assert!(
+            matches!(exchange.error, Some(TransportError::InvalidUrl { .. })),
+            "{url}: {:?}",
+            exchange.error
+        );
+    }
+    let mut request = post("http://127.0.0.1:1/", None);
+    request
+        .headers
+        .push(("Authorization".into(), "Bearer top\nsecret".into()));
+    let exchange = transport.send(request).await;
+    let message = exchange.error.unwrap().to_string();
+    assert!(message.contains("Authorization"), "{message}");
+    assert!(!message.contains("secret"), "{message}");
+}
+
+#[test]
+fn debug_output_shows_settings_only() {
+    let transport = HttpTransport::builder()
+        .pool_max_idle_per_host(4)
+        .connect_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let debug = format!("{transport:?}");
+    assert!(debug.contains("pool_max_idle_per_host: 4"), "{debug}");
+}
+
+#[tokio::test]
+async fn an_enormous_timeout_means_no_timeout() {
+    let server = server(Behaviour::Ok).await;
+    let exchange = transport()
+        .send(post(&server.url, Some(Duration::MAX)))
+        .await;
+    assert_eq!(exchange.error, None);
+    assert_eq!(exchange.body(), b"ok");
+}
