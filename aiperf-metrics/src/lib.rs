@@ -1,1 +1,98 @@
-//! aiperf-metrics (placeholder)
+//! Metrics for aiperf-rs: per-request metric formulas, numpy-exact statistics, goodput,
+//! the concurrency-aware time-weighted metrics of AIPerf 0.13, and the exporters
+//! (`profile_export_aiperf.json`, `.csv`, `profile_export.jsonl`, the console table).
+//!
+//! The engine hands every finished [`aiperf_core::RequestRecord`] to a [`MetricsSink`]
+//! (an [`aiperf_core::RecordSink`]). The sink skips warmup records, counts tokens with
+//! the run's [`aiperf_core::TokenCounter`], computes the record metrics
+//! ([`record_metrics`]), appends a line to `profile_export.jsonl` as each record
+//! arrives, and at the end returns a [`Summary`] that the exporters in [`export`] turn
+//! into files and text. Every value is held in its display unit (ms, tokens/sec, …).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use aiperf_core::{BenchmarkConfig, EndpointInfo, RecordSink, RunInfo, TokenCounter};
+//! use aiperf_metrics::{export, MetricsSink};
+//!
+//! struct Words;
+//! impl TokenCounter for Words {
+//!     fn count_tokens(&self, text: &str) -> usize { text.split_whitespace().count() }
+//! }
+//!
+//! let mut config = BenchmarkConfig::default();
+//! config.endpoint.models = vec!["my-model".into()];
+//! config.endpoint.streaming = true;
+//! config.goodput = vec![("time_to_first_token".into(), 200.0)];
+//! let info = EndpointInfo {
+//!     name: "chat", default_path: "/v1/chat/completions", supports_streaming: true,
+//!     produces_tokens: true, tokenizes_input: true,
+//! };
+//! let sink = MetricsSink::new(&config, &info, Arc::new(Words))?;
+//! // … the engine calls `sink.on_record(record)` for every finished request …
+//! let summary = sink.finish(&RunInfo::default()).map_err(|e| e.to_string())?;
+//! assert_eq!(summary.request_count(), 0);
+//! if let Some(ttft) = summary.metric("time_to_first_token") {
+//!     println!("TTFT p99 = {:?} {}", ttft.p99, ttft.unit);
+//! }
+//! let table: String = export::console::render_console(&summary);
+//! let json: String = export::json::to_json_string(&summary)?;
+//! assert!(json.contains("\"schema_version\": \"1.4\""));
+//! # let _ = table;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod catalogue;
+pub mod export;
+pub mod record_metrics;
+pub mod stats;
+pub mod summary;
+pub mod timeline;
+
+use std::path::{Path, PathBuf};
+
+pub use catalogue::{
+    metric_def, ConsoleGroup, MetricDef, MetricFlags, MetricKind, MetricsContext, CATALOGUE,
+};
+pub use export::{
+    artifact_dir_name, export_paths, resolve_artifact_dir, write_summary_files, ExportPaths,
+};
+pub use record_metrics::{
+    compute_record_metrics, count_tokens, MetricValue, RecordMetrics, TokenCounts,
+};
+pub use stats::{Distribution, Stats};
+pub use summary::{validate_goodput, ErrorCount, MetricResult, MetricsSink, ScheduleLag, Summary};
+
+/// What can go wrong while computing or exporting metrics.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    /// `--goodput` names metrics we do not know (or that cannot be an SLO).
+    #[error("Unknown metric tag(s) in --goodput: {0}")]
+    UnknownGoodputTags(String),
+    /// `--goodput` names metrics that do not apply to this run.
+    #[error("Metric tag(s) in --goodput not applicable to this run: {0}")]
+    GoodputNotApplicable(String),
+    /// A goodput threshold that is not a finite number.
+    #[error("Invalid threshold in --goodput: {0}")]
+    InvalidGoodputThreshold(String),
+    /// Reading or writing a file failed.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Serialising JSON failed.
+    #[error("cannot serialise JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl MetricsError {
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! `profile_export.jsonl`: one JSON object per profiling record, appended as records
+//! complete (SPEC §3.4, AIPerf 0.13 metadata keys).
+//!
+//! `{"metadata": {...}, "metrics": {"<tag>": {"value": …, "unit": "…"}}, "error": {...}}`
+//! Values are in display units; token counts are integers; inter-chunk latency is a list.
+//! Metrics flagged `NO_INDIVIDUAL_RECORDS` are left out; failed records carry `error_isl`
+//! (when known) and `error`.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+use aiperf_core::{ErrorDetails, RequestRecord};
+
+use crate::catalogue::MetricFlags;
+use crate::record_metrics::{MetricValue, RecordMetrics};
+use crate::MetricsError;
+
+/// Records between two flushes of the JSONL file.
+pub const FLUSH_EVERY: usize = 100;
+
+#[derive(Serialize)]
+struct Metadata<'a> {
+    session_num: u64,
+    x_request_id: &'a str,
+    x_correlation_id: &'a str,
+    conversation_id: &'a str,
+    turn_index: usize,
+    credit_issued_ns: u64,
+    request_start_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_ack_ns: Option<u64>,
+    request_end_ns: u64,
+    benchmark_phase: String,
+    phase_index: u32,
+    profiling_index: u32,
+    phase_name: String,
+    phase_kind: String,
+    was_cancelled: bool,
+    agent_depth: u32,
+    root_correlation_id: &'a str,
+}
+
+struct Metrics<'a>(&'a RecordMetrics);
+
+struct Value<'a>(&'a MetricValue, bool);
+
+impl Serialize for Value<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let finite = |v: &f64| v.is_finite().then_some(*v);
+        match (self.0, self.1) {
+            (MetricValue::Scalar(v), true)
+                if v.is_finite() && v.fract() == 0.0 && v.abs() < 9e15 =>
+            {
+                s.serialize_i64(*v as i64)
+            }
+            (MetricValue::Scalar(v), _) => finite(v).serialize(s),
+            (MetricValue::List(vs), _) => {
+                let vs: Vec<Option<f64>> = vs.iter().map(finite).collect();
+                vs.serialize(s)
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Entry<'a> {
+    value: Value<'a>,
+    unit: &'a str,
+}
+
+impl Serialize for Metrics<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (def, value) in &self.0.values {
+            if def.flags.contains(MetricFlags::NO_INDIVIDUAL_RECORDS) {
+                continue;
+            }
+            let integer = def.flags.contains(MetricFlags::INTEGER);
+            map.serialize_entry(
+                def.tag,
+                &Entry {
+                    value: Value(value, integer),
+                    unit: def.unit,
+                },
+            )?;
+        }
+        map.end()
+    }
+}
+
+#[derive(Serialize)]
+struct Line<'a> {
+    metadata: Metadata<'a>,
+    metrics: Metrics<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct ErrorJson<'a> {
+    code: Option<u16>,
+    #[serde(rename = "type")]
+    kind: Option<&'a str>,
+    message: &'a str,
+}
+
+/// Serialises one record's line (no trailing newline). `phase_index` is the index of the
+/// profiling phase among the phases run (1 after a warmup, else 0).
+pub fn record_line(
+    record: &RequestRecord,
+    metrics: &RecordMetrics,
+    phase_index: u32,
+) -> Result<String, MetricsError> {
+    let clock = record.clock;
+    let phase = record.credit.phase.to_string();
+    let invalid;
+    let error = if metrics.valid {
+        None
+    } else {
+        let e: &ErrorDetails = match &record.error {
+            Some(e) => e,
+            None => {
+                invalid = ErrorDetails::invalid_result();
+                &invalid
+            }
+        };
+        Some(ErrorJson {
+            code: e.code,
+            kind: e.kind.as_deref(),
+            message: &e.message,
+        })
+    };
+    let line = Line {
+        metadata: Metadata {
+            session_num: record.credit.id,
+            x_request_id: &record.credit.request_id,
+            x_correlation_id: &record.credit.correlation_id,
+            conversation_id: &record.credit.conversation.session_id,
+            turn_index: record.credit.turn_index,
+            credit_issued_ns: clock.wall_of_perf(record.credit_issued_ns),
+            request_start_ns: clock.wall_of_perf(record.start_ns),
+            request_ack_ns: record.head_ns.map(|h| clock.wall_of_perf(h)),
+            request_end_ns: clock.wall_of_perf(record.end_ns),
+            benchmark_phase: phase.clone(),
+            phase_index,
+            profiling_index: 0,
+            phase_name: phase.clone(),
+            phase_kind: phase,
+            was_cancelled: false,
+            agent_depth: 0,
+            root_correlation_id: &record.credit.correlation_id,
+        },
+        metrics: Metrics(metrics),
+        error,
+    };
+    Ok(serde_json::to_string(&line)?)
+}
+
+/// Appends record lines to a file, flushing every [`FLUSH_EVERY`] records.
+#[derive(Debug)]
+pub struct JsonlWriter {
+    out: BufWriter<File>,
+    path: PathBuf,
+    pending: usize,
+}
+
+impl JsonlWriter {
+    /// Creates (or truncates) `path`, creating its directory if needed.
+    pub fn create(path: &Path) -> Result<Self, MetricsError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| MetricsError::io(parent, e))?;
+        }
+        let file = File::create(path).map_err(|e| MetricsError::io(path, e))?;
+        Ok(Self {
+            out: BufWriter::new(file),
+            path: path.to_path_buf(),
+            pending: 0,
+        })
+    }
+
+    /// Appends one record; records with neither metrics nor error are skipped.
+    pub fn write_record(
+        &mut self,
+        record: &RequestRecord,
+        metrics: &RecordMetrics,
+        phase_index: u32,
+    ) -> Result<(), MetricsError> {
+        if metrics.valid && metrics.values.is_empty() {
+            return Ok(());
+        }
+        let line = record_line(record, metrics, phase_index)?;
+        let io = |e| MetricsError::io(&self.path, e);
+        self.out.write_all(line.as_bytes()).map_err(io)?;
+        self.out.write_all(b"\n").map_err(io)?;
+        self.pending += 1;
+        if self.pending >= FLUSH_EVERY {
+            self.out.flush().map_err(io)?;
+            self.pending = 0;
+        }
+        Ok(())
+    }
+
+    /// Flushes and closes the file.
+    pub fn finish(mut self) -> Result<(), MetricsError> {
+        self.out
+            .flush()
+            .map_err(|e| MetricsError::io(&self.path, e))
+    }
+}

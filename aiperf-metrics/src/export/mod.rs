@@ -1,0 +1,245 @@
+//! Exporters: the summary JSON and CSV, the per-record JSONL, the console table, and the
+//! artifact directory and file naming (SPEC §3.1).
+
+pub mod console;
+pub mod csv;
+pub mod json;
+pub mod jsonl;
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use aiperf_core::BenchmarkConfig;
+
+use crate::summary::Summary;
+use crate::MetricsError;
+
+/// Where each export file of a run goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportPaths {
+    /// `profile_export_aiperf.json`
+    pub json: PathBuf,
+    /// `profile_export_aiperf.csv`
+    pub csv: PathBuf,
+    /// `profile_export.jsonl`
+    pub jsonl: PathBuf,
+    /// `profile_export_raw.jsonl`
+    pub raw_jsonl: PathBuf,
+    /// `profile_export_aiperf_timeslices.json`
+    pub timeslices_json: PathBuf,
+    /// `profile_export_aiperf_timeslices.csv`
+    pub timeslices_csv: PathBuf,
+    /// `inputs.json` (never prefixed)
+    pub inputs_json: PathBuf,
+}
+
+/// Suffixes stripped from a user-given `--profile-export-prefix` (longest first).
+const KNOWN_SUFFIXES: [&str; 14] = [
+    "_server_metrics.parquet",
+    "_server_metrics.jsonl",
+    "_server_metrics.json",
+    "_server_metrics.csv",
+    "_network_latency.jsonl",
+    "_gpu_telemetry.jsonl",
+    "_timeslices.csv",
+    "_timeslices.json",
+    "_raw.jsonl",
+    ".parquet",
+    ".jsonl",
+    ".json",
+    ".csv",
+    "",
+];
+
+/// The file names inside `dir`; with `prefix` every name becomes `<prefix><suffix>`
+/// (known suffixes such as `.json` or `_raw.jsonl` are first stripped from the prefix).
+pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
+    match prefix.map(strip_known_suffix).filter(|p| !p.is_empty()) {
+        None => ExportPaths {
+            json: dir.join("profile_export_aiperf.json"),
+            csv: dir.join("profile_export_aiperf.csv"),
+            jsonl: dir.join("profile_export.jsonl"),
+            raw_jsonl: dir.join("profile_export_raw.jsonl"),
+            timeslices_json: dir.join("profile_export_aiperf_timeslices.json"),
+            timeslices_csv: dir.join("profile_export_aiperf_timeslices.csv"),
+            inputs_json: dir.join("inputs.json"),
+        },
+        Some(p) => ExportPaths {
+            json: dir.join(format!("{p}.json")),
+            csv: dir.join(format!("{p}.csv")),
+            jsonl: dir.join(format!("{p}.jsonl")),
+            raw_jsonl: dir.join(format!("{p}_raw.jsonl")),
+            timeslices_json: dir.join(format!("{p}_timeslices.json")),
+            timeslices_csv: dir.join(format!("{p}_timeslices.csv")),
+            inputs_json: dir.join("inputs.json"),
+        },
+    }
+}
+
+fn strip_known_suffix(prefix: &str) -> &str {
+    KNOWN_SUFFIXES
+        .iter()
+        .filter(|s| !s.is_empty())
+        .find_map(|s| prefix.strip_suffix(s))
+        .unwrap_or(prefix)
+}
+
+/// The run's sub-directory name: `<model>-openai-<endpoint_type>-<stimulus>`, e.g.
+/// `Qwen_Qwen3-0.6B-openai-chat-concurrency2` (SPEC §3.1).
+pub fn artifact_dir_name(config: &BenchmarkConfig) -> String {
+    let models = &config.endpoint.models;
+    let mut model = models
+        .first()
+        .cloned()
+        .unwrap_or_default()
+        .replace('/', "_");
+    if models.len() > 1 {
+        model.push_str("_multi");
+    }
+    let load = &config.load;
+    let stimulus = match (load.concurrency, load.request_rate) {
+        (Some(c), Some(r)) => format!("concurrency{c}-request_rate{}", py_float(r)),
+        (None, Some(r)) => format!("request_rate{}", py_float(r)),
+        (c, None) => format!("concurrency{}", c.unwrap_or(1)),
+    };
+    format!(
+        "{model}-openai-{}-{stimulus}",
+        config.endpoint.endpoint_type
+    )
+}
+
+/// The artifact directory: `--artifact-dir` as given, or `artifacts/<artifact_dir_name>`.
+pub fn resolve_artifact_dir(config: &BenchmarkConfig) -> PathBuf {
+    config
+        .output
+        .artifact_dir
+        .clone()
+        .unwrap_or_else(|| Path::new("artifacts").join(artifact_dir_name(config)))
+}
+
+/// Python's `repr` of a float for the common cases (`10.0`, `2.5`).
+fn py_float(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e16 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, MetricsError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| MetricsError::io(parent, e))?;
+    }
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| MetricsError::io(path, e))
+}
+
+/// Writes `profile_export_aiperf.json` and `profile_export_aiperf.csv` to `paths`.
+pub fn write_summary_files(summary: &Summary, paths: &ExportPaths) -> Result<(), MetricsError> {
+    let mut out = create(&paths.json)?;
+    json::write_json(summary, &mut out)?;
+    out.flush().map_err(|e| MetricsError::io(&paths.json, e))?;
+    let mut out = create(&paths.csv)?;
+    csv::write_csv(summary, &mut out).map_err(|e| MetricsError::io(&paths.csv, e))?;
+    out.flush().map_err(|e| MetricsError::io(&paths.csv, e))?;
+    Ok(())
+}
+
+/// Unix ns as the naive ISO timestamp the Python AIPerf writes
+/// (`2026-11-22T02:06:59.552360`), in UTC.
+pub fn iso_time(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let micros = (unix_ns % 1_000_000_000) / 1_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // civil-from-days (proleptic Gregorian)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_and_prefixed_names() {
+        let p = export_paths(Path::new("out"), None);
+        assert_eq!(p.json, Path::new("out/profile_export_aiperf.json"));
+        assert_eq!(p.csv, Path::new("out/profile_export_aiperf.csv"));
+        assert_eq!(p.jsonl, Path::new("out/profile_export.jsonl"));
+        assert_eq!(p.raw_jsonl, Path::new("out/profile_export_raw.jsonl"));
+        for given in [
+            "foo",
+            "foo.json",
+            "foo_raw.jsonl",
+            "foo_timeslices.csv",
+            "foo.jsonl",
+        ] {
+            let p = export_paths(Path::new("d"), Some(given));
+            assert_eq!(p.json, Path::new("d/foo.json"), "{given}");
+            assert_eq!(p.jsonl, Path::new("d/foo.jsonl"));
+            assert_eq!(p.raw_jsonl, Path::new("d/foo_raw.jsonl"));
+            assert_eq!(p.timeslices_csv, Path::new("d/foo_timeslices.csv"));
+            assert_eq!(p.inputs_json, Path::new("d/inputs.json"));
+        }
+    }
+
+    #[test]
+    fn directory_names_follow_the_stimulus() {
+        let mut c = BenchmarkConfig::default();
+        c.endpoint.models = vec!["Qwen/Qwen3-0.6B".into()];
+        c.load.concurrency = Some(2);
+        assert_eq!(
+            artifact_dir_name(&c),
+            "Qwen_Qwen3-0.6B-openai-chat-concurrency2"
+        );
+        c.load.request_rate = Some(10.0);
+        assert_eq!(
+            artifact_dir_name(&c),
+            "Qwen_Qwen3-0.6B-openai-chat-concurrency2-request_rate10.0"
+        );
+        c.load.concurrency = None;
+        c.load.request_rate = Some(2.5);
+        c.endpoint.models.push("other".into());
+        assert_eq!(
+            artifact_dir_name(&c),
+            "Qwen_Qwen3-0.6B_multi-openai-chat-request_rate2.5"
+        );
+        assert_eq!(
+            resolve_artifact_dir(&c),
+            Path::new("artifacts/Qwen_Qwen3-0.6B_multi-openai-chat-request_rate2.5")
+        );
+    }
+
+    #[test]
+    fn iso_times() {
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00.000000");
+        // 2026-11-22T02:06:59.552360 UTC
+        assert_eq!(
+            iso_time(1_795_313_219_552_360_000),
+            "2026-11-22T02:06:59.552360"
+        );
+        assert_eq!(
+            iso_time(951_782_400_000_000_000),
+            "2000-02-29T00:00:00.000000"
+        );
+    }
+}
+
+#[cfg(test)]
+mod example_tests;

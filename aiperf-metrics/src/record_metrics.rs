@@ -1,0 +1,650 @@
+//! Per-request metrics: pure functions from a [`RequestRecord`] and its token counts.
+//!
+//! Every value is produced in its display unit (see [`crate::catalogue`]): latencies in
+//! ms, throughputs in tokens/sec(/user), counts in tokens, differences in %.
+
+use aiperf_core::{RequestRecord, TokenCounter, Usage};
+
+use crate::catalogue::{metric_def, MetricDef, MetricsContext};
+
+const NS_PER_MS: f64 = 1e6;
+const NS_PER_SEC: f64 = 1e9;
+
+/// Threshold (percent) above which a client/server token difference counts as a
+/// discrepancy (`AIPERF_METRICS_USAGE_PCT_DIFF_THRESHOLD`, default 10).
+pub const USAGE_PCT_DIFF_THRESHOLD: f64 = 10.0;
+
+/// Token counts of one request (SPEC §2.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenCounts {
+    /// Input sequence length.
+    pub input: Option<u64>,
+    /// Output tokens, reasoning excluded.
+    pub output: Option<u64>,
+    /// Reasoning tokens; `None` when the response had no reasoning.
+    pub reasoning: Option<u64>,
+}
+
+impl TokenCounts {
+    /// Output sequence length: output + reasoning; `None` when both are missing.
+    pub fn osl(&self) -> Option<u64> {
+        match (self.output, self.reasoning) {
+            (None, None) => None,
+            (o, r) => Some(o.unwrap_or(0) + r.unwrap_or(0)),
+        }
+    }
+}
+
+/// Counts the tokens of `record` as SPEC §2.5 describes.
+///
+/// Client side (the default): input = tokens of `record.input_text`; output = tokens of
+/// the concatenated text of the content responses; reasoning = tokens of the concatenated
+/// reasoning pieces (`None` when there were none). With `use_server_token_count`, valid
+/// records take them from the last non-empty `usage`: input = prompt tokens, reasoning =
+/// reasoning tokens, output = completion − reasoning (clamped at 0). Failed records still
+/// get a client-side input count (for `error_isl`). Nothing is counted for a side the
+/// endpoint does not tokenize, or when `counter` is `None`.
+pub fn count_tokens(
+    record: &RequestRecord,
+    counter: Option<&dyn TokenCounter>,
+    ctx: &MetricsContext,
+) -> TokenCounts {
+    let count = |text: &str| counter.map(|c| c.count_tokens(text) as u64);
+    let client_input = || {
+        if ctx.tokenizes_input {
+            count(&record.input_text)
+        } else {
+            None
+        }
+    };
+    if !record.is_valid() {
+        return TokenCounts {
+            input: client_input(),
+            output: None,
+            reasoning: None,
+        };
+    }
+    if ctx.use_server_token_count {
+        let Some(usage) = record.last_usage() else {
+            return TokenCounts::default();
+        };
+        let reasoning = usage.reasoning_tokens();
+        return TokenCounts {
+            input: usage.prompt_tokens().filter(|_| ctx.tokenizes_input),
+            output: usage
+                .completion_tokens()
+                .map(|c| c.saturating_sub(reasoning.unwrap_or(0)))
+                .filter(|_| ctx.produces_tokens),
+            reasoning: reasoning.filter(|_| ctx.produces_tokens),
+        };
+    }
+    let (mut text, mut reasoning, mut any_reasoning) = (String::new(), String::new(), false);
+    if ctx.produces_tokens {
+        for r in record.content_responses() {
+            text.push_str(&r.response.text);
+            if !r.response.reasoning.is_empty() {
+                any_reasoning = true;
+                reasoning.push_str(&r.response.reasoning);
+            }
+        }
+    }
+    TokenCounts {
+        input: client_input(),
+        output: if ctx.produces_tokens {
+            count(&text)
+        } else {
+            None
+        },
+        reasoning: if any_reasoning {
+            count(&reasoning)
+        } else {
+            None
+        },
+    }
+}
+
+/// One metric value of one record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricValue {
+    /// A single number.
+    Scalar(f64),
+    /// A list (inter-chunk latency).
+    List(Vec<f64>),
+}
+
+/// The metrics of one record, in display units.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RecordMetrics {
+    /// Each metric that produced a value, in computation order.
+    pub values: Vec<(&'static MetricDef, MetricValue)>,
+    /// Whether the record was valid (success with content).
+    pub valid: bool,
+    /// Whether a client/server token difference exceeded the threshold.
+    pub usage_discrepancy: bool,
+    /// Whether the output length missed the requested length (`None`: not checked).
+    pub osl_mismatch: Option<bool>,
+    /// The token counts used.
+    pub tokens: TokenCounts,
+}
+
+impl RecordMetrics {
+    /// The value of `tag`, if computed.
+    pub fn get(&self, tag: &str) -> Option<&MetricValue> {
+        self.values
+            .iter()
+            .find(|(d, _)| d.tag == tag)
+            .map(|(_, v)| v)
+    }
+
+    /// The scalar value of `tag`, if computed.
+    pub fn scalar(&self, tag: &str) -> Option<f64> {
+        match self.get(tag) {
+            Some(MetricValue::Scalar(v)) => Some(*v),
+            _ => None,
+        }
+    }
+
+    fn push(&mut self, ctx: &MetricsContext, tag: &'static str, value: Option<f64>) {
+        let (Some(def), Some(value)) = (metric_def(tag), value) else {
+            return;
+        };
+        if value.is_finite() && ctx.applies(def) {
+            self.values.push((def, MetricValue::Scalar(value)));
+        }
+    }
+}
+
+fn ms(ns: i128) -> f64 {
+    ns as f64 / NS_PER_MS
+}
+
+fn diff_ns(later: u64, earlier: u64) -> i128 {
+    i128::from(later) - i128::from(earlier)
+}
+
+fn non_negative(ns: i128) -> Option<i128> {
+    (ns >= 0).then_some(ns)
+}
+
+/// Cache-read tokens under their vendor spellings.
+fn usage_cache_read(u: &Usage) -> Option<u64> {
+    u.field("prompt_tokens_details.cached_tokens")
+        .or_else(|| u.field("input_tokens_details.cached_tokens"))
+        .or_else(|| u.field("cache_read_input_tokens"))
+        .or_else(|| u.field("prompt_cache_hit_tokens"))
+        .or_else(|| u.field("cachedContentTokenCount"))
+        .or_else(|| u.field("cacheReadInputTokens"))
+}
+
+/// The usage-field record metrics (`usage_*`) of one usage object.
+pub fn usage_fields(u: &Usage) -> [(&'static str, Option<u64>); 9] {
+    [
+        ("usage_prompt_tokens", u.prompt_tokens()),
+        ("usage_prompt_cache_read_tokens", usage_cache_read(u)),
+        (
+            "usage_prompt_cache_write_tokens",
+            u.field("cache_creation_input_tokens")
+                .or_else(|| u.field("cacheWriteInputTokens")),
+        ),
+        (
+            "usage_prompt_cache_miss_tokens",
+            u.field("prompt_cache_miss_tokens"),
+        ),
+        ("usage_completion_tokens", u.completion_tokens()),
+        ("usage_reasoning_tokens", u.reasoning_tokens()),
+        (
+            "usage_accepted_prediction_tokens",
+            u.field("completion_tokens_details.accepted_prediction_tokens"),
+        ),
+        (
+            "usage_rejected_prediction_tokens",
+            u.field("completion_tokens_details.rejected_prediction_tokens"),
+        ),
+        ("usage_total_tokens", u.total_tokens()),
+    ]
+}
+
+fn diff_pct(server: Option<u64>, client: Option<u64>) -> Option<f64> {
+    let (s, c) = (server? as f64, client? as f64);
+    (c > 0.0).then(|| (s - c).abs() / c * 100.0)
+}
+
+/// Computes the record metrics of `record` (SPEC §2.3) given its token counts.
+///
+/// Valid records get latency, streaming, token, usage, usage-difference and
+/// OSL-mismatch metrics as they apply under `ctx`; failed records get only `error_isl`.
+/// A metric whose inputs are missing (e.g. TTST with one chunk) is simply absent.
+pub fn compute_record_metrics(
+    record: &RequestRecord,
+    tokens: &TokenCounts,
+    ctx: &MetricsContext,
+) -> RecordMetrics {
+    let mut out = RecordMetrics {
+        tokens: *tokens,
+        valid: record.is_valid(),
+        ..RecordMetrics::default()
+    };
+    if !out.valid {
+        out.push(ctx, "error_isl", tokens.input.map(|v| v as f64));
+        return out;
+    }
+    let start = record.start_ns;
+    let content: Vec<u64> = record.content_responses().map(|r| r.perf_ns).collect();
+    let (Some(&first), Some(&last)) = (content.first(), content.last()) else {
+        return out;
+    };
+    let latency_ns = non_negative(diff_ns(last, start));
+    let ttft_ns = non_negative(diff_ns(first, start));
+    let osl = tokens.osl();
+
+    // latency / streaming
+    out.push(ctx, "time_to_first_token", ttft_ns.map(ms));
+    if content.len() >= 2 {
+        out.push(
+            ctx,
+            "time_to_second_token",
+            non_negative(diff_ns(content[1], content[0])).map(ms),
+        );
+    }
+    let first_output = record
+        .content_responses()
+        .find(|r| !r.response.text.is_empty())
+        .map(|r| r.perf_ns);
+    out.push(
+        ctx,
+        "time_to_first_output_token",
+        first_output
+            .and_then(|t| non_negative(diff_ns(t, start)))
+            .map(ms),
+    );
+    out.push(ctx, "request_latency", latency_ns.map(ms));
+    if content.len() >= 2 {
+        out.push(
+            ctx,
+            "decode_duration",
+            non_negative(diff_ns(last, first)).map(ms),
+        );
+    }
+    let itl_ms = match (latency_ns, ttft_ns, osl) {
+        (Some(lat), Some(ttft), Some(osl)) if osl >= 2 && lat >= ttft => {
+            Some(ms(lat - ttft) / (osl - 1) as f64)
+        }
+        _ => None,
+    };
+    out.push(ctx, "inter_token_latency", itl_ms);
+    if content.len() >= 2 {
+        if let Some(def) = metric_def("inter_chunk_latency").filter(|d| ctx.applies(d)) {
+            let gaps = content
+                .windows(2)
+                .map(|w| ms(diff_ns(w[1], w[0]).max(0)))
+                .collect();
+            out.values.push((def, MetricValue::List(gaps)));
+        }
+    }
+    out.push(
+        ctx,
+        "output_token_throughput_per_user",
+        itl_ms.filter(|v| *v > 0.0).map(|v| 1e3 / v),
+    );
+    out.push(
+        ctx,
+        "e2e_output_token_throughput",
+        match (osl, latency_ns) {
+            (Some(osl), Some(lat)) if lat > 0 => Some(osl as f64 / (lat as f64 / NS_PER_SEC)),
+            _ => None,
+        },
+    );
+    out.push(
+        ctx,
+        "prefill_throughput_per_user",
+        match (tokens.input, ttft_ns) {
+            (Some(isl), Some(ttft)) if ttft > 0 => Some(isl as f64 / (ttft as f64 / NS_PER_SEC)),
+            _ => None,
+        },
+    );
+    out.push(
+        ctx,
+        "credit_to_start_latency",
+        Some(ms(diff_ns(start, record.credit_issued_ns).max(0))),
+    );
+    out.push(
+        ctx,
+        "effective_latency",
+        non_negative(diff_ns(last, record.scheduled_ns.min(start))).map(ms),
+    );
+
+    // token counts
+    out.push(ctx, "output_sequence_length", osl.map(|v| v as f64));
+    out.push(ctx, "input_sequence_length", tokens.input.map(|v| v as f64));
+    out.push(
+        ctx,
+        "output_token_count",
+        tokens.output.filter(|v| *v > 0).map(|v| v as f64),
+    );
+    out.push(
+        ctx,
+        "reasoning_token_count",
+        tokens.reasoning.map(|v| v as f64),
+    );
+
+    // usage fields, and client-vs-server differences
+    if let Some(usage) = record.last_usage() {
+        for (tag, value) in usage_fields(usage) {
+            out.push(ctx, tag, value.map(|v| v as f64));
+        }
+        if !ctx.use_server_token_count {
+            let diffs = [
+                (
+                    "usage_prompt_tokens_diff_pct",
+                    diff_pct(usage.prompt_tokens(), tokens.input),
+                ),
+                (
+                    "usage_completion_tokens_diff_pct",
+                    diff_pct(usage.completion_tokens(), osl),
+                ),
+                (
+                    "usage_reasoning_tokens_diff_pct",
+                    diff_pct(usage.reasoning_tokens(), tokens.reasoning),
+                ),
+            ];
+            for (tag, value) in diffs {
+                let before = out.values.len();
+                out.push(ctx, tag, value);
+                if out.values.len() > before && value.is_some_and(|v| v > USAGE_PCT_DIFF_THRESHOLD)
+                {
+                    out.usage_discrepancy = true;
+                }
+            }
+        }
+    }
+
+    // requested vs produced output length
+    if let (Some(requested), Some(osl)) = (record.requested_max_tokens.filter(|r| *r > 0), osl) {
+        if ctx.produces_tokens {
+            let requested = f64::from(requested);
+            let osl = osl as f64;
+            out.push(
+                ctx,
+                "osl_mismatch_diff_pct",
+                Some((osl - requested) / requested * 100.0),
+            );
+            out.osl_mismatch = Some((osl - requested).abs() > (requested * 0.05).min(50.0));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod testkit {
+    //! Hand-built records for tests.
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use aiperf_core::{
+        Clock, Conversation, Credit, ErrorDetails, ParsedResponse, Phase, RequestRecord,
+        TimedResponse, TokenCounter, Usage,
+    };
+
+    /// One clock shared by every test record, as in a real run.
+    pub fn clock() -> Clock {
+        static CLOCK: std::sync::OnceLock<Clock> = std::sync::OnceLock::new();
+        *CLOCK.get_or_init(Clock::start)
+    }
+
+    /// Counts whitespace-separated words.
+    #[derive(Debug)]
+    pub struct Words;
+    impl TokenCounter for Words {
+        fn count_tokens(&self, text: &str) -> usize {
+            text.split_whitespace().count()
+        }
+    }
+
+    /// One response: at `ns`, with text, reasoning and optional usage JSON.
+    pub fn resp(ns: u64, text: &str, reasoning: &str, usage: Option<&str>) -> TimedResponse {
+        TimedResponse {
+            perf_ns: ns,
+            response: ParsedResponse {
+                at: Instant::now(),
+                text: text.into(),
+                reasoning: reasoning.into(),
+                has_other_data: false,
+                usage: usage.map(|u| serde_json::from_str::<Usage>(u).unwrap()),
+            },
+        }
+    }
+
+    /// A profiling record started at `start` with the given responses.
+    pub fn record(start: u64, input: &str, responses: Vec<TimedResponse>) -> RequestRecord {
+        let end = responses.iter().map(|r| r.perf_ns).max().unwrap_or(start) + 1;
+        let now = Instant::now();
+        RequestRecord {
+            credit: Credit {
+                id: 0,
+                phase: Phase::Profiling,
+                conversation: Arc::new(Conversation {
+                    session_id: "session_000000".into(),
+                    ..Conversation::default()
+                }),
+                turn_index: 0,
+                correlation_id: "corr".into(),
+                request_id: "req".into(),
+                scheduled_at: now,
+                issued_at: now,
+            },
+            model: "m".into(),
+            clock: clock(),
+            credit_issued_ns: start,
+            scheduled_ns: start,
+            start_ns: start,
+            head_ns: Some(start + 1),
+            end_ns: end,
+            status: Some(200),
+            responses,
+            error: None,
+            input_text: input.into(),
+            requested_max_tokens: None,
+            payload: Default::default(),
+            chunk_count: 0,
+            body_bytes: 0,
+        }
+    }
+
+    /// A failed record.
+    pub fn failed(start: u64, input: &str, code: u16, message: &str) -> RequestRecord {
+        let mut r = record(start, input, vec![]);
+        r.error = Some(ErrorDetails {
+            code: Some(code),
+            kind: Some("Internal Server Error".into()),
+            message: message.into(),
+        });
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testkit::*;
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn metrics(record: &RequestRecord, ctx: &MetricsContext) -> RecordMetrics {
+        let tokens = count_tokens(record, Some(&Words), ctx);
+        compute_record_metrics(record, &tokens, ctx)
+    }
+
+    /// start 10 ms; chunks at 110 ms ("a b "), 160 ms ("c "), 260 ms ("d e f"), usage at 270 ms.
+    fn streamed() -> RequestRecord {
+        let mut r = record(
+            10 * MS,
+            "one two three four",
+            vec![
+                resp(110 * MS, "a b ", "", None),
+                resp(160 * MS, "c ", "", None),
+                resp(260 * MS, "d e f", "", None),
+                resp(
+                    270 * MS,
+                    "",
+                    "",
+                    Some(r#"{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11}"#),
+                ),
+            ],
+        );
+        r.credit_issued_ns = 8 * MS;
+        r.scheduled_ns = 5 * MS;
+        r.requested_max_tokens = Some(8);
+        r
+    }
+
+    #[test]
+    fn streaming_latency_formulas() {
+        let m = metrics(&streamed(), &MetricsContext::streaming_chat());
+        assert_eq!(m.scalar("time_to_first_token"), Some(100.0));
+        assert_eq!(m.scalar("time_to_second_token"), Some(50.0));
+        assert_eq!(m.scalar("time_to_first_output_token"), Some(100.0));
+        assert_eq!(m.scalar("request_latency"), Some(250.0));
+        assert_eq!(m.scalar("decode_duration"), Some(150.0));
+        // OSL 6 → ITL = 150 / 5
+        assert_eq!(m.scalar("inter_token_latency"), Some(30.0));
+        assert_eq!(
+            m.get("inter_chunk_latency"),
+            Some(&MetricValue::List(vec![50.0, 100.0]))
+        );
+        assert_eq!(
+            m.scalar("output_token_throughput_per_user"),
+            Some(1000.0 / 30.0)
+        );
+        assert_eq!(m.scalar("e2e_output_token_throughput"), Some(24.0));
+        assert_eq!(m.scalar("prefill_throughput_per_user"), Some(40.0));
+        assert_eq!(m.scalar("credit_to_start_latency"), Some(2.0));
+        assert_eq!(m.scalar("effective_latency"), Some(255.0));
+    }
+
+    #[test]
+    fn token_counts_and_usage_metrics() {
+        let m = metrics(&streamed(), &MetricsContext::streaming_chat());
+        assert_eq!(m.scalar("input_sequence_length"), Some(4.0));
+        assert_eq!(m.scalar("output_sequence_length"), Some(6.0));
+        assert_eq!(m.scalar("output_token_count"), Some(6.0));
+        assert_eq!(m.scalar("reasoning_token_count"), None);
+        assert_eq!(m.scalar("usage_prompt_tokens"), Some(5.0));
+        assert_eq!(m.scalar("usage_completion_tokens"), Some(6.0));
+        assert_eq!(m.scalar("usage_total_tokens"), Some(11.0));
+        assert_eq!(m.scalar("usage_prompt_cache_read_tokens"), None);
+        assert_eq!(m.scalar("usage_prompt_tokens_diff_pct"), Some(25.0));
+        assert_eq!(m.scalar("usage_completion_tokens_diff_pct"), Some(0.0));
+        assert!(m.usage_discrepancy);
+        // requested 8, produced 6: −25 %, |2| > min(0.4, 50)
+        assert_eq!(m.scalar("osl_mismatch_diff_pct"), Some(-25.0));
+        assert_eq!(m.osl_mismatch, Some(true));
+    }
+
+    #[test]
+    fn non_streaming_has_no_streaming_metrics() {
+        let ctx = MetricsContext {
+            streaming: false,
+            ..MetricsContext::streaming_chat()
+        };
+        let m = metrics(&streamed(), &ctx);
+        for tag in [
+            "time_to_first_token",
+            "time_to_second_token",
+            "inter_token_latency",
+            "inter_chunk_latency",
+            "decode_duration",
+            "prefill_throughput_per_user",
+        ] {
+            assert!(m.get(tag).is_none(), "{tag}");
+        }
+        assert_eq!(m.scalar("request_latency"), Some(250.0));
+        assert_eq!(m.scalar("e2e_output_token_throughput"), Some(24.0));
+    }
+
+    #[test]
+    fn reasoning_counts_and_ttfo() {
+        let r = record(
+            0,
+            "q",
+            vec![
+                resp(10 * MS, "", "think think ", None),
+                resp(20 * MS, "", "more", None),
+                resp(40 * MS, "answer is here", "", None),
+                resp(50 * MS, "!", "", None),
+            ],
+        );
+        let m = metrics(&r, &MetricsContext::streaming_chat());
+        assert_eq!(m.scalar("time_to_first_token"), Some(10.0));
+        assert_eq!(m.scalar("time_to_first_output_token"), Some(40.0));
+        assert_eq!(m.scalar("reasoning_token_count"), Some(3.0));
+        assert_eq!(m.scalar("output_token_count"), Some(3.0)); // "answer is here!" → 3 words
+        assert_eq!(m.scalar("output_sequence_length"), Some(6.0));
+        assert_eq!(m.scalar("inter_token_latency"), Some(8.0)); // (50 − 10) / 5
+    }
+
+    #[test]
+    fn only_reasoning_has_no_ttfo_and_no_output_count() {
+        let r = record(0, "q", vec![resp(10 * MS, "", "hmm", None)]);
+        let m = metrics(&r, &MetricsContext::streaming_chat());
+        assert_eq!(m.scalar("time_to_first_output_token"), None);
+        assert_eq!(m.scalar("output_token_count"), None);
+        assert_eq!(m.scalar("output_sequence_length"), Some(1.0));
+        assert_eq!(m.scalar("inter_token_latency"), None);
+        assert_eq!(m.scalar("time_to_second_token"), None);
+    }
+
+    #[test]
+    fn server_token_count_uses_last_usage() {
+        let r = record(
+            0,
+            "one two",
+            vec![
+                resp(10 * MS, "x", "", Some(r#"{"prompt_tokens":1}"#)),
+                resp(
+                    20 * MS,
+                    "y",
+                    "",
+                    Some(
+                        r#"{"prompt_tokens":9,"completion_tokens":7,
+                        "completion_tokens_details":{"reasoning_tokens":10}}"#,
+                    ),
+                ),
+            ],
+        );
+        let ctx = MetricsContext {
+            use_server_token_count: true,
+            ..MetricsContext::streaming_chat()
+        };
+        let t = count_tokens(&r, Some(&Words), &ctx);
+        assert_eq!(
+            t,
+            TokenCounts {
+                input: Some(9),
+                output: Some(0),
+                reasoning: Some(10)
+            }
+        );
+        let m = compute_record_metrics(&r, &t, &ctx);
+        assert_eq!(m.scalar("output_sequence_length"), Some(10.0));
+        assert!(m.get("usage_prompt_tokens_diff_pct").is_none());
+    }
+
+    #[test]
+    fn failed_records_only_get_error_isl() {
+        let r = failed(0, "a b c", 500, "boom");
+        let m = metrics(&r, &MetricsContext::streaming_chat());
+        assert!(!m.valid);
+        assert_eq!(m.values.len(), 1);
+        assert_eq!(m.scalar("error_isl"), Some(3.0));
+    }
+
+    #[test]
+    fn usage_only_stream_is_not_valid() {
+        let r = record(
+            0,
+            "a",
+            vec![resp(5, "", "", Some(r#"{"prompt_tokens":1}"#))],
+        );
+        assert!(!metrics(&r, &MetricsContext::streaming_chat()).valid);
+    }
+}
