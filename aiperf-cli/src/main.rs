@@ -1,1 +1,132 @@
-fn main() {}
+//! The `aiperf` command-line tool: a thin composition of the aiperf-rs library crates.
+//!
+//! Exit status: 0 when the run completed, 1 when it failed or every request failed,
+//! 2 for a usage or configuration error, 130 when Ctrl-C cut the run short.
+
+mod args;
+mod assemble;
+mod kv;
+mod profile;
+mod ui;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+use profile::Outcome;
+
+fn main() -> ExitCode {
+    let argv = args::normalise_flag_spelling(std::env::args());
+    let cli_command = redact_command_line(&argv);
+    let cli = Cli::parse_from(argv);
+    match cli.command {
+        Command::Profile(args) => {
+            init_logging(&args.output.log_level);
+            let config = match assemble::assemble(&args) {
+                Ok(config) => config,
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    eprintln!("error: cannot start the async runtime: {error}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match runtime.block_on(profile::profile(&args, config, cli_command)) {
+                Ok(Outcome::Completed) => ExitCode::SUCCESS,
+                Ok(Outcome::AllFailed) => ExitCode::FAILURE,
+                Ok(Outcome::Cancelled) => ExitCode::from(130),
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+/// Logs go to stderr at `--log-level` (Python AIPerf level names accepted).
+fn init_logging(level: &str) {
+    let directive = match level.to_ascii_lowercase().as_str() {
+        "trace" => "trace",
+        "debug" => "debug",
+        "info" | "notice" | "success" => "info",
+        "error" | "critical" => "error",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AIPERF_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directive));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The command line as artifacts record it, with secret values replaced by `***`.
+fn redact_command_line(argv: &[String]) -> String {
+    let mut redacted = Vec::with_capacity(argv.len());
+    let mut hide_next = false;
+    for arg in argv {
+        if hide_next {
+            redacted.push(redact_header_or_key(arg));
+            hide_next = false;
+            continue;
+        }
+        match arg.split_once('=') {
+            Some((flag, value)) if is_secret_flag(flag) => {
+                redacted.push(format!("{flag}={}", redact_header_or_key(value)));
+            }
+            _ => {
+                hide_next = is_secret_flag(arg);
+                redacted.push(arg.clone());
+            }
+        }
+    }
+    redacted.join(" ")
+}
+
+fn is_secret_flag(flag: &str) -> bool {
+    matches!(flag, "--api-key" | "-H" | "--header")
+}
+
+/// A header keeps its name (`Name:***`); anything else becomes `***`.
+fn redact_header_or_key(value: &str) -> String {
+    match value.split_once(':') {
+        Some((name, _)) if !name.trim_start().starts_with('{') => format!("{name}:***"),
+        _ => "***".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_from_the_command_line() {
+        let argv: Vec<String> = [
+            "aiperf",
+            "profile",
+            "--api-key",
+            "sk-1",
+            "-H",
+            "Authorization:Bearer x",
+            "--header={\"X\":\"y\"}",
+            "-m",
+            "m",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            redact_command_line(&argv),
+            "aiperf profile --api-key *** -H Authorization:*** --header=*** -m m"
+        );
+    }
+}

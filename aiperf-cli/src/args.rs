@@ -1,0 +1,306 @@
+//! Command-line arguments, compatible with the Python AIPerf's names and aliases.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Benchmark generative-AI inference servers.
+#[derive(Debug, Parser)]
+#[command(name = "aiperf", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a benchmark against a server and write its metrics.
+    Profile(Box<ProfileArgs>),
+}
+
+/// `aiperf profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Where requests go and what they look like.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Endpoint")]
+pub struct EndpointArgs {
+    /// Model name(s) to benchmark; the first is the primary model. Comma or space separated.
+    #[arg(short = 'm', long = "model", visible_alias = "model-names", required = true,
+          num_args = 1.., value_delimiter = ',')]
+    pub models: Vec<String>,
+
+    /// Base URL(s) of the server. `mock` starts the embedded mock server and benchmarks it.
+    #[arg(short = 'u', long = "url", num_args = 1.., default_value = "http://localhost:8000")]
+    pub urls: Vec<String>,
+
+    /// The API the server speaks.
+    #[arg(long = "endpoint-type", default_value = "chat")]
+    pub endpoint_type: String,
+
+    /// Path appended to the URL instead of the endpoint type's default path.
+    #[arg(long = "endpoint", visible_alias = "custom-endpoint")]
+    pub custom_endpoint: Option<String>,
+
+    /// Ask for streamed responses (needed for TTFT and inter-token latency).
+    #[arg(long)]
+    pub streaming: bool,
+
+    /// API key, sent as `Authorization: Bearer <key>`. Never written to artifacts or logs.
+    #[arg(long = "api-key", env = "AIPERF_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Extra header for every request: `Name:Value` pairs (comma separated) or a JSON object.
+    #[arg(short = 'H', long = "header", num_args = 1..)]
+    pub headers: Vec<String>,
+
+    /// Extra fields merged into every request body: `key:value` pairs or a JSON object.
+    #[arg(long = "extra-inputs", num_args = 1..)]
+    pub extra_inputs: Vec<String>,
+
+    /// Give up on a request after this many seconds (connect, send and whole response).
+    #[arg(long = "request-timeout-seconds", default_value_t = 21_600.0)]
+    pub request_timeout_seconds: f64,
+
+    /// Send `max_tokens` instead of `max_completion_tokens` on chat requests.
+    #[arg(long = "use-legacy-max-tokens")]
+    pub use_legacy_max_tokens: bool,
+
+    /// Count tokens from the server's `usage` instead of the tokenizer (asks streaming
+    /// servers to include usage).
+    #[arg(long = "use-server-token-count")]
+    pub use_server_token_count: bool,
+}
+
+/// What is sent.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Input")]
+pub struct InputArgs {
+    /// Mean input sequence length of synthetic prompts, in tokens.
+    #[arg(long = "isl", visible_aliases = ["prompt-input-tokens-mean", "synthetic-input-tokens-mean"],
+          default_value_t = 550)]
+    pub isl: u32,
+
+    /// Standard deviation of the input sequence length.
+    #[arg(long = "isl-stddev",
+          visible_aliases = ["prompt-input-tokens-stddev", "synthetic-input-tokens-stddev"],
+          default_value_t = 0.0)]
+    pub isl_stddev: f64,
+
+    /// Mean output length: each request asks for this many tokens. Unset: no limit is sent.
+    #[arg(long = "osl", visible_aliases = ["prompt-output-tokens-mean", "output-tokens-mean"])]
+    pub osl: Option<u32>,
+
+    /// Standard deviation of the output length.
+    #[arg(long = "osl-stddev",
+          visible_aliases = ["prompt-output-tokens-stddev", "output-tokens-stddev"],
+          default_value_t = 0.0)]
+    pub osl_stddev: f64,
+
+    /// Number of distinct synthetic prompts (reused as the benchmark runs).
+    #[arg(
+        long = "num-dataset-entries",
+        visible_alias = "num-prompts",
+        default_value_t = 100
+    )]
+    pub num_dataset_entries: usize,
+
+    /// Seed for every random choice: the same seed gives the same prompts and schedule.
+    #[arg(long = "random-seed")]
+    pub random_seed: Option<u64>,
+
+    /// Tokenizer: `builtin` (offline), a tiktoken encoding, a path to tokenizer.json or a
+    /// Hugging Face model id. Default: the model name.
+    #[arg(long)]
+    pub tokenizer: Option<String>,
+
+    /// Per-request SLOs, e.g. "time_to_first_token:200 request_latency:1000" (ms).
+    #[arg(long)]
+    pub goodput: Option<String>,
+}
+
+/// How the load is applied and when the benchmark stops.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Load")]
+pub struct LoadArgs {
+    /// Maximum requests in flight (closed loop); with --request-rate, a cap.
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+
+    /// Target requests per second (open loop).
+    #[arg(long = "request-rate")]
+    pub request_rate: Option<f64>,
+
+    /// Distribution of gaps between arrivals in request-rate mode.
+    #[arg(
+        long = "arrival-pattern",
+        visible_alias = "request-rate-mode",
+        value_enum
+    )]
+    pub arrival_pattern: Option<ArrivalPatternArg>,
+
+    /// Gamma shape for --arrival-pattern gamma: 1 is Poisson, below 1 burstier, above smoother.
+    #[arg(long = "arrival-smoothness", visible_alias = "vllm-burstiness")]
+    pub arrival_smoothness: Option<f64>,
+
+    /// Stop after this many requests (default 10 when no stop condition is given).
+    #[arg(long = "request-count", visible_alias = "num-requests")]
+    pub request_count: Option<u64>,
+
+    /// Stop sending after this many seconds.
+    #[arg(long = "benchmark-duration")]
+    pub benchmark_duration: Option<f64>,
+
+    /// Seconds to wait for in-flight requests after --benchmark-duration (default 30; `inf`).
+    #[arg(long = "benchmark-grace-period")]
+    pub benchmark_grace_period: Option<f64>,
+
+    /// Requests to send before measuring; their results are discarded.
+    #[arg(long = "warmup-request-count", visible_alias = "num-warmup-requests")]
+    pub warmup_request_count: Option<u64>,
+}
+
+/// The arrival patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ArrivalPatternArg {
+    Poisson,
+    Constant,
+    Gamma,
+    ConcurrencyBurst,
+}
+
+/// What is written and shown.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs {
+    /// Directory for artifacts. Default: artifacts/<model>-openai-<endpoint>-<load>.
+    #[arg(long = "artifact-dir", visible_alias = "output-artifact-dir")]
+    pub artifact_dir: Option<PathBuf>,
+
+    /// Base name of the export files instead of profile_export.
+    #[arg(long = "profile-export-prefix", visible_alias = "profile-export-file")]
+    pub profile_export_prefix: Option<String>,
+
+    /// summary (JSON and CSV), records (plus one JSONL line per request) or raw.
+    #[arg(
+        long = "export-level",
+        visible_alias = "profile-export-level",
+        value_enum,
+        default_value = "records"
+    )]
+    pub export_level: ExportLevelArg,
+
+    /// Live display: none, or simple (a progress bar with rate and errors).
+    #[arg(long = "ui-type", visible_alias = "ui", value_enum)]
+    pub ui_type: Option<UiType>,
+
+    /// Log level on stderr: trace, debug, info, warning (default) or error.
+    #[arg(long = "log-level", default_value = "warning")]
+    pub log_level: String,
+
+    /// Accepted for compatibility: this version does not scrape server metrics.
+    #[arg(long = "no-server-metrics")]
+    pub no_server_metrics: bool,
+
+    /// Accepted for compatibility: this version does not scrape GPU telemetry.
+    #[arg(long = "no-gpu-telemetry")]
+    pub no_gpu_telemetry: bool,
+}
+
+/// Export levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportLevelArg {
+    Summary,
+    Records,
+    Raw,
+}
+
+/// Live displays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UiType {
+    None,
+    Simple,
+}
+
+/// Rewrites `--some_flag` as `--some-flag` (the Python AIPerf accepts both spellings).
+pub fn normalise_flag_spelling(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    args.into_iter()
+        .map(|arg| match arg.strip_prefix("--") {
+            Some(rest) if !rest.is_empty() => {
+                let (name, value) = match rest.split_once('=') {
+                    Some((name, value)) => (name, Some(value)),
+                    None => (rest, None),
+                };
+                let name = name.replace('_', "-");
+                match value {
+                    Some(value) => format!("--{name}={value}"),
+                    None => format!("--{name}"),
+                }
+            }
+            _ => arg,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> ProfileArgs {
+        let argv = normalise_flag_spelling(
+            ["aiperf", "profile"]
+                .iter()
+                .chain(args)
+                .map(|s| s.to_string()),
+        );
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Profile(args) => *args,
+        }
+    }
+
+    #[test]
+    fn models_split_on_commas_and_repeat() {
+        let args = parse(&["-m", "a,b", "--model", "c"]);
+        assert_eq!(args.endpoint.models, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn aliases_and_underscores_work() {
+        let args = parse(&[
+            "--model-names",
+            "m",
+            "--num_requests",
+            "7",
+            "--synthetic-input-tokens-mean",
+            "64",
+            "--output_tokens_mean=32",
+            "--request-rate-mode",
+            "constant",
+            "--request-rate",
+            "5",
+        ]);
+        assert_eq!(args.load.request_count, Some(7));
+        assert_eq!(args.input.isl, 64);
+        assert_eq!(args.input.osl, Some(32));
+        assert_eq!(args.load.arrival_pattern, Some(ArrivalPatternArg::Constant));
+    }
+
+    #[test]
+    fn values_after_a_flag_are_not_rewritten() {
+        let argv = normalise_flag_spelling(["--extra_inputs", "max_tokens:5"].map(String::from));
+        assert_eq!(argv, ["--extra-inputs", "max_tokens:5"]);
+    }
+}

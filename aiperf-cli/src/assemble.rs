@@ -1,0 +1,160 @@
+//! Turns parsed arguments into a validated [`BenchmarkConfig`].
+
+use std::time::Duration;
+
+use aiperf_core::config::{ArrivalPattern, ExportLevel};
+use aiperf_core::BenchmarkConfig;
+
+use crate::args::{ArrivalPatternArg, ExportLevelArg, ProfileArgs};
+use crate::kv::{parse_headers, parse_key_values};
+
+/// The URL value that starts the embedded mock server.
+pub const MOCK_URL: &str = "mock";
+
+/// Builds and validates the configuration. Errors are usage errors (exit status 2).
+pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
+    let mut config = BenchmarkConfig::default();
+    let endpoint = &mut config.endpoint;
+    endpoint.models = args
+        .endpoint
+        .models
+        .iter()
+        .map(|m| m.trim().to_owned())
+        .filter(|m| !m.is_empty())
+        .collect();
+    endpoint.urls = args
+        .endpoint
+        .urls
+        .iter()
+        .map(|url| normalise_url(url))
+        .collect();
+    endpoint.endpoint_type = args.endpoint.endpoint_type.clone();
+    endpoint.custom_endpoint = args.endpoint.custom_endpoint.clone();
+    endpoint.streaming = args.endpoint.streaming;
+    endpoint.api_key = args.endpoint.api_key.clone();
+    endpoint.headers = parse_headers(&args.endpoint.headers)?;
+    endpoint.extra_inputs = parse_key_values("--extra-inputs", &args.endpoint.extra_inputs)?;
+    let timeout = args.endpoint.request_timeout_seconds;
+    if !(timeout.is_finite() && timeout > 0.0) {
+        anyhow::bail!("--request-timeout-seconds must be greater than 0, got {timeout}");
+    }
+    endpoint.request_timeout = Duration::from_secs_f64(timeout);
+    endpoint.use_legacy_max_tokens = args.endpoint.use_legacy_max_tokens;
+    endpoint.use_server_token_count = args.endpoint.use_server_token_count;
+
+    let input = &mut config.input;
+    input.isl_mean = args.input.isl;
+    input.isl_stddev = args.input.isl_stddev;
+    input.osl_mean = args.input.osl;
+    input.osl_stddev = args.input.osl_stddev;
+    input.num_dataset_entries = args.input.num_dataset_entries;
+    input.random_seed = args.input.random_seed;
+    input.tokenizer = args.input.tokenizer.clone();
+
+    let load = &mut config.load;
+    load.concurrency = args.load.concurrency;
+    load.request_rate = args.load.request_rate;
+    load.arrival_pattern = args.load.arrival_pattern.map(|p| match p {
+        ArrivalPatternArg::Poisson => ArrivalPattern::Poisson,
+        ArrivalPatternArg::Constant => ArrivalPattern::Constant,
+        ArrivalPatternArg::Gamma => ArrivalPattern::Gamma,
+        ArrivalPatternArg::ConcurrencyBurst => ArrivalPattern::ConcurrencyBurst,
+    });
+    load.arrival_smoothness = args.load.arrival_smoothness;
+    load.request_count = args.load.request_count;
+    load.benchmark_duration = args.load.benchmark_duration;
+    load.benchmark_grace_period = args.load.benchmark_grace_period;
+    load.warmup_request_count = args.load.warmup_request_count;
+
+    config.output.artifact_dir = args.output.artifact_dir.clone();
+    config.output.export_prefix = args.output.profile_export_prefix.clone();
+    config.output.export_level = match args.output.export_level {
+        ExportLevelArg::Summary => ExportLevel::Summary,
+        ExportLevelArg::Records => ExportLevel::Records,
+        ExportLevelArg::Raw => ExportLevel::Raw,
+    };
+    if let Some(goodput) = &args.input.goodput {
+        config.goodput = parse_goodput(goodput)?;
+    }
+    Ok(config.validate()?)
+}
+
+/// `http://` is prepended when a URL has no scheme; `mock` is kept as is.
+fn normalise_url(url: &str) -> String {
+    let url = url.trim();
+    if url == MOCK_URL || url.contains("://") {
+        url.to_owned()
+    } else {
+        format!("http://{url}")
+    }
+}
+
+/// `"tag:number tag:number"` → pairs, in the metric's display unit.
+fn parse_goodput(text: &str) -> anyhow::Result<Vec<(String, f64)>> {
+    text.split_whitespace()
+        .map(|item| {
+            let (tag, value) = item.split_once(':').ok_or_else(|| {
+                anyhow::anyhow!("--goodput item {item:?} is not `metric_tag:threshold`")
+            })?;
+            let value: f64 = value.parse().map_err(|_| {
+                anyhow::anyhow!("--goodput threshold {value:?} of {tag} is not a number")
+            })?;
+            Ok((tag.to_owned(), value))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    fn assemble_from(args: &[&str]) -> anyhow::Result<BenchmarkConfig> {
+        let argv = ["aiperf", "profile"]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string());
+        let Command::Profile(args) = Cli::try_parse_from(argv).unwrap().command;
+        assemble(&args)
+    }
+
+    #[test]
+    fn urls_get_a_scheme_and_goodput_parses() {
+        let config = assemble_from(&[
+            "-m",
+            "m",
+            "-u",
+            "localhost:9000",
+            "--goodput",
+            "time_to_first_token:200 request_latency:1000.5",
+        ])
+        .unwrap();
+        assert_eq!(config.endpoint.urls, ["http://localhost:9000"]);
+        assert_eq!(
+            config.goodput,
+            [
+                ("time_to_first_token".to_string(), 200.0),
+                ("request_latency".to_string(), 1000.5)
+            ]
+        );
+    }
+
+    #[test]
+    fn validation_errors_surface() {
+        let err = assemble_from(&["-m", "m", "--benchmark-grace-period", "3"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--benchmark-grace-period requires --benchmark-duration"
+        );
+    }
+
+    #[test]
+    fn bad_goodput_names_the_item() {
+        let err = assemble_from(&["-m", "m", "--goodput", "ttft"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--goodput item \"ttft\" is not `metric_tag:threshold`"
+        );
+    }
+}

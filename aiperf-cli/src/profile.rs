@@ -1,0 +1,253 @@
+//! `aiperf profile`: compose the library crates into one benchmark run.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use aiperf_core::config::ExportLevel;
+use aiperf_core::{
+    derive_seed, Benchmark, BenchmarkConfig, CancellationToken, DatasetSource, Endpoint, PhasePlan,
+    Progress, RequestInput, SamplingStrategy,
+};
+use aiperf_datasets::{
+    choose_tokenizer, load_tokenizer, HubEnv, SyntheticConfig, SyntheticDataset, Tokenizer,
+};
+use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
+use aiperf_metrics::{MetricsSink, Summary};
+use aiperf_mock_server::{MockConfig, MockServer};
+use anyhow::Context;
+use serde_json::{json, Value};
+
+use crate::args::ProfileArgs;
+use crate::assemble::MOCK_URL;
+use crate::ui;
+
+/// How a profile run ended, as the process exit status says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// At least one request succeeded.
+    Completed,
+    /// Every request failed (the summary files still hold the error summary).
+    AllFailed,
+    /// Ctrl-C stopped the run; what finished was written.
+    Cancelled,
+}
+
+/// Runs the benchmark `config` describes and writes its artifacts.
+pub async fn profile(
+    args: &ProfileArgs,
+    mut config: BenchmarkConfig,
+    cli_command: String,
+) -> anyhow::Result<Outcome> {
+    let _mock = start_embedded_mock_if_asked(&mut config).await?;
+    let seed = *config
+        .input
+        .random_seed
+        .get_or_insert_with(rand::random::<u64>);
+
+    let transport = Arc::new(HttpTransport::builder().build()?);
+    let endpoint = endpoint_for(
+        &config.endpoint.endpoint_type,
+        EndpointOptions {
+            use_legacy_max_tokens: config.endpoint.use_legacy_max_tokens,
+            use_server_token_count: config.endpoint.use_server_token_count,
+            extra_inputs: config.endpoint.extra_inputs.clone(),
+        },
+    )?;
+    let streaming = config.endpoint.streaming && endpoint.info().supports_streaming;
+    if config.endpoint.streaming && !streaming {
+        eprintln!(
+            "warning: the {} endpoint does not stream; --streaming is ignored",
+            endpoint.info().name
+        );
+    }
+    config.endpoint.streaming = streaming;
+
+    let tokenizer = load_run_tokenizer(&config, transport.as_ref()).await?;
+    let conversations = SyntheticDataset::new(
+        SyntheticConfig {
+            isl_mean: config.input.isl_mean,
+            isl_stddev: config.input.isl_stddev,
+            osl_mean: config.input.osl_mean,
+            osl_stddev: config.input.osl_stddev,
+            num_entries: config.input.num_dataset_entries,
+            seed: Some(seed),
+            model: None,
+        },
+        tokenizer.clone(),
+    )?
+    .load()
+    .map_err(|e| anyhow::anyhow!("cannot build the synthetic dataset: {e}"))?;
+
+    let artifact_dir = resolve_artifact_dir(&config);
+    std::fs::create_dir_all(&artifact_dir).with_context(|| {
+        format!(
+            "cannot create the artifact directory {}",
+            artifact_dir.display()
+        )
+    })?;
+    let paths = export_paths(&artifact_dir, config.output.export_prefix.as_deref());
+    write_inputs_json(
+        &artifact_dir.join("inputs.json"),
+        endpoint.as_ref(),
+        &config,
+        &conversations,
+    )?;
+
+    let mut sink = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer))?
+        .with_cli_command(cli_command);
+    if config.output.export_level != ExportLevel::Summary {
+        sink = sink.export_records_to(&paths.jsonl)?;
+    }
+
+    let cancel = CancellationToken::new();
+    spawn_ctrl_c_handler(cancel.clone());
+    let progress = Arc::new(Progress::default());
+    let mut builder = Benchmark::builder()
+        .endpoint(Arc::clone(&endpoint))
+        .transport(transport)
+        .model(config.primary_model())
+        .streaming(streaming)
+        .request_timeout(config.endpoint.request_timeout)
+        .conversations(
+            conversations,
+            SamplingStrategy::Shuffle,
+            derive_seed(seed, "dataset_sampling"),
+        )
+        .cancel_token(cancel.clone())
+        .progress(Arc::clone(&progress));
+    for base in &config.endpoint.urls {
+        builder = builder.url(build_url(
+            base,
+            config.endpoint.custom_endpoint.as_deref(),
+            endpoint.info().default_path,
+        ));
+    }
+    if let Some(key) = &config.endpoint.api_key {
+        builder = builder.header("Authorization", format!("Bearer {key}"));
+    }
+    for (name, value) in &config.endpoint.headers {
+        builder = builder.header(name.clone(), value.clone());
+    }
+    for phase in PhasePlan::from_config(&config)? {
+        builder = builder.phase(phase);
+    }
+
+    let display = ui::spawn_progress(ui::default_ui(args.output.ui_type), &config, progress);
+    let result = builder.sink(sink)?.run().await;
+    if let Some(display) = display {
+        display.finish().await;
+    }
+    let summary = result?;
+
+    write_summary_files(&summary, &paths)?;
+    print!("{}", console::render_console(&summary));
+    print_footer(&summary, &paths.csv, &paths.json, &artifact_dir);
+    Ok(outcome(&summary))
+}
+
+fn outcome(summary: &Summary) -> Outcome {
+    if summary.was_cancelled {
+        Outcome::Cancelled
+    } else if summary.request_count() == 0 && summary.error_count() > 0 {
+        Outcome::AllFailed
+    } else {
+        Outcome::Completed
+    }
+}
+
+/// `--url mock`: start the embedded mock server (TTFT 20 ms, ITL 5 ms, like the Python
+/// AIPerf's mock server) and point the run at it. The server lives as long as the guard.
+async fn start_embedded_mock_if_asked(
+    config: &mut BenchmarkConfig,
+) -> anyhow::Result<Option<MockServer>> {
+    if !config.endpoint.urls.iter().any(|url| url == MOCK_URL) {
+        return Ok(None);
+    }
+    let server = MockServer::start(MockConfig::default())
+        .await
+        .context("cannot start the embedded mock server")?;
+    eprintln!("Benchmarking the embedded mock server at {}", server.url());
+    for url in &mut config.endpoint.urls {
+        if url == MOCK_URL {
+            *url = server.url();
+        }
+    }
+    Ok(Some(server))
+}
+
+async fn load_run_tokenizer(
+    config: &BenchmarkConfig,
+    transport: &HttpTransport,
+) -> anyhow::Result<Tokenizer> {
+    let choice = choose_tokenizer(
+        config.input.tokenizer.as_deref(),
+        config.primary_model(),
+        None,
+    )?;
+    if choice.placeholder_substituted {
+        eprintln!(
+            "warning: {:?} looks like a placeholder model name; counting tokens with the \
+             builtin tokenizer (o200k_base). Pass --tokenizer for exact counts.",
+            choice.requested
+        );
+    }
+    Ok(load_tokenizer(&choice.spec, &HubEnv::from_process_env(), Some(transport)).await?)
+}
+
+/// `inputs.json`: the exact body each conversation's turns are sent with.
+fn write_inputs_json(
+    path: &Path,
+    endpoint: &dyn Endpoint,
+    config: &BenchmarkConfig,
+    conversations: &[aiperf_core::Conversation],
+) -> anyhow::Result<()> {
+    let mut data = Vec::with_capacity(conversations.len());
+    for conversation in conversations {
+        let mut payloads = Vec::with_capacity(conversation.turns.len());
+        for turn in conversation.turns.chunks(1) {
+            let built = endpoint.build(&RequestInput {
+                model: turn[0].model.as_deref().unwrap_or(config.primary_model()),
+                system_message: conversation.system_message.as_deref(),
+                user_context_message: conversation.user_context_message.as_deref(),
+                turns: turn,
+                streaming: config.endpoint.streaming,
+            })?;
+            payloads.push(serde_json::from_slice::<Value>(&built.body)?);
+        }
+        data.push(json!({"session_id": conversation.session_id, "payloads": payloads}));
+    }
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    serde_json::to_writer_pretty(std::io::BufWriter::new(file), &json!({ "data": data }))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Ctrl-C cancels the run once; the engine keeps what finished.
+fn spawn_ctrl_c_handler(cancel: CancellationToken) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nCancelling: writing the results of the requests that finished…");
+            cancel.cancel();
+        }
+    });
+}
+
+fn print_footer(summary: &Summary, csv: &Path, json: &Path, dir: &Path) {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    println!("CSV Export: {}", absolute(csv).display());
+    println!("JSON Export: {}", absolute(json).display());
+    println!("Artifacts: {}", absolute(dir).display());
+    if summary.was_cancelled {
+        println!(
+            "The profile run was cancelled early: the results cover the requests that finished."
+        );
+    }
+    if summary.request_count() == 0 && summary.error_count() > 0 {
+        println!(
+            "All {} request(s) failed: see the Error Summary above.",
+            summary.error_count()
+        );
+    }
+}
