@@ -120,6 +120,15 @@ pub enum ArrivalPattern {
 }
 
 impl ArrivalPattern {
+    /// The name of the random stream that draws this pattern's gaps.
+    pub fn seed_stream(&self) -> &'static str {
+        match self {
+            ArrivalPattern::Poisson | ArrivalPattern::Constant => "timing.request.poisson_interval",
+            ArrivalPattern::Gamma => "timing.request.gamma_interval",
+            ArrivalPattern::ConcurrencyBurst => "timing.request.concurrency_burst",
+        }
+    }
+
     /// The `--arrival-pattern` spelling.
     pub fn as_str(&self) -> &'static str {
         match self {

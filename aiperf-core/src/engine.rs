@@ -26,6 +26,7 @@ use crate::dataset::{ConversationSampler, SamplingStrategy};
 use crate::endpoint::{Endpoint, RequestInput};
 use crate::record::{Credit, ErrorDetails, Phase, RequestRecord, TimedResponse};
 use crate::schedule::{Arrival, ClosedLoop, RateScheduler, ScheduleError, Scheduler};
+use crate::seed::derive_seed;
 use crate::sink::{RecordSink, SinkError};
 use crate::transport::{HttpMethod, HttpRequest, RawExchange, Transport};
 use crate::{PhaseStats, RunInfo};
@@ -82,7 +83,7 @@ impl PhasePlan {
                         rate,
                         pattern,
                         load.arrival_smoothness,
-                        derive_seed(seed, "arrivals"),
+                        derive_seed(seed, pattern.seed_stream()),
                     )?),
                     load.concurrency,
                 ),
@@ -98,16 +99,6 @@ impl PhasePlan {
         });
         Ok(plans)
     }
-}
-
-/// A stable per-component seed derived from the root seed (FNV-1a over the name).
-pub fn derive_seed(root: u64, component: &str) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ root;
-    for byte in component.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
 }
 
 /// Live counters a UI can poll while the engine runs. Updating them costs one atomic add.

@@ -84,6 +84,7 @@ pub mod endpoint;
 pub mod engine;
 pub mod record;
 pub mod schedule;
+pub mod seed;
 pub mod sink;
 pub mod tokens;
 pub mod transport;
@@ -96,9 +97,10 @@ pub use endpoint::{
     BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, ParsedResponse,
     RequestInput, Usage,
 };
-pub use engine::{derive_seed, Benchmark, BenchmarkBuilder, EngineError, PhasePlan, Progress};
+pub use engine::{Benchmark, BenchmarkBuilder, EngineError, PhasePlan, Progress};
 pub use record::{Credit, ErrorDetails, Phase, RequestRecord, TimedResponse};
 pub use schedule::{Arrival, ClosedLoop, RateScheduler, Scheduler};
+pub use seed::derive_seed;
 pub use sink::{CollectRecords, RecordSink};
 pub use tokens::TokenCounter;
 pub use tokio_util::sync::CancellationToken;

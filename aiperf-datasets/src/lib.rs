@@ -1,1 +1,53 @@
-//! aiperf-datasets (placeholder)
+//! Tokenizers and synthetic datasets for aiperf-rs.
+//!
+//! This crate answers two questions the benchmark asks before it sends anything:
+//!
+//! * **How are tokens counted?** A [`Tokenizer`] is either one of the tiktoken encodings
+//!   embedded in the binary (`builtin` = `o200k_base`, works offline) or a Hugging Face
+//!   `tokenizer.json`. [`choose_tokenizer`] maps `--tokenizer` (or the model name) to a
+//!   [`TokenizerSpec`], and [`load_tokenizer`] finds it on disk, in the local Hugging Face
+//!   cache, or downloads it through the caller's [`aiperf_core::Transport`]. It implements
+//!   [`aiperf_core::TokenCounter`], which is how metrics count input and output tokens.
+//! * **What is sent?** [`PromptGenerator`] makes word-like text of an *exact* token count
+//!   for a given tokenizer, and [`SyntheticDataset`] (an [`aiperf_core::DatasetSource`])
+//!   builds the default workload from it: conversations with sampled input lengths and
+//!   requested output lengths, byte-identical for the same seed.
+//!
+//! ```
+//! use aiperf_core::DatasetSource;
+//! use aiperf_datasets::{choose_tokenizer, load_tokenizer_offline, HubEnv};
+//! use aiperf_datasets::{SyntheticConfig, SyntheticDataset};
+//!
+//! // `--model mock-llm` without `--tokenizer`: a placeholder name, so the builtin one.
+//! let choice = choose_tokenizer(None, "mock-llm", None)?;
+//! assert!(choice.placeholder_substituted);
+//! let tokenizer = load_tokenizer_offline(&choice.spec, &HubEnv::from_process_env())?;
+//!
+//! let config = SyntheticConfig { isl_mean: 100, num_entries: 2, seed: Some(1), ..Default::default() };
+//! let conversations = SyntheticDataset::new(config, tokenizer.clone())?.load()?;
+//! assert_eq!(tokenizer.encode(&conversations[0].turns[0].texts[0]).len(), 100);
+//! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+//! ```
+//!
+//! Nothing here prints: diagnostics go through `tracing`, failures are typed errors
+//! ([`TokenizerError`], [`SyntheticError`]) that say what failed and what to do next.
+
+#![warn(missing_docs)]
+
+mod corpus;
+pub mod error;
+pub mod prompt;
+pub mod resolve;
+pub mod seed;
+pub mod synthetic;
+pub mod tokenizer;
+
+pub use error::{SyntheticError, TokenizerError};
+pub use prompt::PromptGenerator;
+pub use resolve::{
+    choose_tokenizer, find_cached_tokenizer, is_placeholder_model_name, load_tokenizer,
+    load_tokenizer_offline, repo_cache_dir, HubEnv, TokenizerChoice, TokenizerSpec,
+};
+pub use seed::{derive_rng, derive_seed};
+pub use synthetic::{LengthDistribution, SyntheticConfig, SyntheticDataset};
+pub use tokenizer::{TiktokenEncoding, Tokenizer};

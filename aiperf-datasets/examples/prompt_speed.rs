@@ -1,0 +1,40 @@
+//! Times synthetic prompt generation.
+//!
+//! ```text
+//! cargo run --release -p aiperf-datasets --example prompt_speed [-- /path/to/tokenizer.json]
+//! ```
+//! Without an argument the builtin tokenizer (`o200k_base`) is used.
+
+use std::time::Instant;
+
+use aiperf_datasets::{PromptGenerator, Tokenizer};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let tokenizer = match std::env::args().nth(1) {
+        Some(path) => Tokenizer::from_file(path)?,
+        None => Tokenizer::builtin(),
+    };
+    let started = Instant::now();
+    let mut generator = PromptGenerator::new(tokenizer.clone(), 42)?;
+    println!(
+        "tokenizer {}: corpus of {} tokens built in {:?}",
+        tokenizer.name(),
+        generator.corpus_tokens(),
+        started.elapsed()
+    );
+    for (count, length) in [(1000, 550), (1000, 128), (100, 3000)] {
+        let started = Instant::now();
+        let prompts: Vec<String> = (0..count).map(|_| generator.generate(length)).collect();
+        let elapsed = started.elapsed();
+
+        let exact = prompts
+            .iter()
+            .filter(|p| tokenizer.encode(p).len() == length)
+            .count();
+        println!(
+            "{count} prompts of {length} tokens: {elapsed:?} ({:.1} µs each), {exact}/{count} exact",
+            elapsed.as_secs_f64() * 1e6 / count as f64
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,427 @@
+//! [`PromptGenerator`]: text that encodes to exactly N tokens for a given tokenizer.
+//!
+//! How it works:
+//! 1. The built-in corpus (sentences written for this project) is split into words and
+//!    each distinct word is tokenized once. A long token stream (2^18 tokens) is written
+//!    by a seeded walk of a word bigram chain learned from the sentences (new sentences
+//!    recombined from the old ones), remembering where each word starts.
+//! 2. A prompt of N tokens starts at a random word (one that tokenizes the same without
+//!    its leading space, and not used by an earlier prompt) and takes the next N tokens
+//!    of the stream (wrapping around), decoded to text.
+//! 3. Decoding and re-encoding can shift token boundaries, so the text is re-encoded and
+//!    corrected: too many tokens → keep the first N re-encoded tokens; too few → append
+//!    the following corpus tokens. This converges in one or two rounds nearly always; a
+//!    few restarts at other positions and a word-by-word fill back it up.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::corpus::SENTENCES;
+use crate::error::SyntheticError;
+use crate::tokenizer::Tokenizer;
+
+/// Target size of the assembled corpus stream, in tokens. Large enough that two random
+/// prompts rarely start at the same place (which would inflate server prefix-cache hits).
+const CORPUS_TOKENS: usize = 1 << 18;
+/// Correction rounds per start position.
+const MAX_ROUNDS: usize = 8;
+/// Start positions tried before the word-by-word fill.
+const MAX_STARTS: usize = 4;
+/// Draws tried to find a start position no earlier prompt of this generator used.
+const MAX_FRESH_DRAWS: usize = 16;
+/// Longest sentence the corpus chain writes, in words.
+const MAX_SENTENCE_WORDS: usize = 60;
+/// Marks the end of a sentence in the bigram chain.
+const END: u32 = u32::MAX;
+
+/// A distinct corpus word and how many tokens it adds to a text.
+#[derive(Debug)]
+struct Word {
+    /// The word as it is appended (with its leading space when the tokenizer needs one).
+    text: String,
+    tokens: usize,
+    /// The word encodes to the same tokens at the start of a text (without its space)
+    /// as in the middle, so a prompt may start with it without shifting boundaries.
+    clean_start: bool,
+}
+
+/// The tokenized corpus of one tokenizer, shared by generators of that tokenizer.
+#[derive(Debug)]
+struct Corpus {
+    /// The token stream.
+    tokens: Vec<u32>,
+    /// Stream position of each word's first token, in stream order.
+    word_starts: Vec<u32>,
+    /// Indices into `word_starts` where a prompt may start: the clean-start words.
+    prompt_starts: Vec<u32>,
+    /// Which distinct word sits at each entry of `word_starts`.
+    word_seq: Vec<u32>,
+    /// The distinct words.
+    words: Vec<Word>,
+}
+
+impl Corpus {
+    fn build(tokenizer: &Tokenizer, rng: &mut ChaCha8Rng) -> Result<Self, SyntheticError> {
+        // Does the tokenizer put the space between words itself (SentencePiece-style
+        // `▁`, or a decoder that joins with spaces)? Then words are encoded bare;
+        // otherwise (byte-level BPE) each word carries its leading space.
+        let mut probe = tokenizer.encode("hello");
+        probe.extend(tokenizer.encode("world"));
+        let joins_with_space = tokenizer.decode(&probe).contains(' ');
+
+        let mut index: HashMap<&str, u32> = HashMap::new();
+        let mut words: Vec<Word> = Vec::new();
+        let mut word_tokens: Vec<Vec<u32>> = Vec::new();
+        // A word-level bigram chain over the sentences: which words open a sentence and
+        // which follow each word (`END` closes a sentence). Walking it recombines the
+        // sentences, so even short prompts rarely repeat.
+        let mut openers: Vec<u32> = Vec::new();
+        let mut successors: Vec<Vec<u32>> = Vec::new();
+        for line in SENTENCES.lines() {
+            let mut previous: Option<u32> = None;
+            for raw in line.split_whitespace() {
+                let id = match index.get(raw) {
+                    Some(id) => *id,
+                    None => {
+                        let text = if joins_with_space {
+                            raw.to_string()
+                        } else {
+                            format!(" {raw}")
+                        };
+                        let ids = tokenizer.encode(&text);
+                        let clean_start =
+                            joins_with_space || tokenizer.encode(raw).len() == ids.len();
+                        let id = u32::try_from(words.len()).unwrap_or(END - 1);
+                        words.push(Word {
+                            tokens: ids.len(),
+                            text: format!(" {raw}"),
+                            clean_start,
+                        });
+                        word_tokens.push(ids);
+                        successors.push(Vec::new());
+                        index.insert(raw, id);
+                        id
+                    }
+                };
+                if word_tokens[id as usize].is_empty() {
+                    continue;
+                }
+                match previous {
+                    None => openers.push(id),
+                    Some(p) => successors[p as usize].push(id),
+                }
+                previous = Some(id);
+            }
+            if let Some(p) = previous {
+                successors[p as usize].push(END);
+            }
+        }
+        if openers.is_empty() {
+            return Err(SyntheticError::EmptyCorpus {
+                tokenizer: tokenizer.name().to_string(),
+            });
+        }
+
+        let mut tokens = Vec::with_capacity(CORPUS_TOKENS + 256);
+        let mut word_starts = Vec::with_capacity(CORPUS_TOKENS);
+        let mut word_seq = Vec::with_capacity(CORPUS_TOKENS);
+        let mut prompt_starts = Vec::with_capacity(CORPUS_TOKENS);
+        while tokens.len() < CORPUS_TOKENS {
+            let mut word = openers[rng.random_range(0..openers.len())];
+            for _ in 0..MAX_SENTENCE_WORDS {
+                let position = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+                if words[word as usize].clean_start {
+                    prompt_starts.push(u32::try_from(word_starts.len()).unwrap_or(u32::MAX));
+                }
+                word_starts.push(position);
+                word_seq.push(word);
+                tokens.extend_from_slice(&word_tokens[word as usize]);
+                let next = &successors[word as usize];
+                if next.is_empty() {
+                    break;
+                }
+                word = next[rng.random_range(0..next.len())];
+                if word == END {
+                    break;
+                }
+            }
+        }
+        if prompt_starts.is_empty() {
+            prompt_starts = (0..word_starts.len())
+                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+                .collect();
+        }
+        Ok(Self {
+            tokens,
+            word_starts,
+            prompt_starts,
+            word_seq,
+            words,
+        })
+    }
+
+    /// `len` tokens from `start`, wrapping around the stream.
+    fn take(&self, start: usize, len: usize, out: &mut Vec<u32>) {
+        let total = self.tokens.len();
+        let mut pos = start % total;
+        let mut left = len;
+        while left > 0 {
+            let chunk = left.min(total - pos);
+            out.extend_from_slice(&self.tokens[pos..pos + chunk]);
+            left -= chunk;
+            pos = (pos + chunk) % total;
+        }
+    }
+}
+
+/// Generates prompts of an exact token count for one tokenizer, reproducibly for a seed.
+///
+/// ```
+/// use aiperf_datasets::{PromptGenerator, Tokenizer};
+///
+/// let tokenizer = Tokenizer::builtin();
+/// let mut generator = PromptGenerator::new(tokenizer.clone(), 42).unwrap();
+/// let prompt = generator.generate(128);
+/// assert_eq!(tokenizer.encode(&prompt).len(), 128);
+/// ```
+#[derive(Debug, Clone)]
+pub struct PromptGenerator {
+    tokenizer: Tokenizer,
+    corpus: Arc<Corpus>,
+    rng: ChaCha8Rng,
+    /// Start positions already used: two prompts of equal length never start at the
+    /// same place (identical prompts would inflate server prefix-cache hits).
+    used_starts: HashSet<u32>,
+}
+
+impl PromptGenerator {
+    /// Tokenizes the corpus for `tokenizer` (a few milliseconds) and seeds the
+    /// generator. The same seed and tokenizer give the same prompts in the same order.
+    pub fn new(tokenizer: Tokenizer, seed: u64) -> Result<Self, SyntheticError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let corpus = Corpus::build(&tokenizer, &mut rng)?;
+        tracing::debug!(
+            tokenizer = tokenizer.name(),
+            corpus_tokens = corpus.tokens.len(),
+            "prompt corpus tokenized"
+        );
+        Ok(Self {
+            tokenizer,
+            corpus: Arc::new(corpus),
+            rng,
+            used_starts: HashSet::new(),
+        })
+    }
+
+    /// A generator sharing this one's tokenized corpus, with its own random stream.
+    pub fn fork(&self, seed: u64) -> Self {
+        Self {
+            tokenizer: self.tokenizer.clone(),
+            corpus: Arc::clone(&self.corpus),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            used_starts: HashSet::new(),
+        }
+    }
+
+    /// The tokenizer prompts are measured with.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// The number of tokens in the assembled corpus stream (prompts longer than this
+    /// repeat it).
+    pub fn corpus_tokens(&self) -> usize {
+        self.corpus.tokens.len()
+    }
+
+    /// A text that encodes to exactly `tokens` tokens (empty for 0). Exactness holds for
+    /// every tokenizer whose vocabulary covers plain English; should all strategies fail
+    /// (a degenerate tokenizer), the closest text found is returned and a warning logged.
+    pub fn generate(&mut self, tokens: usize) -> String {
+        if tokens == 0 {
+            return String::new();
+        }
+        if tokens > self.corpus.tokens.len() {
+            tracing::debug!(
+                tokens,
+                corpus = self.corpus.tokens.len(),
+                "prompt longer than the corpus: text repeats"
+            );
+        }
+        let mut best: Option<(usize, String)> = None;
+        for _ in 0..MAX_STARTS {
+            let word = self.fresh_start();
+            let start = self.corpus.word_starts[word] as usize;
+            match self.settle_window(start, tokens) {
+                Ok(text) => return text,
+                Err((miss, text)) => {
+                    if best.as_ref().is_none_or(|(m, _)| miss < *m) {
+                        best = Some((miss, text));
+                    }
+                }
+            }
+        }
+        match self.fill_words(tokens) {
+            Ok(text) => text,
+            Err((miss, text)) => {
+                let (miss, text) = match best {
+                    Some((m, t)) if m < miss => (m, t),
+                    _ => (miss, text),
+                };
+                tracing::warn!(
+                    tokenizer = self.tokenizer.name(),
+                    wanted = tokens,
+                    off_by = miss,
+                    "could not build a prompt of the exact token count; using the closest"
+                );
+                text
+            }
+        }
+    }
+
+    /// A random prompt start, preferring one no earlier prompt used.
+    /// Returns an index into the corpus' words.
+    fn fresh_start(&mut self) -> usize {
+        let starts = &self.corpus.prompt_starts;
+        let mut start = starts[self.rng.random_range(0..starts.len())];
+        for _ in 1..MAX_FRESH_DRAWS {
+            if !self.used_starts.contains(&start) {
+                break;
+            }
+            start = starts[self.rng.random_range(0..starts.len())];
+        }
+        self.used_starts.insert(start);
+        start as usize
+    }
+
+    /// Window, decode, re-encode, correct. `Err((distance, text))` when it did not settle.
+    fn settle_window(&self, start: usize, n: usize) -> Result<String, (usize, String)> {
+        let corpus = &self.corpus;
+        let mut ids = Vec::with_capacity(n + 8);
+        corpus.take(start, n, &mut ids);
+        let mut next = start + n;
+        let mut last = (usize::MAX, String::new());
+        for _ in 0..MAX_ROUNDS {
+            let decoded = self.tokenizer.decode(&ids);
+            let text = decoded.trim_start();
+            let encoded = self.tokenizer.encode(text);
+            let got = encoded.len();
+            if got == n {
+                return Ok(text.to_string());
+            }
+            last = (got.abs_diff(n), text.to_string());
+            ids = encoded;
+            if got > n {
+                ids.truncate(n);
+            } else {
+                let missing = n - got;
+                corpus.take(next, missing, &mut ids);
+                next += missing;
+            }
+        }
+        Err(last)
+    }
+
+    /// Whole words whose token counts add up to `n`, starting at a random word; relies on
+    /// token counts being additive across spaces, then checks.
+    fn fill_words(&mut self, n: usize) -> Result<String, (usize, String)> {
+        let mut pos = self.fresh_start();
+        let corpus = &self.corpus;
+        let mut text = String::new();
+        let mut count = 0usize;
+        let mut budget = corpus.word_seq.len().max(4 * n);
+        while count < n && budget > 0 {
+            let word = &corpus.words[corpus.word_seq[pos] as usize];
+            if word.tokens > 0 && count + word.tokens <= n {
+                text.push_str(&word.text);
+                count += word.tokens;
+            }
+            pos = (pos + 1) % corpus.word_seq.len();
+            budget -= 1;
+        }
+        let text = text.trim_start().to_string();
+        let got = self.tokenizer.count(&text);
+        if got == n {
+            Ok(text)
+        } else {
+            Err((got.abs_diff(n), text))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_lengths_with_builtin() {
+        let tokenizer = Tokenizer::builtin();
+        let mut generator = PromptGenerator::new(tokenizer.clone(), 7).unwrap();
+        for n in [1, 2, 3, 7, 50, 128, 550, 3000] {
+            let prompt = generator.generate(n);
+            assert_eq!(tokenizer.encode(&prompt).len(), n, "n={n}: {prompt:?}");
+        }
+        assert_eq!(generator.generate(0), "");
+    }
+
+    #[test]
+    fn same_seed_same_prompts_other_seed_other_prompts() {
+        let tokenizer = Tokenizer::builtin();
+        let mut a = PromptGenerator::new(tokenizer.clone(), 1).unwrap();
+        let mut b = PromptGenerator::new(tokenizer.clone(), 1).unwrap();
+        let mut c = PromptGenerator::new(tokenizer, 2).unwrap();
+        let pa: Vec<String> = (0..5).map(|_| a.generate(64)).collect();
+        let pb: Vec<String> = (0..5).map(|_| b.generate(64)).collect();
+        let pc: Vec<String> = (0..5).map(|_| c.generate(64)).collect();
+        assert_eq!(pa, pb);
+        assert_ne!(pa, pc);
+        assert_ne!(pa[0], pa[1]);
+    }
+
+    #[test]
+    fn prompts_read_like_words() {
+        let mut generator = PromptGenerator::new(Tokenizer::builtin(), 3).unwrap();
+        let prompt = generator.generate(200);
+        assert!(prompt.is_ascii());
+        assert!(!prompt.starts_with(' '));
+        let words = prompt.split_whitespace().count();
+        assert!(words > 100, "{words} words in {prompt:?}");
+    }
+
+    #[test]
+    fn longer_than_corpus_still_exact() {
+        let tokenizer = Tokenizer::builtin();
+        let mut generator = PromptGenerator::new(tokenizer.clone(), 5).unwrap();
+        let n = generator.corpus_tokens() + 123;
+        assert_eq!(tokenizer.count(&generator.generate(n)), n);
+    }
+
+    #[test]
+    fn word_fill_fallback_is_exact_with_builtin() {
+        let tokenizer = Tokenizer::builtin();
+        let mut generator = PromptGenerator::new(tokenizer.clone(), 9).unwrap();
+        for n in [1, 5, 99, 700] {
+            let text = generator.fill_words(n).unwrap();
+            assert_eq!(tokenizer.count(&text), n);
+        }
+    }
+
+    #[test]
+    fn prompts_of_equal_length_start_at_different_places() {
+        let mut generator = PromptGenerator::new(Tokenizer::builtin(), 11).unwrap();
+        let prompts: HashSet<String> = (0..2000).map(|_| generator.generate(20)).collect();
+        assert_eq!(prompts.len(), 2000);
+    }
+
+    #[test]
+    fn fork_shares_corpus() {
+        let generator = PromptGenerator::new(Tokenizer::builtin(), 9).unwrap();
+        let mut a = generator.fork(1);
+        let mut b = generator.fork(1);
+        assert!(Arc::ptr_eq(&a.corpus, &generator.corpus));
+        assert_eq!(a.generate(30), b.generate(30));
+    }
+}

@@ -1,0 +1,21 @@
+//! The random streams of the dataset components, derived from one root seed by
+//! [`aiperf_core::derive_seed`].
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// Stream for synthetic input lengths.
+pub const PROMPT_LENGTH: &str = "dataset.prompt.length";
+/// Stream for the prompt corpus (corpus order and window positions).
+pub const PROMPT_CORPUS: &str = "dataset.prompt.corpus";
+/// Stream for requested output lengths.
+pub const MAX_TOKENS: &str = "composer.turn.max_tokens";
+/// Stream for conversation (session) ids.
+pub const SESSION_ID: &str = "dataset.session_id";
+
+pub use aiperf_core::derive_seed;
+
+/// A ChaCha8 generator for `identifier` under `root`.
+pub fn derive_rng(root: u64, identifier: &str) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(derive_seed(root, identifier))
+}

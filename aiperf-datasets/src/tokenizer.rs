@@ -1,0 +1,341 @@
+//! The [`Tokenizer`] type: one interface over the embedded tiktoken encodings and
+//! Hugging Face `tokenizer.json` files.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use aiperf_core::TokenCounter;
+use tiktoken_rs::CoreBPE;
+
+use crate::error::TokenizerError;
+
+/// The tiktoken encodings embedded in the binary (usable offline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TiktokenEncoding {
+    /// `o200k_base` (GPT-4o and later); what `builtin` means.
+    O200kBase,
+    /// `o200k_harmony` (gpt-oss): `o200k_base` plus the harmony special tokens.
+    O200kHarmony,
+    /// `cl100k_base` (GPT-3.5 / GPT-4).
+    Cl100kBase,
+    /// `p50k_base` (Codex, text-davinci-002/003).
+    P50kBase,
+    /// `p50k_edit` (edit models).
+    P50kEdit,
+    /// `r50k_base` (GPT-3, a.k.a. `gpt2`).
+    R50kBase,
+}
+
+impl TiktokenEncoding {
+    /// Every embedded encoding.
+    pub const ALL: [TiktokenEncoding; 6] = [
+        TiktokenEncoding::O200kBase,
+        TiktokenEncoding::O200kHarmony,
+        TiktokenEncoding::Cl100kBase,
+        TiktokenEncoding::P50kBase,
+        TiktokenEncoding::P50kEdit,
+        TiktokenEncoding::R50kBase,
+    ];
+
+    /// The encoding's canonical name, e.g. `o200k_base`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TiktokenEncoding::O200kBase => "o200k_base",
+            TiktokenEncoding::O200kHarmony => "o200k_harmony",
+            TiktokenEncoding::Cl100kBase => "cl100k_base",
+            TiktokenEncoding::P50kBase => "p50k_base",
+            TiktokenEncoding::P50kEdit => "p50k_edit",
+            TiktokenEncoding::R50kBase => "r50k_base",
+        }
+    }
+
+    /// Parses an encoding name; `builtin` means `o200k_base`. Case-insensitive.
+    pub fn from_name(name: &str) -> Option<Self> {
+        let name = name.trim().to_ascii_lowercase();
+        if name == "builtin" {
+            return Some(TiktokenEncoding::O200kBase);
+        }
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The process-wide instance of this encoding, built on first use and shared after
+    /// (loading twice costs nothing).
+    fn bpe(self) -> &'static CoreBPE {
+        match self {
+            TiktokenEncoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            TiktokenEncoding::O200kHarmony => tiktoken_rs::o200k_harmony_singleton(),
+            TiktokenEncoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+            TiktokenEncoding::P50kBase => tiktoken_rs::p50k_base_singleton(),
+            TiktokenEncoding::P50kEdit => tiktoken_rs::p50k_edit_singleton(),
+            TiktokenEncoding::R50kBase => tiktoken_rs::r50k_base_singleton(),
+        }
+    }
+}
+
+impl fmt::Display for TiktokenEncoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone)]
+enum Backend {
+    Tiktoken {
+        encoding: TiktokenEncoding,
+        bpe: &'static CoreBPE,
+    },
+    HuggingFace {
+        path: PathBuf,
+        inner: Arc<tokenizers::Tokenizer>,
+    },
+}
+
+/// A tokenizer: the embedded tiktoken encodings or a Hugging Face `tokenizer.json`.
+///
+/// Cheap to clone (a reference count), `Send + Sync`. Encoding never adds special
+/// tokens (no BOS/EOS, no chat template), which is how the benchmark counts tokens.
+///
+/// ```
+/// use aiperf_datasets::Tokenizer;
+///
+/// let tokenizer = Tokenizer::builtin();
+/// let ids = tokenizer.encode("Hello, world!");
+/// assert_eq!(tokenizer.decode(&ids), "Hello, world!");
+/// assert_eq!(tokenizer.name(), "o200k_base");
+/// ```
+#[derive(Clone)]
+pub struct Tokenizer {
+    name: Arc<str>,
+    backend: Backend,
+}
+
+impl fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.backend {
+            Backend::Tiktoken { .. } => "tiktoken",
+            Backend::HuggingFace { .. } => "huggingface",
+        };
+        f.debug_struct("Tokenizer")
+            .field("name", &self.name)
+            .field("backend", &kind)
+            .finish()
+    }
+}
+
+impl Tokenizer {
+    /// The offline builtin tokenizer: tiktoken `o200k_base`.
+    pub fn builtin() -> Self {
+        Self::tiktoken(TiktokenEncoding::O200kBase)
+    }
+
+    /// One of the embedded tiktoken encodings.
+    pub fn tiktoken(encoding: TiktokenEncoding) -> Self {
+        Self {
+            name: Arc::from(encoding.name()),
+            backend: Backend::Tiktoken {
+                encoding,
+                bpe: encoding.bpe(),
+            },
+        }
+    }
+
+    /// Loads a Hugging Face `tokenizer.json` file. Its name is the file's path.
+    ///
+    /// Blocking: reads and parses the file (a large vocabulary takes a moment).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, TokenizerError> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        Self::from_file_named(path, name)
+    }
+
+    /// Like [`Tokenizer::from_file`], with the name reported by [`Tokenizer::name`]
+    /// (e.g. the Hugging Face repository id the file came from).
+    pub fn from_file_named(
+        path: impl AsRef<Path>,
+        name: impl Into<String>,
+    ) -> Result<Self, TokenizerError> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            return Err(TokenizerError::PathNotFound {
+                path: path.to_path_buf(),
+            });
+        }
+        let inner =
+            tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError::InvalidFile {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })?;
+        tracing::debug!(path = %path.display(), "loaded Hugging Face tokenizer");
+        Ok(Self {
+            name: Arc::from(name.into()),
+            backend: Backend::HuggingFace {
+                path: path.to_path_buf(),
+                inner: Arc::new(inner),
+            },
+        })
+    }
+
+    /// Parses a Hugging Face `tokenizer.json` held in memory; `name` is what
+    /// [`Tokenizer::name`] reports.
+    pub fn from_json_bytes(bytes: &[u8], name: impl Into<String>) -> Result<Self, TokenizerError> {
+        let name = name.into();
+        let inner =
+            tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| TokenizerError::InvalidFile {
+                path: PathBuf::from(&name),
+                reason: e.to_string(),
+            })?;
+        Ok(Self {
+            name: Arc::from(name),
+            backend: Backend::HuggingFace {
+                path: PathBuf::new(),
+                inner: Arc::new(inner),
+            },
+        })
+    }
+
+    /// The tokenizer's name: the tiktoken encoding name, the Hugging Face repository
+    /// id, or the path of the `tokenizer.json` it was loaded from.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tiktoken encoding, when this is one.
+    pub fn tiktoken_encoding(&self) -> Option<TiktokenEncoding> {
+        match &self.backend {
+            Backend::Tiktoken { encoding, .. } => Some(*encoding),
+            Backend::HuggingFace { .. } => None,
+        }
+    }
+
+    /// The `tokenizer.json` this was loaded from, for a Hugging Face tokenizer read from
+    /// disk.
+    pub fn source_path(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::HuggingFace { path, .. } if !path.as_os_str().is_empty() => Some(path),
+            _ => None,
+        }
+    }
+
+    /// Encodes `text` without special tokens.
+    pub fn try_encode(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
+        match &self.backend {
+            Backend::Tiktoken { bpe, .. } => Ok(bpe.encode_ordinary(text)),
+            Backend::HuggingFace { inner, .. } => inner
+                .encode_fast(text, false)
+                .map(|encoding| encoding.get_ids().to_vec())
+                .map_err(|e| TokenizerError::Encode {
+                    tokenizer: self.name.to_string(),
+                    reason: e.to_string(),
+                }),
+        }
+    }
+
+    /// Encodes `text` without special tokens. A failure inside the Hugging Face
+    /// tokenizer (rare: a malformed tokenizer) is logged and yields no tokens; use
+    /// [`Tokenizer::try_encode`] to see it.
+    pub fn encode(&self, text: &str) -> Vec<u32> {
+        self.try_encode(text).unwrap_or_else(|error| {
+            tracing::warn!(%error, "tokenizer failed to encode text; counting it as 0 tokens");
+            Vec::new()
+        })
+    }
+
+    /// Decodes token ids to text (special tokens skipped for Hugging Face tokenizers;
+    /// invalid UTF-8 at the edges becomes U+FFFD).
+    pub fn try_decode(&self, ids: &[u32]) -> Result<String, TokenizerError> {
+        match &self.backend {
+            Backend::Tiktoken { bpe, .. } => bpe
+                .decode_bytes(ids)
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .map_err(|e| TokenizerError::Decode {
+                    tokenizer: self.name.to_string(),
+                    reason: e.to_string(),
+                }),
+            Backend::HuggingFace { inner, .. } => {
+                inner.decode(ids, true).map_err(|e| TokenizerError::Decode {
+                    tokenizer: self.name.to_string(),
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+
+    /// Decodes token ids to text. Unknown ids are logged and yield an empty string; use
+    /// [`Tokenizer::try_decode`] to see the failure.
+    pub fn decode(&self, ids: &[u32]) -> String {
+        self.try_decode(ids).unwrap_or_else(|error| {
+            tracing::warn!(%error, "tokenizer failed to decode token ids");
+            String::new()
+        })
+    }
+
+    /// The number of tokens `text` encodes to (no special tokens).
+    pub fn count(&self, text: &str) -> usize {
+        match &self.backend {
+            Backend::Tiktoken { bpe, .. } => bpe.count_ordinary(text),
+            Backend::HuggingFace { .. } => self.encode(text).len(),
+        }
+    }
+}
+
+impl TokenCounter for Tokenizer {
+    fn count_tokens(&self, text: &str) -> usize {
+        self.count(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_round_trips_and_counts() {
+        let t = Tokenizer::builtin();
+        let text = "The quick brown fox jumps over the lazy dog.";
+        let ids = t.encode(text);
+        assert!(!ids.is_empty());
+        assert_eq!(t.decode(&ids), text);
+        assert_eq!(t.count_tokens(text), ids.len());
+        assert_eq!(t.tiktoken_encoding(), Some(TiktokenEncoding::O200kBase));
+    }
+
+    #[test]
+    fn special_token_text_is_encoded_as_ordinary_text() {
+        let t = Tokenizer::builtin();
+        let ids = t.encode("<|endoftext|>");
+        assert!(ids.len() > 1, "special token text must not become one id");
+    }
+
+    #[test]
+    fn every_embedded_encoding_loads_offline() {
+        for encoding in TiktokenEncoding::ALL {
+            let t = Tokenizer::tiktoken(encoding);
+            assert_eq!(t.name(), encoding.name());
+            assert_eq!(TiktokenEncoding::from_name(encoding.name()), Some(encoding));
+            assert_eq!(t.decode(&t.encode("hello there")), "hello there");
+        }
+        assert_eq!(
+            TiktokenEncoding::from_name("BUILTIN"),
+            Some(TiktokenEncoding::O200kBase)
+        );
+        assert_eq!(TiktokenEncoding::from_name("gpt2"), None);
+    }
+
+    #[test]
+    fn tokenizer_is_send_sync_and_cheap_to_clone() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Tokenizer>();
+        let a = Tokenizer::builtin();
+        let b = a.clone();
+        assert_eq!(a.encode("abc"), b.encode("abc"));
+    }
+
+    #[test]
+    fn missing_file_error_names_the_path() {
+        let err = Tokenizer::from_file("/definitely/not/here/tokenizer.json").unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("/definitely/not/here/tokenizer.json"));
+    }
+}
