@@ -112,7 +112,7 @@ pub async fn profile(
         .conversations(
             conversations,
             SamplingStrategy::Shuffle,
-            derive_seed(seed, "dataset_sampling"),
+            derive_seed(seed, "dataset.sampling"),
         )
         .cancel_token(cancel.clone())
         .progress(Arc::clone(&progress));

@@ -1,0 +1,87 @@
+//! Helpers shared by the end-to-end tests: find the `aiperf` binary, run it, read artifacts.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The `aiperf` binary of this build (`cargo test --workspace` builds it; when this crate is
+/// tested alone it is built here once).
+pub fn aiperf_binary() -> PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test executable path");
+            let profile_dir = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("target/<profile>/deps/<test>");
+            let binary = profile_dir.join(format!("aiperf{}", std::env::consts::EXE_SUFFIX));
+            if !binary.exists() {
+                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+                let status = Command::new(cargo)
+                    .args(["build", "-p", "aiperf-cli", "--bin", "aiperf"])
+                    .status()
+                    .expect("cargo runs");
+                assert!(status.success(), "building the aiperf binary failed");
+            }
+            binary
+        })
+        .clone()
+}
+
+/// Runs `aiperf profile` with `args` plus `--ui-type none`, off the async runtime so an
+/// in-process mock server keeps serving.
+pub async fn profile(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(aiperf_binary())
+            .arg("profile")
+            .args(&args)
+            .args(["--ui-type", "none"])
+            .output()
+            .expect("aiperf runs")
+    })
+    .await
+    .expect("the blocking task finishes")
+}
+
+/// `args` as owned strings.
+pub fn args(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// A JSON file.
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Every line of a JSONL file.
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect()
+}
+
+/// A metric's statistic from `profile_export_aiperf.json`.
+pub fn stat(summary: &Value, tag: &str, stat: &str) -> f64 {
+    summary[tag][stat]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{tag}.{stat} missing in {summary}"))
+}
+
+/// Fails with the process output when it did not exit with `code`.
+pub fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

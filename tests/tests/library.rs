@@ -1,0 +1,111 @@
+//! The library API as a Rust test harness uses it: benchmark a server in-process and
+//! assert an SLO on the summary.
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+use std::sync::Arc;
+
+use aiperf_core::{
+    Benchmark, BenchmarkConfig, CollectRecords, DatasetSource, PhasePlan, SamplingStrategy,
+};
+use aiperf_datasets::{SyntheticConfig, SyntheticDataset, Tokenizer};
+use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_metrics::MetricsSink;
+use aiperf_mock_server::{MockConfig, MockServer};
+
+fn config(concurrency: usize, requests: u64) -> BenchmarkConfig {
+    let mut config = BenchmarkConfig::default();
+    config.endpoint.models = vec!["mock-model".into()];
+    config.endpoint.streaming = true;
+    config.load.concurrency = Some(concurrency);
+    config.load.request_count = Some(requests);
+    config.validate().unwrap()
+}
+
+fn conversations(tokenizer: &Tokenizer) -> Vec<aiperf_core::Conversation> {
+    SyntheticDataset::new(
+        SyntheticConfig {
+            isl_mean: 32,
+            osl_mean: Some(16),
+            num_entries: 10,
+            seed: Some(3),
+            ..SyntheticConfig::default()
+        },
+        tokenizer.clone(),
+    )
+    .unwrap()
+    .load()
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p99_time_to_first_token_meets_an_slo_against_the_mock_server() {
+    let server = MockServer::start(MockConfig::with_timing(20.0, 2.0))
+        .await
+        .unwrap();
+    let config = config(4, 32);
+    let tokenizer = Tokenizer::builtin();
+    let endpoint = endpoint_for("chat", EndpointOptions::default()).unwrap();
+    let sink = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer.clone())).unwrap();
+    let mut builder = Benchmark::builder()
+        .url(build_url(&server.url(), None, endpoint.info().default_path))
+        .endpoint(endpoint)
+        .transport(Arc::new(HttpTransport::builder().build().unwrap()))
+        .model("mock-model")
+        .streaming(true)
+        .conversations(conversations(&tokenizer), SamplingStrategy::Shuffle, 1);
+    for phase in PhasePlan::from_config(&config).unwrap() {
+        builder = builder.phase(phase);
+    }
+    let summary = builder.sink(sink).unwrap().run().await.unwrap();
+
+    assert_eq!(summary.request_count(), 32);
+    let ttft = summary.metric("time_to_first_token").unwrap();
+    assert!(
+        ttft.avg >= 20.0,
+        "TTFT cannot beat the server's 20 ms: {}",
+        ttft.avg
+    );
+    assert!(ttft.p99.unwrap() < 200.0, "p99 TTFT {:?}", ttft.p99);
+    let osl = summary.metric("output_sequence_length").unwrap();
+    assert_eq!((osl.min, osl.max), (Some(16.0), Some(16.0)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_records_carry_parsed_responses_and_exact_payloads() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let config = config(2, 6);
+    let tokenizer = Tokenizer::builtin();
+    let endpoint = endpoint_for("chat", EndpointOptions::default()).unwrap();
+    let mut builder = Benchmark::builder()
+        .url(build_url(&server.url(), None, endpoint.info().default_path))
+        .endpoint(endpoint)
+        .transport(Arc::new(HttpTransport::builder().build().unwrap()))
+        .model("mock-model")
+        .streaming(true)
+        .conversations(conversations(&tokenizer), SamplingStrategy::Sequential, 1);
+    for phase in PhasePlan::from_config(&config).unwrap() {
+        builder = builder.phase(phase);
+    }
+    let records = builder
+        .sink(CollectRecords::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(records.len(), 6);
+    for record in &records {
+        assert!(record.is_valid(), "{:?}", record.error);
+        assert_eq!(record.status, Some(200));
+        // 16 content deltas, one token each, in arrival order.
+        let texts: Vec<&str> = record
+            .content_responses()
+            .map(|r| r.response.text.as_str())
+            .collect();
+        assert_eq!(texts.len(), 16);
+        assert_eq!(tokenizer.count(&texts.concat()), 16);
+        let payload: serde_json::Value = serde_json::from_slice(&record.payload).unwrap();
+        assert_eq!(payload["max_completion_tokens"], 16);
+        assert_eq!(payload["stream"], true);
+        assert_eq!(record.input_text, payload["messages"][0]["content"]);
+    }
+}

@@ -1,0 +1,327 @@
+//! `aiperf profile`, the built binary, against the in-process mock server: exact counts,
+//! every artifact, timings recovered, faults counted, goodput, all-failed and Ctrl-C runs.
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use aiperf_mock_server::{decide_fault, FaultConfig, FaultKind, MockConfig, MockServer};
+use common::{args, assert_exit, profile, read_json, read_jsonl, stat};
+
+/// Seeds the example JSON check: keys every `profile_export_aiperf.json` carries.
+const SUMMARY_KEYS: [&str; 9] = [
+    "schema_version",
+    "aiperf_version",
+    "benchmark_id",
+    "input_config",
+    "was_cancelled",
+    "is_complete",
+    "error_summary",
+    "start_time",
+    "end_time",
+];
+
+fn artifact_args(dir: &Path) -> Vec<String> {
+    args(&["--artifact-dir", dir.to_str().unwrap()])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_run_recovers_the_mock_timings_and_exact_lengths() {
+    let server = MockServer::start(MockConfig::with_timing(50.0, 10.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&[
+        "-m",
+        "mock-model",
+        "--url",
+        &server.url(),
+        "--streaming",
+        "--concurrency",
+        "4",
+        "--request-count",
+        "24",
+        "--isl",
+        "64",
+        "--osl",
+        "20",
+        "--random-seed",
+        "7",
+    ]);
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    for key in SUMMARY_KEYS {
+        assert!(summary.get(key).is_some(), "summary lacks {key}");
+    }
+    assert_eq!(stat(&summary, "request_count", "avg"), 24.0);
+    assert_eq!(summary["time_to_first_token"]["unit"], "ms");
+    for tag in ["input_sequence_length", "output_sequence_length"] {
+        let expected = if tag == "input_sequence_length" {
+            64.0
+        } else {
+            20.0
+        };
+        assert_eq!(stat(&summary, tag, "min"), expected, "{tag}");
+        assert_eq!(stat(&summary, tag, "max"), expected, "{tag}");
+    }
+    // The mock sends token k at 50 + 10·k ms; the client sees it after a loopback hop.
+    let ttft = stat(&summary, "time_to_first_token", "avg");
+    let itl = stat(&summary, "inter_token_latency", "avg");
+    let latency = stat(&summary, "request_latency", "avg");
+    assert!((50.0..58.0).contains(&ttft), "TTFT {ttft}");
+    assert!((9.9..10.6).contains(&itl), "ITL {itl}");
+    assert!((240.0..252.0).contains(&latency), "latency {latency}");
+
+    let records = read_jsonl(&dir.path().join("profile_export.jsonl"));
+    assert_eq!(records.len(), 24);
+    let mut session_nums: Vec<u64> = records
+        .iter()
+        .map(|r| r["metadata"]["session_num"].as_u64().unwrap())
+        .collect();
+    session_nums.sort_unstable();
+    assert_eq!(session_nums, (0..24).collect::<Vec<_>>());
+    assert!(records
+        .iter()
+        .all(|r| r["metrics"]["output_sequence_length"]["value"] == 20));
+
+    let csv = std::fs::read_to_string(dir.path().join("profile_export_aiperf.csv")).unwrap();
+    assert!(csv.starts_with("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std"));
+    let inputs = read_json(&dir.path().join("inputs.json"));
+    assert_eq!(inputs["data"].as_array().unwrap().len(), 100);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("NVIDIA AIPerf | LLM Metrics"), "{stdout}");
+    assert_eq!(server.stats().tokens_generated, 24 * 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn injected_faults_are_counted_by_type_while_the_run_completes() {
+    let faults = FaultConfig {
+        error_rate: 20.0,
+        rate_limit_rate: 10.0,
+        ..FaultConfig::default()
+    };
+    let seed = 11;
+    let server = MockServer::start(MockConfig {
+        fast: true,
+        random_seed: Some(seed),
+        faults: faults.clone(),
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&[
+        "-m",
+        "mock-model",
+        "--url",
+        &server.url(),
+        "--concurrency",
+        "4",
+        "--request-count",
+        "60",
+        "--isl",
+        "16",
+        "--osl",
+        "8",
+    ]);
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+
+    // The mock decides faults from (seed, arrival number): 60 requests, a known set.
+    let expected = |kind: FaultKind| {
+        (0..60)
+            .filter(|seq| decide_fault(&faults, seed, *seq) == Some(kind))
+            .count() as u64
+    };
+    let (errors_500, errors_429) = (expected(FaultKind::Error), expected(FaultKind::RateLimit));
+    assert!(errors_500 > 0 && errors_429 > 0);
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    let count_of = |code: u64| -> u64 {
+        summary["error_summary"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["error_details"]["code"] == code)
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(count_of(500), errors_500);
+    assert_eq!(count_of(429), errors_429);
+    assert_eq!(
+        stat(&summary, "error_request_count", "avg") as u64,
+        errors_500 + errors_429
+    );
+    assert_eq!(
+        stat(&summary, "request_count", "avg") as u64,
+        60 - errors_500 - errors_429
+    );
+    let records = read_jsonl(&dir.path().join("profile_export.jsonl"));
+    assert_eq!(records.len(), 60);
+    let failed = records.iter().filter(|r| r.get("error").is_some()).count() as u64;
+    assert_eq!(failed, errors_500 + errors_429);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goodput_counts_exactly_the_requests_that_met_the_slo() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Input lengths vary around 100 tokens; "good" means ISL ≥ 100 (larger is better).
+    let mut argv = args(&[
+        "-m",
+        "mock-model",
+        "--url",
+        &server.url(),
+        "--concurrency",
+        "2",
+        "--request-count",
+        "40",
+        "--isl",
+        "100",
+        "--isl-stddev",
+        "20",
+        "--osl",
+        "4",
+        "--random-seed",
+        "5",
+        "--goodput",
+        "input_sequence_length:100",
+    ]);
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+
+    let records = read_jsonl(&dir.path().join("profile_export.jsonl"));
+    let good = records
+        .iter()
+        .filter(|r| {
+            r["metrics"]["input_sequence_length"]["value"]
+                .as_f64()
+                .unwrap()
+                >= 100.0
+        })
+        .count();
+    assert!(
+        good > 0 && good < 40,
+        "the case must split the requests: {good}"
+    );
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    assert_eq!(stat(&summary, "good_request_count", "avg") as usize, good);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_where_every_request_fails_writes_its_error_summary_and_exits_1() {
+    let server = MockServer::start(MockConfig {
+        fast: true,
+        faults: FaultConfig {
+            error_rate: 100.0,
+            ..FaultConfig::default()
+        },
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&[
+        "-m",
+        "mock-model",
+        "--url",
+        &server.url(),
+        "--request-count",
+        "5",
+    ]);
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 1);
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    let errors = summary["error_summary"].as_array().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["count"], 5);
+    assert_eq!(errors[0]["error_details"]["code"], 500);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("All 5 request(s) failed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_is_an_error_summary_not_a_crash() {
+    // Bind and drop a listener so the port is (almost certainly) closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut argv = args(&["-m", "mock-model", "--url", &url, "--request-count", "3"]);
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 1);
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    assert_eq!(
+        summary["error_summary"][0]["error_details"]["type"],
+        "ClientConnectorError"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_mid_run_keeps_complete_artifacts_for_what_finished() {
+    let server = MockServer::start(MockConfig::with_timing(20.0, 5.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    let dir_arg = dir.path().to_str().unwrap().to_owned();
+    let output = tokio::task::spawn_blocking(move || {
+        let child = Command::new(common::aiperf_binary())
+            .args([
+                "profile",
+                "-m",
+                "mock-model",
+                "--url",
+                &url,
+                "--streaming",
+                "--concurrency",
+                "4",
+                "--benchmark-duration",
+                "60",
+                "--osl",
+                "10",
+                "--isl",
+                "16",
+                "--ui-type",
+                "none",
+                "--artifact-dir",
+                &dir_arg,
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1_500));
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert_exit(&output, 130);
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    assert_eq!(summary["was_cancelled"], true);
+    let records = read_jsonl(&dir.path().join("profile_export.jsonl"));
+    let completed = stat(&summary, "request_count", "avg") as usize;
+    assert!(completed > 0);
+    assert_eq!(
+        records.len(),
+        completed,
+        "every finished request has its record line"
+    );
+}
