@@ -25,7 +25,7 @@ const SUMMARY_KEYS: [&str; 9] = [
 ];
 
 fn artifact_args(dir: &Path) -> Vec<String> {
-    args(&["--artifact-dir", dir.to_str().unwrap()])
+    vec!["--artifact-dir".into(), dir.to_str().unwrap().into()]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -34,23 +34,10 @@ async fn streaming_run_recovers_the_mock_timings_and_exact_lengths() {
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut argv = args(&[
-        "-m",
-        "mock-model",
-        "--url",
-        &server.url(),
-        "--streaming",
-        "--concurrency",
-        "4",
-        "--request-count",
-        "24",
-        "--isl",
-        "64",
-        "--osl",
-        "20",
-        "--random-seed",
-        "7",
-    ]);
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --streaming --concurrency 4 --request-count 24 --isl 64 --osl 20 --random-seed 7 --warmup-request-count 3",
+        url = server.url()
+    ));
     argv.extend(artifact_args(dir.path()));
     let output = profile(argv).await;
     assert_exit(&output, 0);
@@ -96,7 +83,35 @@ async fn streaming_run_recovers_the_mock_timings_and_exact_lengths() {
     assert_eq!(inputs["data"].as_array().unwrap().len(), 100);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("NVIDIA AIPerf | LLM Metrics"), "{stdout}");
-    assert_eq!(server.stats().tokens_generated, 24 * 20);
+    // Warmup requests reached the server but not the records.
+    assert_eq!(server.stats().tokens_generated, (3 + 24) * 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_rate_sends_on_a_constant_schedule_and_reports_lag() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --request-rate 100 --arrival-pattern constant --request-count 20 --isl 16 --osl 4",
+        url = server.url()
+    ));
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+
+    let records = read_jsonl(&dir.path().join("profile_export.jsonl"));
+    assert_eq!(records.len(), 20);
+    let mut starts: Vec<u64> = records
+        .iter()
+        .map(|r| r["metadata"]["request_start_ns"].as_u64().unwrap())
+        .collect();
+    starts.sort_unstable();
+    // 20 arrivals 10 ms apart span 190 ms; lateness on a loaded machine only adds a little.
+    let span_ms = (starts[19] - starts[0]) as f64 / 1e6;
+    assert!((185.0..260.0).contains(&span_ms), "span {span_ms} ms");
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    assert_eq!(summary["schedule_lag"]["count"], 20);
+    assert!(stat(&summary, "schedule_lag", "p50") < 5.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,20 +131,10 @@ async fn injected_faults_are_counted_by_type_while_the_run_completes() {
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut argv = args(&[
-        "-m",
-        "mock-model",
-        "--url",
-        &server.url(),
-        "--concurrency",
-        "4",
-        "--request-count",
-        "60",
-        "--isl",
-        "16",
-        "--osl",
-        "8",
-    ]);
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --concurrency 4 --request-count 60 --isl 16 --osl 8",
+        url = server.url()
+    ));
     argv.extend(artifact_args(dir.path()));
     let output = profile(argv).await;
     assert_exit(&output, 0);
@@ -173,26 +178,10 @@ async fn goodput_counts_exactly_the_requests_that_met_the_slo() {
     let server = MockServer::start(MockConfig::fast()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     // Input lengths vary around 100 tokens; "good" means ISL ≥ 100 (larger is better).
-    let mut argv = args(&[
-        "-m",
-        "mock-model",
-        "--url",
-        &server.url(),
-        "--concurrency",
-        "2",
-        "--request-count",
-        "40",
-        "--isl",
-        "100",
-        "--isl-stddev",
-        "20",
-        "--osl",
-        "4",
-        "--random-seed",
-        "5",
-        "--goodput",
-        "input_sequence_length:100",
-    ]);
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --concurrency 2 --request-count 40 --isl 100 --isl-stddev 20 --osl 4 --random-seed 5 --goodput input_sequence_length:100",
+        url = server.url()
+    ));
     argv.extend(artifact_args(dir.path()));
     let output = profile(argv).await;
     assert_exit(&output, 0);
@@ -228,14 +217,10 @@ async fn a_run_where_every_request_fails_writes_its_error_summary_and_exits_1() 
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut argv = args(&[
-        "-m",
-        "mock-model",
-        "--url",
-        &server.url(),
-        "--request-count",
-        "5",
-    ]);
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --request-count 5",
+        url = server.url()
+    ));
     argv.extend(artifact_args(dir.path()));
     let output = profile(argv).await;
     assert_exit(&output, 1);
@@ -257,7 +242,7 @@ async fn an_unreachable_server_is_an_error_summary_not_a_crash() {
         .port();
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}");
-    let mut argv = args(&["-m", "mock-model", "--url", &url, "--request-count", "3"]);
+    let mut argv = args(&format!("-m mock-model --url {url} --request-count 3"));
     argv.extend(artifact_args(dir.path()));
     let output = profile(argv).await;
     assert_exit(&output, 1);

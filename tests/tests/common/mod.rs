@@ -7,27 +7,24 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// The `aiperf` binary of this build (`cargo test --workspace` builds it; when this crate is
-/// tested alone it is built here once).
+/// The `aiperf` binary of this build, brought up to date once per test process (a no-op
+/// when `cargo test --workspace` already built it).
 pub fn aiperf_binary() -> PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY
         .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "--quiet", "-p", "aiperf-cli", "--bin", "aiperf"])
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building the aiperf binary failed");
             let exe = std::env::current_exe().expect("test executable path");
             let profile_dir = exe
                 .parent()
                 .and_then(Path::parent)
                 .expect("target/<profile>/deps/<test>");
-            let binary = profile_dir.join(format!("aiperf{}", std::env::consts::EXE_SUFFIX));
-            if !binary.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let status = Command::new(cargo)
-                    .args(["build", "-p", "aiperf-cli", "--bin", "aiperf"])
-                    .status()
-                    .expect("cargo runs");
-                assert!(status.success(), "building the aiperf binary failed");
-            }
-            binary
+            profile_dir.join(format!("aiperf{}", std::env::consts::EXE_SUFFIX))
         })
         .clone()
 }
@@ -47,9 +44,9 @@ pub async fn profile(args: Vec<String>) -> Output {
     .expect("the blocking task finishes")
 }
 
-/// `args` as owned strings.
-pub fn args(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
+/// A command line's words (split on whitespace) as owned strings.
+pub fn args(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_owned).collect()
 }
 
 /// A JSON file.
