@@ -129,9 +129,7 @@ pub async fn profile(
     for (name, value) in &config.endpoint.headers {
         builder = builder.header(name.clone(), value.clone());
     }
-    for phase in PhasePlan::from_config(&config)? {
-        builder = builder.phase(phase);
-    }
+    builder = builder.phases(PhasePlan::from_config(&config)?);
 
     let display = ui::spawn_progress(ui::default_ui(args.output.ui_type), &config, progress);
     let result = builder.sink(sink)?.run().await;

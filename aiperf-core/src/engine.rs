@@ -281,6 +281,12 @@ impl BenchmarkBuilder {
         self
     }
 
+    /// Adds phases in order, e.g. those of [`PhasePlan::from_config`].
+    pub fn phases(mut self, plans: impl IntoIterator<Item = PhasePlan>) -> Self {
+        self.phases.extend(plans);
+        self
+    }
+
     /// A token that stops the run early when cancelled (e.g. on Ctrl-C). Records already
     /// finished are kept; requests in flight are abandoned.
     pub fn cancel_token(mut self, token: CancellationToken) -> Self {

@@ -67,10 +67,11 @@
 //!         turns: vec![Turn::text("hello")],
 //!         ..Conversation::default()
 //!     }], SamplingStrategy::Sequential, 42);
-//! for phase in PhasePlan::from_config(&config)? {
-//!     builder = builder.phase(phase);
-//! }
-//! let records = builder.sink(CollectRecords::default())?.run().await?;
+//! let records = builder
+//!     .phases(PhasePlan::from_config(&config)?)
+//!     .sink(CollectRecords::default())?
+//!     .run()
+//!     .await?;
 //! assert_eq!(records.len(), 20);
 //! assert!(records.iter().all(|r| r.is_valid()));
 //! # Ok(()) }

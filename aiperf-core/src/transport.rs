@@ -51,6 +51,10 @@ pub struct RawExchange {
     pub status: Option<u16>,
     /// The response's `Content-Type`, if any.
     pub content_type: Option<String>,
+    /// The response headers, in the order received (lowercase names; values converted
+    /// lossily to text); empty when no head arrived. Filled once per response from the
+    /// head.
+    pub headers: Vec<(String, String)>,
     /// Body chunks in arrival order.
     pub chunks: Vec<Chunk>,
     /// When the exchange ended: body complete, or the failure observed.
@@ -81,6 +85,10 @@ pub enum TransportError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The request could not be formed (a bad header name or value). Never holds a
+    /// header value: values may be secrets.
+    #[error("the request could not be formed: {0}")]
+    InvalidRequest(String),
     /// No connection could be made.
     #[error("cannot connect: {0}")]
     Connect(String),
@@ -104,6 +112,7 @@ impl TransportError {
     pub fn type_name(&self) -> &'static str {
         match self {
             TransportError::InvalidUrl { .. } => "InvalidURL",
+            TransportError::InvalidRequest(_) => "InvalidRequest",
             TransportError::Connect(_) => "ClientConnectorError",
             TransportError::Tls(_) => "ClientConnectorCertificateError",
             TransportError::Timeout(_) => "TimeoutError",

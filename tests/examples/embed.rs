@@ -36,17 +36,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let endpoint = endpoint_for("chat", EndpointOptions::default())?;
     let sink = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer))?;
 
-    let mut builder = Benchmark::builder()
+    let summary = Benchmark::builder()
         .url(build_url(&server.url(), None, endpoint.info().default_path))
         .endpoint(endpoint)
         .transport(Arc::new(HttpTransport::builder().build()?))
         .model(config.primary_model())
         .streaming(true)
-        .conversations(conversations, SamplingStrategy::Shuffle, 1);
-    for phase in PhasePlan::from_config(&config)? {
-        builder = builder.phase(phase);
-    }
-    let summary = builder.sink(sink)?.run().await?;
+        .conversations(conversations, SamplingStrategy::Shuffle, 1)
+        .phases(PhasePlan::from_config(&config)?)
+        .sink(sink)?
+        .run()
+        .await?;
 
     let ttft = summary
         .metric("time_to_first_token")

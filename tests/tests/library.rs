@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use aiperf_core::{
-    Benchmark, BenchmarkConfig, CollectRecords, DatasetSource, PhasePlan, SamplingStrategy,
+    Benchmark, BenchmarkBuilder, BenchmarkConfig, CollectRecords, DatasetSource, PhasePlan,
+    SamplingStrategy,
 };
 use aiperf_datasets::{SyntheticConfig, SyntheticDataset, Tokenizer};
 use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
@@ -37,26 +38,40 @@ fn conversations(tokenizer: &Tokenizer) -> Vec<aiperf_core::Conversation> {
     .unwrap()
 }
 
+/// A streaming chat benchmark of `server` as `config` describes it.
+fn chat_benchmark(server: &MockServer, config: &BenchmarkConfig) -> BenchmarkBuilder {
+    let endpoint = endpoint_for("chat", EndpointOptions::default()).unwrap();
+    Benchmark::builder()
+        .url(build_url(&server.url(), None, endpoint.info().default_path))
+        .endpoint(endpoint)
+        .transport(Arc::new(HttpTransport::builder().build().unwrap()))
+        .model("mock-model")
+        .streaming(true)
+        .conversations(
+            conversations(&Tokenizer::builtin()),
+            SamplingStrategy::Sequential,
+            1,
+        )
+        .phases(PhasePlan::from_config(config).unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p99_time_to_first_token_meets_an_slo_against_the_mock_server() {
     let server = MockServer::start(MockConfig::with_timing(20.0, 2.0))
         .await
         .unwrap();
     let config = config(4, 32);
-    let tokenizer = Tokenizer::builtin();
-    let endpoint = endpoint_for("chat", EndpointOptions::default()).unwrap();
-    let sink = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer.clone())).unwrap();
-    let mut builder = Benchmark::builder()
-        .url(build_url(&server.url(), None, endpoint.info().default_path))
-        .endpoint(endpoint)
-        .transport(Arc::new(HttpTransport::builder().build().unwrap()))
-        .model("mock-model")
-        .streaming(true)
-        .conversations(conversations(&tokenizer), SamplingStrategy::Shuffle, 1);
-    for phase in PhasePlan::from_config(&config).unwrap() {
-        builder = builder.phase(phase);
-    }
-    let summary = builder.sink(sink).unwrap().run().await.unwrap();
+    let info = endpoint_for("chat", EndpointOptions::default())
+        .unwrap()
+        .info()
+        .clone();
+    let sink = MetricsSink::new(&config, &info, Arc::new(Tokenizer::builtin())).unwrap();
+    let summary = chat_benchmark(&server, &config)
+        .sink(sink)
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
 
     assert_eq!(summary.request_count(), 32);
     let ttft = summary.metric("time_to_first_token").unwrap();
@@ -73,20 +88,8 @@ async fn p99_time_to_first_token_meets_an_slo_against_the_mock_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn raw_records_carry_parsed_responses_and_exact_payloads() {
     let server = MockServer::start(MockConfig::fast()).await.unwrap();
-    let config = config(2, 6);
     let tokenizer = Tokenizer::builtin();
-    let endpoint = endpoint_for("chat", EndpointOptions::default()).unwrap();
-    let mut builder = Benchmark::builder()
-        .url(build_url(&server.url(), None, endpoint.info().default_path))
-        .endpoint(endpoint)
-        .transport(Arc::new(HttpTransport::builder().build().unwrap()))
-        .model("mock-model")
-        .streaming(true)
-        .conversations(conversations(&tokenizer), SamplingStrategy::Sequential, 1);
-    for phase in PhasePlan::from_config(&config).unwrap() {
-        builder = builder.phase(phase);
-    }
-    let records = builder
+    let records = chat_benchmark(&server, &config(2, 6))
         .sink(CollectRecords::default())
         .unwrap()
         .run()
