@@ -41,7 +41,7 @@
 //!             let at = std::time::Instant::now();
 //!             RawExchange {
 //!                 started_at, head_at: Some(at), status: Some(200), content_type: None,
-//!                 chunks: vec![Chunk { at, bytes: request.body }], ended_at: at, error: None,
+//!                 headers: Vec::new(), chunks: vec![Chunk { at, bytes: request.body }], ended_at: at, error: None,
 //!             }
 //!         })
 //!     }

@@ -64,6 +64,14 @@ pub struct RawExchange {
 }
 
 impl RawExchange {
+    /// The first response header called `name` (compared case-insensitively), if any.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
     /// The whole body, concatenated (for non-streaming responses and error messages).
     pub fn body(&self) -> Vec<u8> {
         let mut body = Vec::with_capacity(self.chunks.iter().map(|c| c.bytes.len()).sum());

@@ -75,6 +75,7 @@ impl Transport for SlowEcho {
                 head_at: Some(at),
                 status: Some(200),
                 content_type: None,
+                headers: Vec::new(),
                 chunks: vec![Chunk {
                     at,
                     bytes: request.body,

@@ -7,7 +7,9 @@
 //! 2. [`load_tokenizer`] loads it. Hugging Face repositories are looked up in the local
 //!    Hugging Face cache (the same layout `huggingface_hub` writes); when missing, and
 //!    `HF_HUB_OFFLINE` is not set, `tokenizer.json` is downloaded through the caller's
-//!    [`Transport`] and stored in the cache for next time.
+//!    [`Transport`] and stored in the cache for next time. The download follows the
+//!    hub's redirects (large files are served from a CDN), at most
+//!    [`MAX_REDIRECTS`] of them, and never sends `HF_TOKEN` to another host.
 //!
 //! Environment lookups go through [`HubEnv`], so tests (and embedders) can supply their
 //! own values instead of the process environment.
@@ -15,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use aiperf_core::{HttpMethod, HttpRequest, Transport};
+use aiperf_core::{HttpMethod, HttpRequest, RawExchange, Transport};
 
 use crate::error::TokenizerError;
 use crate::tokenizer::{TiktokenEncoding, Tokenizer};
@@ -28,6 +30,9 @@ pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
 
 /// The file fetched from a Hugging Face repository.
 pub const TOKENIZER_FILE: &str = "tokenizer.json";
+
+/// The most redirects a download follows (the hub sends one, to its CDN).
+pub const MAX_REDIRECTS: usize = 5;
 
 /// What a tokenizer name refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -417,9 +422,12 @@ pub fn load_tokenizer_offline(
 }
 
 /// Loads what `spec` names, downloading a Hugging Face `tokenizer.json` through
-/// `transport` when it is not cached (and `HF_HUB_OFFLINE` is not set). The download is
-/// stored in the cache layout, so the next run finds it offline. With `transport` =
-/// `None` this behaves like [`load_tokenizer_offline`].
+/// `transport` when it is not cached (and `HF_HUB_OFFLINE` is not set). The download
+/// follows up to [`MAX_REDIRECTS`] redirects (`HF_TOKEN` is only sent to the hub's own
+/// host) and is stored in the cache layout under the commit the hub names in
+/// `x-repo-commit` (else the one its API reports, else the revision), so the next run
+/// finds it offline. With `transport` = `None` this behaves like
+/// [`load_tokenizer_offline`].
 ///
 /// Blocking file I/O happens inside (reading and parsing `tokenizer.json`); call it
 /// before the benchmark starts.
@@ -493,11 +501,7 @@ fn status_reason(status: u16, body: &[u8], hub: &HubEnv, revision: &str) -> Stri
             "no tokenizer.json at revision {revision}; check the model id and \
              --tokenizer-revision (repositories that ship only tokenizer.model are not supported)"
         ),
-        301 | 302 | 303 | 307 | 308 => {
-            "the hub answered with a redirect, which this client does not follow; download \
-             tokenizer.json yourself"
-                .to_string()
-        }
+        300..=399 => "the hub answered with a redirect that cannot be followed".to_string(),
         _ => "unexpected answer from the hub".to_string(),
     };
     if snippet.is_empty() {
@@ -527,16 +531,26 @@ async fn download_tokenizer(
         reason,
     };
     tracing::info!(%repo, %revision, %url, "downloading tokenizer.json");
-    let exchange = transport
-        .send(hub_request(url.clone(), hub, hub.timeout))
-        .await;
+    let fetched = get_following_redirects(hub_request(url.clone(), hub, hub.timeout), transport)
+        .await
+        .map_err(download_error)?;
+    let exchange = &fetched.exchange;
     if let Some(error) = &exchange.error {
-        return Err(download_error(error.to_string()));
+        return Err(download_error(format!(
+            "{error}{}",
+            fetched.redirect_note()
+        )));
     }
     let body = exchange.body();
     match exchange.status {
         Some(200) => {}
-        Some(status) => return Err(download_error(status_reason(status, &body, hub, revision))),
+        Some(status) => {
+            return Err(download_error(format!(
+                "{}{}",
+                status_reason(status, &body, hub, revision),
+                fetched.redirect_note()
+            )))
+        }
         None => return Err(download_error("no response from the server".to_string())),
     }
     // Validate before storing anything: a proxy's HTML page must not poison the cache.
@@ -546,6 +560,8 @@ async fn download_tokenizer(
 
     let commit = if is_commit_sha(revision) {
         revision.to_string()
+    } else if let Some(commit) = fetched.repo_commit {
+        commit
     } else {
         resolve_commit(repo, revision, hub, transport)
             .await
@@ -579,13 +595,14 @@ async fn resolve_commit(
         repo,
         encode_path_segment(revision)
     );
-    let exchange = transport
-        .send(hub_request(
-            url,
-            hub,
-            hub.timeout.min(Duration::from_secs(10)),
-        ))
-        .await;
+    let request = hub_request(url, hub, hub.timeout.min(Duration::from_secs(10)));
+    let exchange = match get_following_redirects(request, transport).await {
+        Ok(fetched) => fetched.exchange,
+        Err(reason) => {
+            tracing::debug!(%repo, %revision, %reason, "could not resolve the revision's commit; naming the snapshot after the revision");
+            return None;
+        }
+    };
     if exchange.error.is_some() || exchange.status != Some(200) {
         tracing::debug!(%repo, %revision, status = ?exchange.status, "could not resolve the revision's commit; naming the snapshot after the revision");
         return None;
@@ -593,6 +610,231 @@ async fn resolve_commit(
     let value: serde_json::Value = serde_json::from_slice(&exchange.body()).ok()?;
     let sha = value.get("sha")?.as_str()?;
     is_commit_sha(sha).then(|| sha.to_ascii_lowercase())
+}
+
+/// The outcome of [`get_following_redirects`].
+struct Fetched {
+    /// The last exchange: not a redirect (or a failed one).
+    exchange: RawExchange,
+    /// The URLs requested, in order: the original first.
+    visited: Vec<String>,
+    /// The commit sha in the first response's `x-repo-commit` header, when valid.
+    repo_commit: Option<String>,
+}
+
+impl Fetched {
+    /// `""`, or where the redirects led, for error messages.
+    fn redirect_note(&self) -> String {
+        match self.visited.get(1..) {
+            Some(rest) if !rest.is_empty() => {
+                format!(" (after redirects to {})", describe_urls(rest))
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+/// Sends `request`, following 301/302/303/307/308 redirects (at most [`MAX_REDIRECTS`]).
+/// The `Authorization` header is dropped once a redirect leaves the original host (or
+/// changes scheme or port, except an upgrade from `http` to `https`), so a token is never
+/// sent to a CDN. `Err` is a reason for an error message: a redirect without a
+/// `Location`, a loop, or too many hops. A transport failure or any other status comes
+/// back in [`Fetched::exchange`].
+async fn get_following_redirects(
+    mut request: HttpRequest,
+    transport: &dyn Transport,
+) -> Result<Fetched, String> {
+    let mut visited = vec![request.url.clone()];
+    let mut repo_commit = None;
+    loop {
+        let exchange = transport.send(request.clone()).await;
+        if visited.len() == 1 {
+            repo_commit = exchange
+                .header("x-repo-commit")
+                .map(str::trim)
+                .filter(|sha| is_commit_sha(sha))
+                .map(str::to_ascii_lowercase);
+        }
+        let status = match exchange.status {
+            Some(status @ (301 | 302 | 303 | 307 | 308)) if exchange.error.is_none() => status,
+            _ => {
+                return Ok(Fetched {
+                    exchange,
+                    visited,
+                    repo_commit,
+                })
+            }
+        };
+        let Some(location) = exchange.header("location").filter(|l| !l.trim().is_empty()) else {
+            return Err(format!(
+                "HTTP {status} redirect without a Location header from {}",
+                display_url(&request.url)
+            ));
+        };
+        let next = resolve_location(&request.url, location);
+        if visited.contains(&next) {
+            visited.push(next);
+            return Err(format!("redirect loop: {}", describe_urls(&visited)));
+        }
+        if visited.len() > MAX_REDIRECTS {
+            visited.push(next);
+            return Err(format!(
+                "too many redirects (more than {MAX_REDIRECTS}): {}",
+                describe_urls(&visited)
+            ));
+        }
+        if !keeps_credentials(&request.url, &next) {
+            request
+                .headers
+                .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+        }
+        tracing::debug!(
+            status,
+            from = display_url(&request.url),
+            to = display_url(&next),
+            "following redirect"
+        );
+        request.url.clone_from(&next);
+        visited.push(next);
+    }
+}
+
+/// A URL without its query (signed CDN URLs carry credentials there) or fragment.
+fn display_url(url: &str) -> &str {
+    url.split(['?', '#']).next().unwrap_or(url)
+}
+
+/// `a → b → c`, without queries.
+fn describe_urls(urls: &[String]) -> String {
+    urls.iter()
+        .map(|u| display_url(u))
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
+
+/// Splits an absolute URL into its scheme (lowercase), authority and the rest (path,
+/// query, fragment; may be empty). `None` when it has no `scheme://`.
+fn split_url(url: &str) -> Option<(String, &str, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        return None;
+    }
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    Some((scheme.to_ascii_lowercase(), &rest[..end], &rest[end..]))
+}
+
+/// The host (lowercase) and port (the scheme's default when absent) of an authority.
+fn host_and_port(scheme: &str, authority: &str) -> (String, Option<u16>) {
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    let (host, port) = if let Some(v6) = host_port.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((host, rest)) => (host, rest.strip_prefix(':')),
+            None => (v6, None),
+        }
+    } else {
+        match host_port.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        }
+    };
+    let default = match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    };
+    let port = match port.filter(|p| !p.is_empty()) {
+        Some(p) => p.parse().ok(),
+        None => default,
+    };
+    (host.to_ascii_lowercase(), port)
+}
+
+/// True when a request redirected from `from` to `to` may keep its `Authorization`
+/// header: same scheme, host and port, or an upgrade from `http` to `https` on the same
+/// host with default ports.
+fn keeps_credentials(from: &str, to: &str) -> bool {
+    let (Some((from_scheme, from_authority, _)), Some((to_scheme, to_authority, _))) =
+        (split_url(from), split_url(to))
+    else {
+        return false;
+    };
+    let (from_host, from_port) = host_and_port(&from_scheme, from_authority);
+    let (to_host, to_port) = host_and_port(&to_scheme, to_authority);
+    if from_host != to_host {
+        return false;
+    }
+    (from_scheme == to_scheme && from_port == to_port)
+        || (from_scheme == "http"
+            && to_scheme == "https"
+            && from_port == Some(80)
+            && to_port == Some(443))
+}
+
+/// Resolves a `Location` against the URL that answered with it (RFC 3986, section 5.2):
+/// absolute, scheme-relative (`//host/p`), absolute-path (`/p`), query-only (`?q`) and
+/// relative-path (`p`, `../p`) references. The fragment is dropped.
+fn resolve_location(base: &str, location: &str) -> String {
+    let location = location.trim();
+    let location = location.split('#').next().unwrap_or(location);
+    if split_url(location).is_some() {
+        return location.to_string();
+    }
+    let Some((scheme, authority, base_rest)) = split_url(base) else {
+        return location.to_string();
+    };
+    if let Some(rest) = location.strip_prefix("//") {
+        return format!("{scheme}://{rest}");
+    }
+    let base_path_query = base_rest.split('#').next().unwrap_or(base_rest);
+    let base_path = base_path_query.split('?').next().unwrap_or(base_path_query);
+    if location.is_empty() {
+        return format!("{scheme}://{authority}{base_path_query}");
+    }
+    if location.starts_with('?') {
+        return format!("{scheme}://{authority}{base_path}{location}");
+    }
+    let (path, query) = match location.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (location, None),
+    };
+    let merged = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        let dir = base_path.rfind('/').map_or("/", |i| &base_path[..=i]);
+        format!("{dir}{path}")
+    };
+    let mut url = format!("{scheme}://{authority}{}", remove_dot_segments(&merged));
+    if let Some(query) = query {
+        url.push('?');
+        url.push_str(query);
+    }
+    url
+}
+
+/// Removes `.` and `..` segments from an absolute path.
+fn remove_dot_segments(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    let last = segments.len().saturating_sub(1);
+    for (i, segment) in segments.iter().enumerate() {
+        match *segment {
+            "." | ".." => {
+                if *segment == ".." {
+                    out.pop();
+                }
+                // A trailing `.` or `..` leaves a folder: keep the final slash.
+                if i == last {
+                    out.push("");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    format!("/{}", out.join("/"))
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename,
@@ -857,10 +1099,11 @@ mod tests {
         assert!(text.contains("HF_HUB_OFFLINE=0"), "{text}");
     }
 
-    /// A fake hub: answers by URL, records every request.
+    /// A fake hub: answers by URL (with the route's headers), records every request.
     #[derive(Default)]
     struct FakeHub {
         routes: HashMap<String, (u16, Vec<u8>)>,
+        headers: HashMap<String, Vec<(String, String)>>,
         fail_with: Option<TransportError>,
         seen: Mutex<Vec<HttpRequest>>,
     }
@@ -870,6 +1113,7 @@ mod tests {
             Box::pin(async move {
                 let now = Instant::now();
                 let answer = self.routes.get(&request.url).cloned();
+                let headers = self.headers.get(&request.url).cloned().unwrap_or_default();
                 self.seen.lock().unwrap().push(request);
                 if let Some(error) = &self.fail_with {
                     return RawExchange {
@@ -877,6 +1121,7 @@ mod tests {
                         head_at: None,
                         status: None,
                         content_type: None,
+                        headers: Vec::new(),
                         chunks: Vec::new(),
                         ended_at: now,
                         error: Some(error.clone()),
@@ -888,6 +1133,7 @@ mod tests {
                     head_at: Some(now),
                     status: Some(status),
                     content_type: Some("application/json".into()),
+                    headers,
                     chunks: vec![Chunk {
                         at: now,
                         bytes: body.into(),
@@ -1039,6 +1285,296 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, TokenizerError::Offline { .. }));
         assert_eq!(gated.seen.lock().unwrap().len(), 1);
+    }
+
+    impl FakeHub {
+        /// Answers `from` with `status` and a `Location: to`.
+        fn redirect(&mut self, from: &str, status: u16, to: &str) {
+            self.routes.insert(from.into(), (status, Vec::new()));
+            self.headers
+                .entry(from.into())
+                .or_default()
+                .push(("location".into(), to.into()));
+        }
+
+        fn seen_urls(&self) -> Vec<String> {
+            self.seen
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|r| r.url.clone())
+                .collect()
+        }
+
+        fn sent_token(&self, i: usize) -> bool {
+            self.seen.lock().unwrap()[i]
+                .headers
+                .iter()
+                .any(|(k, v)| k == "Authorization" && v == "Bearer tok")
+        }
+    }
+
+    fn hub_with_token(root: &Path) -> HubEnv {
+        env_with(&[
+            ("HF_HUB_CACHE", root.to_str().unwrap()),
+            ("HF_ENDPOINT", "https://hub.test"),
+            ("HF_TOKEN", "tok"),
+        ])
+    }
+
+    const RESOLVE_URL: &str = "https://hub.test/org/name/resolve/main/tokenizer.json";
+
+    #[tokio::test]
+    async fn follows_a_redirect_to_a_cdn_without_the_token_and_uses_x_repo_commit() {
+        let root = tempfile::tempdir().unwrap();
+        let hub = hub_with_token(root.path());
+        let cdn = "https://cdn-lfs.test/repos/ab/cd/blob?Expires=1&Signature=zzz";
+        let mut fake = FakeHub::default();
+        fake.redirect(RESOLVE_URL, 302, cdn);
+        fake.headers
+            .get_mut(RESOLVE_URL)
+            .unwrap()
+            .push(("x-repo-commit".into(), SHA.to_ascii_uppercase()));
+        fake.routes
+            .insert(cdn.into(), (200, test_tokenizer_bytes()));
+        let spec = TokenizerSpec::parse("org/name", None).unwrap();
+        let tokenizer = load_tokenizer(&spec, &hub, Some(&fake)).await.unwrap();
+        assert_eq!(tokenizer.name(), "org/name");
+
+        // Two requests: no `/api/models/...` lookup, since the header named the commit.
+        assert_eq!(fake.seen_urls(), [RESOLVE_URL, cdn]);
+        assert!(fake.sent_token(0));
+        assert!(!fake.sent_token(1));
+        assert!(fake.seen.lock().unwrap()[1]
+            .headers
+            .iter()
+            .any(|(k, v)| k == "User-Agent" && v == "aiperf-rs"));
+        let repo_dir = repo_cache_dir(root.path(), "org/name");
+        assert_eq!(
+            std::fs::read_to_string(repo_dir.join("refs/main")).unwrap(),
+            SHA
+        );
+        let stored = repo_dir.join("snapshots").join(SHA).join(TOKENIZER_FILE);
+        assert_eq!(std::fs::read(&stored).unwrap(), test_tokenizer_bytes());
+        assert_eq!(
+            find_cached_tokenizer(root.path(), "org/name", "main"),
+            Some(stored)
+        );
+    }
+
+    #[tokio::test]
+    async fn x_repo_commit_on_a_direct_answer_names_the_snapshot() {
+        let root = tempfile::tempdir().unwrap();
+        let hub = hub_with_token(root.path());
+        let mut fake = FakeHub::default();
+        fake.routes.insert(
+            RESOLVE_URL.into(),
+            (200, tiny_tokenizer_json().into_bytes()),
+        );
+        fake.headers.insert(
+            RESOLVE_URL.into(),
+            vec![("X-Repo-Commit".into(), SHA.into())],
+        );
+        let spec = TokenizerSpec::parse("org/name", None).unwrap();
+        load_tokenizer(&spec, &hub, Some(&fake)).await.unwrap();
+        assert_eq!(fake.seen_urls(), [RESOLVE_URL]);
+        assert!(repo_cache_dir(root.path(), "org/name")
+            .join("snapshots")
+            .join(SHA)
+            .join(TOKENIZER_FILE)
+            .is_file());
+
+        // A malformed header is ignored: the API names the commit instead.
+        let root = tempfile::tempdir().unwrap();
+        let hub = hub_with_token(root.path());
+        fake.headers.insert(
+            RESOLVE_URL.into(),
+            vec![("x-repo-commit".into(), "../../etc".into())],
+        );
+        fake.seen.lock().unwrap().clear();
+        load_tokenizer(&spec, &hub, Some(&fake)).await.unwrap();
+        assert_eq!(
+            fake.seen_urls(),
+            [
+                RESOLVE_URL,
+                "https://hub.test/api/models/org/name/revision/main"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn follows_relative_redirects_on_the_same_host_with_the_token() {
+        let root = tempfile::tempdir().unwrap();
+        let hub = hub_with_token(root.path());
+        let renamed = "https://hub.test/org/new-name/resolve/main/tokenizer.json";
+        let mut fake = FakeHub::default();
+        fake.redirect(
+            RESOLVE_URL,
+            307,
+            "/org/new-name/resolve/main/tokenizer.json",
+        );
+        fake.redirect(renamed, 302, "../v2/./tokenizer.json?download=true");
+        let final_url = "https://hub.test/org/new-name/resolve/v2/tokenizer.json?download=true";
+        fake.routes
+            .insert(final_url.into(), (200, tiny_tokenizer_json().into_bytes()));
+        let spec = TokenizerSpec::parse("org/name", None).unwrap();
+        load_tokenizer(&spec, &hub, Some(&fake)).await.unwrap();
+        let seen = fake.seen_urls();
+        assert_eq!(seen[..3], [RESOLVE_URL, renamed, final_url]);
+        assert!(fake.sent_token(0) && fake.sent_token(1) && fake.sent_token(2));
+    }
+
+    #[tokio::test]
+    async fn redirect_loops_and_long_chains_are_errors_naming_the_urls() {
+        let root = tempfile::tempdir().unwrap();
+        let hub = hub_with_token(root.path());
+        let spec = TokenizerSpec::parse("org/name", None).unwrap();
+
+        let mut chain = FakeHub::default();
+        let hop = |i: usize| format!("https://cdn.test/hop{i}?sig=secret");
+        chain.redirect(RESOLVE_URL, 302, &hop(1));
+        for i in 1..=MAX_REDIRECTS {
+            chain.redirect(&hop(i), 302, &hop(i + 1));
+        }
+        chain.routes.insert(
+            hop(MAX_REDIRECTS + 1),
+            (200, tiny_tokenizer_json().into_bytes()),
+        );
+        let err = load_tokenizer(&spec, &hub, Some(&chain)).await.unwrap_err();
+        assert!(matches!(err, TokenizerError::Download { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(text.contains("too many redirects (more than 5)"), "{text}");
+        assert!(text.contains(RESOLVE_URL), "{text}");
+        assert!(
+            text.contains("https://cdn.test/hop1 → https://cdn.test/hop2"),
+            "{text}"
+        );
+        assert!(text.contains("https://cdn.test/hop6"), "{text}");
+        assert!(!text.contains("secret"), "{text}");
+        assert_eq!(chain.seen_urls().len(), MAX_REDIRECTS + 1);
+        assert!(!repo_cache_dir(root.path(), "org/name").exists());
+
+        // Exactly MAX_REDIRECTS hops are fine.
+        let mut five = FakeHub::default();
+        five.redirect(RESOLVE_URL, 301, &hop(1));
+        for i in 1..MAX_REDIRECTS {
+            five.redirect(&hop(i), 308, &hop(i + 1));
+        }
+        five.routes.insert(
+            hop(MAX_REDIRECTS),
+            (200, tiny_tokenizer_json().into_bytes()),
+        );
+        load_tokenizer(&spec, &hub, Some(&five)).await.unwrap();
+
+        let root = tempfile::tempdir().unwrap();
+        let hub = hub_with_token(root.path());
+        let mut looping = FakeHub::default();
+        looping.redirect(RESOLVE_URL, 302, "https://cdn.test/a");
+        looping.redirect(
+            "https://cdn.test/a",
+            303,
+            "https://hub.test/org/name/resolve/main/tokenizer.json",
+        );
+        let text = load_tokenizer(&spec, &hub, Some(&looping))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains(&format!(
+                "redirect loop: {RESOLVE_URL} → https://cdn.test/a → {RESOLVE_URL}"
+            )),
+            "{text}"
+        );
+        assert_eq!(looping.seen_urls().len(), 2);
+
+        let mut no_location = FakeHub::default();
+        no_location
+            .routes
+            .insert(RESOLVE_URL.into(), (302, Vec::new()));
+        let text = load_tokenizer(&spec, &hub, Some(&no_location))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("HTTP 302 redirect without a Location header"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failure_after_a_redirect_says_where() {
+        let root = tempfile::tempdir().unwrap();
+        let hub = hub_with_token(root.path());
+        let spec = TokenizerSpec::parse("org/name", None).unwrap();
+        let mut fake = FakeHub::default();
+        fake.redirect(RESOLVE_URL, 302, "https://cdn.test/blob?sig=secret");
+        fake.routes.insert(
+            "https://cdn.test/blob?sig=secret".into(),
+            (403, b"expired".to_vec()),
+        );
+        let text = load_tokenizer(&spec, &hub, Some(&fake))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains("HTTP 403"), "{text}");
+        assert!(
+            text.contains("(after redirects to https://cdn.test/blob)"),
+            "{text}"
+        );
+        assert!(!text.contains("secret"), "{text}");
+    }
+
+    #[test]
+    fn locations_resolve_against_the_current_url() {
+        let base = "https://hub.test/org/name/resolve/main/tokenizer.json?x=1#f";
+        for (location, expected) in [
+            ("https://cdn.test/a?b=c", "https://cdn.test/a?b=c"),
+            ("HTTP://Other/a", "HTTP://Other/a"),
+            ("//cdn.test/p", "https://cdn.test/p"),
+            ("/api/x", "https://hub.test/api/x"),
+            (
+                "other.json",
+                "https://hub.test/org/name/resolve/main/other.json",
+            ),
+            (
+                "../v2/t.json?q",
+                "https://hub.test/org/name/resolve/v2/t.json?q",
+            ),
+            ("./", "https://hub.test/org/name/resolve/main/"),
+            ("..", "https://hub.test/org/name/resolve/"),
+            ("../../../../../../x", "https://hub.test/x"),
+            (
+                "?y=2",
+                "https://hub.test/org/name/resolve/main/tokenizer.json?y=2",
+            ),
+            ("/p#frag", "https://hub.test/p"),
+            ("  /trimmed ", "https://hub.test/trimmed"),
+        ] {
+            assert_eq!(resolve_location(base, location), expected, "{location}");
+        }
+        assert_eq!(
+            resolve_location("http://127.0.0.1:8080", "a/b"),
+            "http://127.0.0.1:8080/a/b"
+        );
+    }
+
+    #[test]
+    fn credentials_stay_on_the_same_origin() {
+        for (from, to, keep) in [
+            ("https://hub.test/a", "https://hub.test/b", true),
+            ("https://HUB.test/a", "https://hub.test:443/b", true),
+            ("https://hub.test/a", "https://cdn.test/b", false),
+            ("https://hub.test/a", "https://hub.test.evil/b", false),
+            ("https://hub.test/a", "http://hub.test/b", false),
+            ("http://hub.test/a", "https://hub.test/b", true),
+            ("http://hub.test:8080/a", "https://hub.test/b", false),
+            ("http://127.0.0.1:1/a", "http://127.0.0.1:2/b", false),
+            ("http://[::1]:1/a", "http://[::1]:1/b", true),
+            ("https://user@hub.test/a", "https://hub.test/b", true),
+            ("https://hub.test/a", "ftp://hub.test/b", false),
+        ] {
+            assert_eq!(keeps_credentials(from, to), keep, "{from} -> {to}");
+        }
     }
 
     #[test]

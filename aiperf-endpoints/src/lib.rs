@@ -47,6 +47,7 @@
 //!     head_at: Some(now),
 //!     status: Some(200),
 //!     content_type: Some("text/event-stream".into()),
+//!     headers: Vec::new(),
 //!     chunks: vec![Chunk {
 //!         at: now,
 //!         bytes: "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n".into(),

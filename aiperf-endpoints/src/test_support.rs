@@ -28,6 +28,9 @@ pub(crate) fn exchange(status: u16, content_type: Option<&str>, chunks: &[&str])
         head_at: Some(base),
         status: Some(status),
         content_type: content_type.map(str::to_owned),
+        headers: content_type
+            .map(|value| vec![("content-type".to_string(), value.to_string())])
+            .unwrap_or_default(),
         chunks: chunks
             .iter()
             .enumerate()

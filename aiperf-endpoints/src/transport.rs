@@ -198,6 +198,7 @@ impl HttpTransport {
             head_at: None,
             status: None,
             content_type: None,
+            headers: Vec::new(),
             chunks: Vec::new(),
             ended_at: started_at,
             error: None,
@@ -213,11 +214,20 @@ impl HttpTransport {
         };
         exchange.head_at = Some(Instant::now());
         exchange.status = Some(response.status().as_u16());
-        exchange.content_type = response
-            .headers()
+        let head = response.headers();
+        exchange.content_type = head
             .get(CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
+        exchange.headers = head
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_owned(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
         let mut body = response.into_body();
         let error = loop {
             match within(deadline, body.frame()).await {
@@ -272,6 +282,7 @@ fn failed_before_sending(error: TransportError) -> RawExchange {
         head_at: None,
         status: None,
         content_type: None,
+        headers: Vec::new(),
         chunks: Vec::new(),
         ended_at: now,
         error: Some(error),
@@ -303,15 +314,17 @@ fn to_hyper(request: HttpRequest) -> Result<http::Request<Full<Bytes>>, Transpor
     };
     let mut builder = http::Request::builder().method(method).uri(uri);
     for (name, value) in &request.headers {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| invalid(format!("invalid header name `{name}`")))?;
-        let value = HeaderValue::from_str(value)
-            .map_err(|_| invalid(format!("invalid value for header `{name}`")))?;
+        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            TransportError::InvalidRequest(format!("invalid header name `{}`", name.escape_debug()))
+        })?;
+        let value = HeaderValue::from_str(value).map_err(|_| {
+            TransportError::InvalidRequest(format!("invalid value for header `{name}`"))
+        })?;
         builder = builder.header(header, value);
     }
     builder
         .body(Full::new(request.body.clone()))
-        .map_err(|e| invalid(e.to_string()))
+        .map_err(|e| TransportError::InvalidRequest(e.to_string()))
 }
 
 /// Maps a client error to the transport error it stands for.

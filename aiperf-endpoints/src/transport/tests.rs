@@ -17,6 +17,8 @@ enum Behaviour {
     Ok,
     /// `500` with a JSON error body.
     ServerError,
+    /// `302` with a `Location`, a custom header and a non-UTF-8 header value.
+    Redirect,
     /// Reads the request and never answers.
     Silent,
     /// Promises 100 body bytes, sends 5 and closes.
@@ -75,6 +77,14 @@ async fn connection(mut stream: TcpStream, behaviour: Behaviour, seen: Arc<Mutex
                     body.len()
                 );
                 stream.write_all(&[head.as_bytes(), body].concat()).await
+            }
+            Behaviour::Redirect => {
+                stream
+                    .write_all(
+                        b"HTTP/1.1 302 Found\r\nLocation: https://cdn.test/blob?x=1\r\n\
+                          X-Repo-Commit: abc123\r\nX-Latin: caf\xe9\r\nContent-Length: 0\r\n\r\n",
+                    )
+                    .await
             }
             Behaviour::Silent => {
                 tokio::time::sleep(Duration::from_secs(30)).await;
@@ -285,9 +295,68 @@ async fn bad_urls_and_headers_fail_without_sending_or_leaking_values() {
         .headers
         .push(("Authorization".into(), "Bearer top\nsecret".into()));
     let exchange = transport.send(request).await;
-    let message = exchange.error.unwrap().to_string();
+    let error = exchange.error.unwrap();
+    assert!(
+        matches!(error, TransportError::InvalidRequest(_)),
+        "{error:?}"
+    );
+    assert_eq!(error.type_name(), "InvalidRequest");
+    let message = error.to_string();
+    assert!(
+        message.starts_with("the request could not be formed: "),
+        "{message}"
+    );
     assert!(message.contains("Authorization"), "{message}");
     assert!(!message.contains("secret"), "{message}");
+
+    let mut request = post("http://127.0.0.1:1/", None);
+    request.headers.push(("Bad Name".into(), "v".into()));
+    let exchange = transport.send(request).await;
+    assert!(
+        matches!(&exchange.error, Some(TransportError::InvalidRequest(m)) if m.contains("Bad Name")),
+        "{:?}",
+        exchange.error
+    );
+    assert!(exchange.headers.is_empty());
+}
+
+#[tokio::test]
+async fn response_headers_are_kept_in_order() {
+    let server = server(Behaviour::Redirect).await;
+    let mut request = post(&server.url, None);
+    request.method = HttpMethod::Get;
+    request.body = Bytes::new();
+    let exchange = transport().send(request).await;
+    assert_eq!(exchange.error, None);
+    assert_eq!(exchange.status, Some(302));
+    let names: Vec<&str> = exchange.headers.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        ["location", "x-repo-commit", "x-latin", "content-length"]
+    );
+    assert_eq!(
+        exchange.header("Location"),
+        Some("https://cdn.test/blob?x=1")
+    );
+    assert_eq!(exchange.header("x-repo-commit"), Some("abc123"));
+    assert_eq!(exchange.header("x-latin"), Some("caf\u{fffd}"));
+    assert_eq!(exchange.content_type, None);
+
+    // A refused connection has no head, so no headers.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    drop(listener);
+    let exchange = transport().send(post(&url, None)).await;
+    assert!(exchange.headers.is_empty());
+}
+
+#[tokio::test]
+async fn content_type_is_among_the_headers() {
+    let server = server(Behaviour::Ok).await;
+    let exchange = transport().send(post(&server.url, None)).await;
+    assert_eq!(exchange.content_type.as_deref(), Some("text/plain"));
+    assert_eq!(exchange.header("content-type"), Some("text/plain"));
+    assert_eq!(exchange.header("content-length"), Some("2"));
 }
 
 #[test]
