@@ -1,0 +1,56 @@
+//! An OpenAI-compatible mock inference server with exact timing and fault injection.
+//!
+//! `aiperf-mock-server` answers the inference APIs a benchmark client talks to (OpenAI chat,
+//! completions, embeddings, responses; NIM/TEI/Cohere rankings; Hugging Face TGI) with
+//! deterministic text, and paces streamed tokens on an absolute schedule: token `k` leaves at
+//! `arrival + TTFT + k × ITL`, whatever else the server is doing. It also serves its own
+//! Prometheus metrics, vLLM-style server metrics and fake DCGM GPU exporters that follow the
+//! token rate it serves, and it can inject faults (HTTP errors, dropped connections, malformed
+//! or error SSE events, stalls, slow headers) at reproducible, seeded rates.
+//!
+//! Output text is chosen so client-side token counts are exact: output token `k` is
+//! `" " + CORPUS[k % CORPUS.len()]` (see [`CORPUS`]), a single token in tiktoken `o200k_base`,
+//! `cl100k_base` and the Qwen3 tokenizer. Prompt tokens are counted with a `tokenizer.json`
+//! when one is configured, otherwise as whitespace-separated words (at least 1).
+//!
+//! Use it in-process from tests:
+//!
+//! ```
+//! use aiperf_mock_server::{MockConfig, MockServer};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = MockServer::start(MockConfig::fast()).await?;
+//! let url = format!("{}/v1/chat/completions", server.url());
+//! assert!(url.starts_with("http://127.0.0.1:"));
+//! // … point a client at `url` …
+//! assert_eq!(server.stats().requests_total, 0);
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! or run the `aiperf-mock-server` binary (see its `--help` and the README).
+
+mod body;
+mod config;
+mod error;
+mod faults;
+mod record;
+mod routes;
+mod server;
+mod state;
+mod stats;
+mod timing;
+mod tokens;
+
+pub use config::{DcgmConfig, FaultConfig, GpuModel, GpuSpec, MockConfig};
+pub use error::{DroppedByFault, MockError};
+pub use faults::{decide as decide_fault, FaultKind};
+pub use record::MASKED_HEADERS;
+pub use routes::embeddings::{embedding, EMBEDDING_DIMS};
+pub use routes::metrics::KV_CACHE_TOKENS;
+pub use routes::rankings::logit as ranking_logit;
+pub use server::{MockServer, SHUTDOWN_GRACE};
+pub use stats::MockStats;
+pub use tokens::{count_words, output_text, CORPUS, MAX_DEFAULT_OUTPUT};

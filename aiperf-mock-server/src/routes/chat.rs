@@ -1,0 +1,170 @@
+//! `POST /v1/chat/completions`.
+
+use bytes::Bytes;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{budget, content_text, json_str, parse, unix_now, ApiError, Ctx, Reply};
+use crate::body::{EventWriter, TokenKind};
+use crate::tokens::{self, effort_tokens, fnv1a, is_reasoning_model, Finish, LengthAsk, Plan};
+
+#[derive(Debug, Deserialize)]
+struct ChatRequest {
+    model: Option<String>,
+    messages: Vec<Message>,
+    max_tokens: Option<u64>,
+    max_completion_tokens: Option<u64>,
+    min_tokens: Option<u64>,
+    stream: Option<bool>,
+    stream_options: Option<StreamOptions>,
+    reasoning_effort: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Message {
+    #[serde(default)]
+    content: Value,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: Option<bool>,
+}
+
+pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
+    let req: ChatRequest = parse(body)?;
+    let max = match req.max_completion_tokens {
+        Some(v) => budget("max_completion_tokens", Some(v))?,
+        None => budget("max_tokens", req.max_tokens)?,
+    };
+    let mut prompt = String::new();
+    for m in &req.messages {
+        content_text(&m.content, &mut prompt);
+    }
+    let model = ctx.model(req.model.as_deref());
+    let reasoning = (ctx.state.cfg.reasoning || is_reasoning_model(&model))
+        .then(|| effort_tokens(req.reasoning_effort.as_deref()));
+    let ask = LengthAsk {
+        max,
+        min: req.min_tokens.map(|v| u32::try_from(v).unwrap_or(u32::MAX)),
+        reasoning,
+    };
+    let plan = tokens::plan(ctx.count(&prompt), fnv1a(prompt.as_bytes()), ask);
+    let id = ctx.id("chatcmpl-");
+    let created = unix_now();
+    if req.stream.unwrap_or(false) {
+        let include_usage = req
+            .stream_options
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false);
+        let writer = ChatWriter::new(&id, created, &model, &plan, include_usage);
+        Ok(ctx.stream(Box::new(writer), plan, max))
+    } else {
+        let body = full_body(&id, created, &model, &plan);
+        Ok(ctx.full(body, plan, max))
+    }
+}
+
+/// `usage` object shared by chat and completions.
+pub(crate) fn usage_json(plan: &Plan) -> Value {
+    let mut u = json!({
+        "prompt_tokens": plan.prompt_tokens,
+        "completion_tokens": plan.completion(),
+        "total_tokens": plan.prompt_tokens + plan.completion(),
+    });
+    if plan.reasoning > 0 {
+        u["completion_tokens_details"] = json!({"reasoning_tokens": plan.reasoning});
+    }
+    u
+}
+
+fn full_body(id: &str, created: u64, model: &str, plan: &Plan) -> Bytes {
+    let mut message = json!({
+        "role": "assistant",
+        "content": tokens::output_text(plan.reasoning..plan.completion()),
+    });
+    if plan.reasoning > 0 {
+        message["reasoning_content"] = Value::String(tokens::output_text(0..plan.reasoning));
+    }
+    let v = json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{
+            "index": 0,
+            "message": message,
+            "logprobs": null,
+            "finish_reason": plan.finish.openai(),
+        }],
+        "usage": usage_json(plan),
+    });
+    Bytes::from(v.to_string())
+}
+
+/// Renders `chat.completion.chunk` events from a pre-serialised head.
+struct ChatWriter {
+    /// `data: {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":`
+    head: Vec<u8>,
+    /// The usage chunk and `[DONE]`.
+    tail: Vec<u8>,
+}
+
+impl ChatWriter {
+    fn new(id: &str, created: u64, model: &str, plan: &Plan, include_usage: bool) -> Self {
+        let head = format!(
+            "data: {{\"id\":{},\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":{},\"choices\":",
+            json_str(id),
+            json_str(model)
+        )
+        .into_bytes();
+        let mut tail = Vec::new();
+        if include_usage {
+            tail.extend_from_slice(&head);
+            tail.extend_from_slice(b"[],\"usage\":");
+            tail.extend_from_slice(usage_json(plan).to_string().as_bytes());
+            tail.extend_from_slice(b"}\n\n");
+        }
+        tail.extend_from_slice(b"data: [DONE]\n\n");
+        Self { head, tail }
+    }
+}
+
+impl EventWriter for ChatWriter {
+    fn prologue(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(
+            b"[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+        );
+    }
+
+    fn tokens(
+        &self,
+        out: &mut Vec<u8>,
+        kind: TokenKind,
+        first: u32,
+        end: u32,
+        finish: Option<Finish>,
+    ) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(match kind {
+            TokenKind::Content => b"[{\"index\":0,\"delta\":{\"content\":\"".as_slice(),
+            TokenKind::Reasoning => b"[{\"index\":0,\"delta\":{\"reasoning_content\":\"".as_slice(),
+        });
+        tokens::push_text(out, first..end);
+        out.extend_from_slice(b"\"},\"logprobs\":null,\"finish_reason\":");
+        match finish {
+            Some(f) => {
+                out.push(b'"');
+                out.extend_from_slice(f.openai().as_bytes());
+                out.extend_from_slice(b"\"}]}\n\n");
+            }
+            None => out.extend_from_slice(b"null}]}\n\n"),
+        }
+    }
+
+    fn epilogue(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.tail);
+    }
+}
