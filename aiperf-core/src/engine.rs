@@ -6,9 +6,16 @@
 //!   within tens of microseconds; the async timer only has millisecond resolution), which
 //!   spawns one task per arrival; closed-loop phases issue from an async loop that waits
 //!   on a semaphore (no busy waiting);
-//! - each request task builds the body, sends it and pushes the raw exchange onto an
-//!   unbounded channel: it never waits on parsing, tokenizing or disk;
+//! - each request task builds the body, sends it and pushes the raw exchange onto a
+//!   channel: every stamp is taken before, so parsing, tokenizing and disk never touch the
+//!   measured times;
 //! - one processing thread parses exchanges into [`RequestRecord`]s and feeds the sink.
+//!
+//! The channel holds at most [`PROCESSING_BACKLOG`] exchanges. When the processing thread
+//! falls that far behind (a client machine too small for the load), request tasks wait
+//! to hand over their exchange before their slot frees: the offered load drops, which
+//! shows as lower throughput (and schedule lag in open loop), instead of memory growing
+//! without bound. The wait comes after the exchange ended, so no latency is affected.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -30,6 +37,10 @@ use crate::seed::derive_seed;
 use crate::sink::{RecordSink, SinkError};
 use crate::transport::{HttpMethod, HttpRequest, RawExchange, Transport};
 use crate::{PhaseStats, RunInfo};
+
+/// Most finished exchanges waiting for the processing thread (see the module docs). At
+/// ~40 KB for a 128-token stream this bounds the backlog near 40 MB.
+pub const PROCESSING_BACKLOG: usize = 256;
 
 /// One phase of a run: its load shape and its stop conditions.
 pub struct PhasePlan {
@@ -350,7 +361,7 @@ impl<S: RecordSink> Benchmark<S> {
     /// Runs every phase and returns what the sink made of the records.
     pub async fn run(self) -> Result<S::Output, EngineError> {
         let clock = Clock::start();
-        let (tx, rx) = mpsc::unbounded_channel::<Finished>();
+        let (tx, rx) = mpsc::channel::<Finished>(PROCESSING_BACKLOG);
         let processor = spawn_processor(
             rx,
             self.sink,
@@ -391,7 +402,7 @@ impl<S: RecordSink> Benchmark<S> {
 /// Parses exchanges into records and feeds the sink, on its own thread so that parsing
 /// and token counting never compete with the async runtime that sends requests.
 fn spawn_processor<S: RecordSink>(
-    mut rx: mpsc::UnboundedReceiver<Finished>,
+    mut rx: mpsc::Receiver<Finished>,
     mut sink: S,
     endpoint: Arc<dyn Endpoint>,
     clock: Clock,
@@ -488,7 +499,7 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
 struct PhaseRunner {
     shared: Arc<Shared>,
     sampler: Arc<Mutex<ConversationSampler>>,
-    results: mpsc::UnboundedSender<Finished>,
+    results: mpsc::Sender<Finished>,
     cancel: CancellationToken,
     progress: Arc<Progress>,
     clock: Clock,
@@ -593,6 +604,7 @@ impl PhaseRunner {
                 break;
             };
             let scheduled_at = Instant::now();
+            reap_finished(tasks);
             tasks.spawn(self.session(credit_id, scheduled_at, permit, Arc::clone(budget)));
         }
     }
@@ -634,6 +646,7 @@ impl PhaseRunner {
         while let Some((credit_id, due)) = arrivals.recv().await {
             let slots = Arc::clone(slots);
             let session = self.session_after_slot(credit_id, due, slots, Arc::clone(budget));
+            reap_finished(tasks);
             tasks.spawn(session);
         }
         // The timer thread has finished once the channel closed.
@@ -693,7 +706,7 @@ impl PhaseRunner {
             };
             let session_index = budget.next_session.fetch_add(1, Ordering::Relaxed);
             let url = &runner.shared.urls[session_index as usize % runner.shared.urls.len()];
-            let correlation_id = uuid::Uuid::new_v4().to_string();
+            let correlation_id = random_uuid();
             let (mut credit_id, mut scheduled_at) = (credit_id, scheduled_at);
             for turn_index in 0..conversation.turns.len() {
                 if turn_index > 0 {
@@ -712,7 +725,7 @@ impl PhaseRunner {
                     conversation: Arc::clone(&conversation),
                     turn_index,
                     correlation_id: correlation_id.clone(),
-                    request_id: uuid::Uuid::new_v4().to_string(),
+                    request_id: random_uuid(),
                     scheduled_at,
                     issued_at: Instant::now(),
                 };
@@ -755,7 +768,7 @@ impl PhaseRunner {
                         },
                     },
                 };
-                let _ = self.results.send(finished);
+                let _ = self.results.send(finished).await;
                 return;
             }
         };
@@ -773,12 +786,15 @@ impl PhaseRunner {
         let exchange = shared.transport.send(request).await;
         // The processor only goes away after every phase ended; a send error means the
         // run is shutting down and the record has nowhere to go.
-        let _ = self.results.send(Finished {
-            credit,
-            model,
-            payload: built.body,
-            outcome: Outcome::Exchanged(exchange),
-        });
+        let _ = self
+            .results
+            .send(Finished {
+                credit,
+                model,
+                payload: built.body,
+                outcome: Outcome::Exchanged(exchange),
+            })
+            .await;
     }
 
     /// Waits for in-flight requests: without a duration until they all return; with one,
@@ -808,6 +824,20 @@ impl PhaseRunner {
             budget.sent.load(Ordering::Relaxed) - budget.returned.load(Ordering::Relaxed);
         (cancelled, grace_expired)
     }
+}
+
+/// A version-4 UUID from the thread's user-space generator (`Uuid::new_v4` asks the
+/// kernel for entropy on every call, a system call per request on the hot path).
+fn random_uuid() -> String {
+    uuid::Builder::from_random_bytes(rand::random())
+        .into_uuid()
+        .to_string()
+}
+
+/// Drops the tasks that already finished: a `JoinSet` keeps every finished task until it
+/// is joined, which would grow by one session per request over a long run.
+fn reap_finished(tasks: &mut JoinSet<()>) {
+    while tasks.try_join_next().is_some() {}
 }
 
 /// Sleeps until `at`, or forever when `None`.

@@ -6,6 +6,7 @@ use aiperf_core::{
 };
 use serde_json::{json, Map, Value};
 
+use crate::openai::Object;
 use crate::payload::{current_turn, finish, model};
 use crate::response::{parse_exchange, Extracted};
 use crate::EndpointOptions;
@@ -136,39 +137,32 @@ fn audio_parts(audio: &str) -> (&str, &str) {
 
 /// Reads `choices[0].delta` (chunks) or `choices[0].message` (whole responses). The
 /// `object` field picks which one when present; servers that omit it still work.
-fn extract(json: &Value) -> Extracted {
-    let Some(choice) = json.get("choices").and_then(|choices| choices.get(0)) else {
+fn extract(object: &Object<'_>) -> Extracted {
+    let Some(choice) = object.first_choice() else {
         return Extracted::default();
     };
-    let message = match json.get("object").and_then(Value::as_str) {
-        Some("chat.completion.chunk") => choice.get("delta"),
-        Some("chat.completion") => choice.get("message"),
-        _ => choice.get("delta").or_else(|| choice.get("message")),
+    let message = match object.object.as_deref() {
+        Some("chat.completion.chunk") => choice.delta.as_ref(),
+        Some("chat.completion") => choice.message.as_ref(),
+        _ => choice.delta.as_ref().or(choice.message.as_ref()),
     };
     let Some(message) = message else {
         return Extracted::default();
     };
-    let field = |name: &str| {
-        message
-            .get(name)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    };
-    let reasoning = Some(field("reasoning_content"))
-        .filter(|r| !r.is_empty())
-        .unwrap_or_else(|| field("reasoning"));
-    let mut text = field("content").to_owned();
-    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
-        for function in calls.iter().filter_map(|call| call.get("function")) {
-            for part in ["name", "arguments"] {
-                text.push_str(
-                    function
-                        .get(part)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default(),
-                );
-            }
-        }
+    let reasoning = [&message.reasoning_content, &message.reasoning]
+        .into_iter()
+        .filter_map(|field| field.as_deref())
+        .find(|r| !r.is_empty())
+        .unwrap_or_default();
+    let mut text = message.content.as_deref().unwrap_or_default().to_owned();
+    for function in message
+        .tool_calls
+        .iter()
+        .flatten()
+        .filter_map(|call| call.function.as_ref())
+    {
+        text.push_str(function.name.as_deref().unwrap_or_default());
+        text.push_str(function.arguments.as_deref().unwrap_or_default());
     }
     Extracted {
         text,

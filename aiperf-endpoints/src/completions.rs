@@ -5,6 +5,7 @@ use aiperf_core::{
 };
 use serde_json::{Map, Value};
 
+use crate::openai::Object;
 use crate::payload::{current_turn, finish, model};
 use crate::response::{parse_exchange, Extracted};
 use crate::EndpointOptions;
@@ -84,15 +85,13 @@ impl Endpoint for CompletionsEndpoint {
 }
 
 /// Reads `choices[0].text`.
-fn extract(json: &Value) -> Extracted {
-    let text = json
-        .get("choices")
-        .and_then(|choices| choices.get(0))
-        .and_then(|choice| choice.get("text"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+fn extract(object: &Object<'_>) -> Extracted {
     Extracted {
-        text: text.to_owned(),
+        text: object
+            .first_choice()
+            .and_then(|choice| choice.text.as_deref())
+            .unwrap_or_default()
+            .to_owned(),
         reasoning: String::new(),
     }
 }

@@ -64,6 +64,7 @@
 mod chat;
 mod completions;
 mod factory;
+mod openai;
 mod payload;
 mod response;
 pub mod sse;

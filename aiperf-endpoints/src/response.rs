@@ -7,6 +7,7 @@ use std::time::Instant;
 use aiperf_core::{ErrorDetails, ParsedExchange, ParsedResponse, RawExchange, Usage};
 use serde_json::Value;
 
+use crate::openai::Object;
 use crate::sse::{decode_chunks, SseEvent};
 
 /// The text and reasoning a format reads out of one JSON object.
@@ -18,8 +19,8 @@ pub(crate) struct Extracted {
     pub reasoning: String,
 }
 
-/// Reads one JSON object of a format.
-pub(crate) type Extract = fn(&Value) -> Extracted;
+/// Reads one response object of a format.
+pub(crate) type Extract = fn(&Object<'_>) -> Extracted;
 
 /// Most characters of an unparsable body quoted in an error message.
 const SNIPPET_CHARS: usize = 200;
@@ -189,26 +190,28 @@ impl Reader {
 
     /// Reads one JSON payload; false when it carried an error (which ends the stream).
     fn read_json(&mut self, payload: &[u8], at: Instant, error_kind: &str) -> bool {
-        let json = match serde_json::from_slice::<Value>(payload) {
-            Ok(json) => json,
+        let object = match serde_json::from_slice::<Object>(payload) {
+            Ok(object) => object,
             Err(error) => {
-                tracing::debug!(%error, "skipping a response that is not JSON");
+                tracing::debug!(%error, "skipping a response that is not a JSON object");
                 if self.malformed.is_none() {
                     self.malformed = Some(malformed(payload, &error));
                 }
                 return true;
             }
         };
-        if let Some(error) = in_band_error(&json, error_kind) {
-            self.parsed.error = Some(error);
-            return false;
+        if object.is_error() {
+            // Rare: read the whole object again for the error's code and message.
+            if let Some(error) = serde_json::from_slice::<Value>(payload)
+                .ok()
+                .and_then(|json| in_band_error(&json, error_kind))
+            {
+                self.parsed.error = Some(error);
+                return false;
+            }
         }
-        let usage = json
-            .get("usage")
-            .and_then(Value::as_object)
-            .filter(|usage| !usage.is_empty())
-            .map(|usage| Usage(usage.clone()));
-        let Extracted { text, reasoning } = (self.extract)(&json);
+        let Extracted { text, reasoning } = (self.extract)(&object);
+        let usage = object.usage.filter(|usage| !usage.is_empty()).map(Usage);
         if !text.is_empty() || !reasoning.is_empty() || usage.is_some() {
             self.parsed.responses.push(ParsedResponse {
                 at,

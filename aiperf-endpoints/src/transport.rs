@@ -24,6 +24,20 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 pub use crate::tls::TransportBuildError;
 use crate::tls::{client_config, TlsOptions};
 
+/// Frames smaller than this are copied out of hyper's read buffer (see [`compact`]).
+const COMPACT_BELOW: usize = 4096;
+
+/// A small frame is a slice of hyper's much larger read buffer and would keep all of it
+/// alive until the record is processed; a copy of a few hundred bytes costs less than
+/// pinning kilobytes per SSE event while records wait for the processing thread.
+fn compact(bytes: Bytes) -> Bytes {
+    if bytes.len() < COMPACT_BELOW {
+        Bytes::copy_from_slice(&bytes)
+    } else {
+        bytes
+    }
+}
+
 /// How long an idle pooled connection is kept (the Python AIPerf keeps them 300 s).
 const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// TCP keep-alive idle time (the Python AIPerf sets `TCP_KEEPIDLE` 60).
@@ -235,7 +249,10 @@ impl HttpTransport {
                     let at = Instant::now();
                     if let Ok(bytes) = frame.into_data() {
                         if !bytes.is_empty() {
-                            exchange.chunks.push(Chunk { at, bytes });
+                            exchange.chunks.push(Chunk {
+                                at,
+                                bytes: compact(bytes),
+                            });
                         }
                     }
                 }

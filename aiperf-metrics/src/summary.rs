@@ -15,6 +15,7 @@ use crate::catalogue::{
     CATALOGUE,
 };
 use crate::export::jsonl::JsonlWriter;
+use crate::memo::MemoizedCounter;
 use crate::record_metrics::{compute_record_metrics, count_tokens, usage_fields, MetricValue};
 use crate::stats::{Distribution, Stats, WeightedStats};
 use crate::timeline::Timeline;
@@ -409,7 +410,7 @@ impl MetricsSink {
         Ok(Self {
             ctx,
             config: config.clone(),
-            counter,
+            counter: Arc::new(MemoizedCounter::new(counter)),
             slos,
             dists: vec![None; CATALOGUE.len()],
             totals: Totals::default(),

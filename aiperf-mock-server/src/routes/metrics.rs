@@ -24,8 +24,13 @@ fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
     }
     let total = cum.last().copied().unwrap_or(0);
     let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {total}");
-    let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
-    let _ = writeln!(out, "{name}_count{{{labels}}} {total}");
+    let labels = if labels.is_empty() {
+        String::new()
+    } else {
+        format!("{{{labels}}}")
+    };
+    let _ = writeln!(out, "{name}_sum{labels} {sum}");
+    let _ = writeln!(out, "{name}_count{labels} {total}");
 }
 
 /// The mock server's own metrics.
