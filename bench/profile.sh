@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Speed, accuracy and memory of `aiperf profile` against our mock server on this machine.
+# Both processes share the machine's cores. Prints one line per figure; bench/README.md
+# records a run. Usage: bash bench/profile.sh [seconds per timed run, default 10]
+# BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_MILLION sets the size of 6.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECONDS_PER_RUN=${1:-10}
+MILLION=${AIPERF_BENCH_MILLION:-1000000}
+
+cargo build --release -q -p aiperf-cli -p aiperf-mock-server
+AIPERF=target/release/aiperf
+MOCK=target/release/aiperf-mock-server
+if ! command -v oha >/dev/null; then
+    echo "installing oha (cargo install oha --locked)…"
+    cargo install oha --locked -q
+fi
+
+WORK=$(mktemp -d)
+MOCK_PID=""
+cleanup() { [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+# start_mock ARGS…: a fresh mock server on a free port; sets PORT and URL.
+start_mock() {
+    [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null && wait "$MOCK_PID" 2>/dev/null || true
+    PORT=$(free_port)
+    URL="http://127.0.0.1:$PORT"
+    "$MOCK" --port "$PORT" --random-seed 1 "$@" >"$WORK/mock.log" 2>&1 &
+    MOCK_PID=$!
+    for _ in $(seq 100); do
+        curl -sf "$URL/health" >/dev/null && return 0
+        sleep 0.05
+    done
+    echo "the mock server did not start" >&2
+    cat "$WORK/mock.log" >&2
+    exit 1
+}
+
+# run_aiperf NAME ARGS…: runs aiperf profile under /usr/bin/time into $WORK/NAME.
+run_aiperf() {
+    local name=$1
+    shift
+    /usr/bin/time -f '%e %U %S %M' -o "$WORK/$name.time" \
+        "$AIPERF" profile -m mock-model --url "$URL" --ui-type none --random-seed 1 \
+        --artifact-dir "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
+}
+
+# json NAME PYTHON-EXPR: evaluates an expression over the run's summary `s` and records `r`.
+json() {
+    python3 - "$WORK/$1" "$2" <<'EOF'
+import json, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+s = json.load(open(d / "profile_export_aiperf.json"))
+def records():
+    with open(d / "profile_export.jsonl") as f:
+        for line in f:
+            yield json.loads(line)
+print(eval(sys.argv[2]))
+EOF
+}
+cpu_seconds() { awk '{print $2 + $3}' "$WORK/$1.time"; }
+peak_rss_mb() { awk '{printf "%.0f", $4 / 1024}' "$WORK/$1.time"; }
+mock_metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+
+section_1() {
+    echo "== 1. non-streaming chat, concurrency 64, ${SECONDS_PER_RUN} s (mock --fast)"
+    start_mock --fast
+    run_aiperf nonstream --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" --isl 128 --osl 128
+    ours=$(json nonstream 's["request_throughput"]["avg"]')
+    body=$(python3 -c 'import json,sys;print(json.dumps(json.load(open(sys.argv[1]))["data"][0]["payloads"][0]))' "$WORK/nonstream/inputs.json")
+    oha_rps=$(oha --no-tui --output-format json -z "${SECONDS_PER_RUN}s" -c 64 -m POST \
+        -H 'Content-Type: application/json' -d "$body" "$URL/v1/chat/completions" \
+        | python3 -c 'import json,sys;print(json.load(sys.stdin)["summary"]["requestsPerSec"])')
+    printf 'aiperf %.0f req/s, oha %.0f req/s, ratio %.2f\n' "$ours" "$oha_rps" \
+        "$(python3 -c "print($ours / $oha_rps)")"
+}
+
+section_2() {
+    echo "== 2. streaming chat, ISL 128 / OSL 128, concurrency 64, zero latency, ${SECONDS_PER_RUN} s"
+    run_aiperf stream --streaming --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" --isl 128 --osl 128
+    requests=$(json stream 'int(s["request_count"]["avg"])')
+    rps=$(json stream 's["request_throughput"]["avg"]')
+    python3 -c "
+    cpu = $(cpu_seconds stream)
+    print(f'{$rps:.0f} req/s, {$rps * 128:.0f} content events/s, {cpu / $requests * 1000:.2f} client CPU s per 1,000 requests, peak RSS $(peak_rss_mb stream) MB')"
+}
+
+section_3() {
+    echo "== 3. accuracy: mock TTFT 20 ms / ITL 5 ms, concurrency 64, streaming ISL 128 / OSL 128"
+    start_mock --ttft 20 --itl 5
+    run_aiperf accuracy --streaming --concurrency 64 --request-count 2000 --isl 128 --osl 128
+    ttft=$(json accuracy 's["time_to_first_token"]["avg"]')
+    itl=$(json accuracy 's["inter_token_latency"]["avg"]')
+    truth_ttft=$(python3 -c "print(1000 * $(mock_metric aiperf_mock_time_to_first_token_seconds_sum) / $(mock_metric aiperf_mock_time_to_first_token_seconds_count))")
+    truth_e2e=$(python3 -c "print(1000 * $(mock_metric aiperf_mock_request_latency_seconds_sum) / $(mock_metric aiperf_mock_request_latency_seconds_count))")
+    python3 -c "
+    truth_itl = ($truth_e2e - $truth_ttft) / 127
+    print(f'TTFT reported {$ttft:.3f} ms, sent by the mock after {$truth_ttft:.3f} ms (difference {$ttft - $truth_ttft:+.3f} ms)')
+    print(f'ITL reported {$itl:.4f} ms, sent by the mock every {truth_itl:.4f} ms (difference {$itl - truth_itl:+.4f} ms)')
+    print('peak RSS $(peak_rss_mb accuracy) MB')"
+}
+
+section_4() {
+    echo "== 4. --request-rate 1000 --arrival-pattern constant for ${SECONDS_PER_RUN} s (mock --fast)"
+    start_mock --fast
+    run_aiperf rate --request-rate 1000 --arrival-pattern constant --benchmark-duration "$SECONDS_PER_RUN" --isl 64 --osl 16
+    json rate '(lambda starts, lag: "achieved send rate %.1f req/s; schedule lag p50 %.3f ms, p99 %.3f ms, max %.3f ms; %d of %d later than 1 ms" % ((len(starts) - 1) / ((max(starts) - min(starts)) / 1e9), lag["p50"], lag["p99"], lag["max"], lag["late_count"], len(starts)))([r["metadata"]["request_start_ns"] for r in records()], s["schedule_lag"])'
+}
+
+section_5() {
+    echo "== 5. process start to first request, 1,000 synthetic prompts of ISL 550 (builtin tokenizer)"
+    started=$(date +%s%N)
+    run_aiperf startup --num-dataset-entries 1000 --isl 550 --osl 16 --request-count 1
+    first=$(json startup 'min(r["metadata"]["request_start_ns"] for r in records())')
+    python3 -c "print(f'{($first - $started) / 1e6:.0f} ms')"
+}
+
+section_6() {
+    echo "== 6. memory: ${MILLION} non-streaming requests against the --fast mock, concurrency 64"
+    run_aiperf million --concurrency 64 --request-count "$MILLION" --isl 32 --osl 8
+    requests=$(json million 'int(s["request_count"]["avg"])')
+    echo "$requests requests in $(awk '{print $1}' "$WORK/million.time") s, peak RSS $(peak_rss_mb million) MB"
+}
+
+for section in ${BENCH_SECTIONS:-1 2 3 4 5 6}; do
+    "section_$section"
+done
