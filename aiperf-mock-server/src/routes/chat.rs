@@ -4,7 +4,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{budget, content_text, json_str, parse, unix_now, ApiError, Ctx, Reply};
+use super::{budget, content_text, parse, unix_now, ApiError, Ctx, Reply, StreamFrames};
 use crate::body::{EventWriter, TokenKind};
 use crate::tokens::{self, effort_tokens, fnv1a, is_reasoning_model, Finish, LengthAsk, Plan};
 
@@ -58,7 +58,14 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
             .stream_options
             .and_then(|o| o.include_usage)
             .unwrap_or(false);
-        let writer = ChatWriter::new(&id, created, &model, &plan, include_usage);
+        let writer = ChatWriter(StreamFrames::new(
+            "chat.completion.chunk",
+            &id,
+            created,
+            &model,
+            &plan,
+            include_usage,
+        ));
         Ok(ctx.stream(Box::new(writer), plan, max))
     } else {
         let body = full_body(&id, created, &model, &plan);
@@ -104,36 +111,11 @@ fn full_body(id: &str, created: u64, model: &str, plan: &Plan) -> Bytes {
 }
 
 /// Renders `chat.completion.chunk` events from a pre-serialised head.
-struct ChatWriter {
-    /// `data: {"id":…,"object":"chat.completion.chunk","created":…,"model":…,"choices":`
-    head: Vec<u8>,
-    /// The usage chunk and `[DONE]`.
-    tail: Vec<u8>,
-}
-
-impl ChatWriter {
-    fn new(id: &str, created: u64, model: &str, plan: &Plan, include_usage: bool) -> Self {
-        let head = format!(
-            "data: {{\"id\":{},\"object\":\"chat.completion.chunk\",\"created\":{created},\"model\":{},\"choices\":",
-            json_str(id),
-            json_str(model)
-        )
-        .into_bytes();
-        let mut tail = Vec::new();
-        if include_usage {
-            tail.extend_from_slice(&head);
-            tail.extend_from_slice(b"[],\"usage\":");
-            tail.extend_from_slice(usage_json(plan).to_string().as_bytes());
-            tail.extend_from_slice(b"}\n\n");
-        }
-        tail.extend_from_slice(b"data: [DONE]\n\n");
-        Self { head, tail }
-    }
-}
+struct ChatWriter(StreamFrames);
 
 impl EventWriter for ChatWriter {
     fn prologue(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.head);
+        out.extend_from_slice(&self.0.head);
         out.extend_from_slice(
             b"[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
         );
@@ -147,7 +129,7 @@ impl EventWriter for ChatWriter {
         end: u32,
         finish: Option<Finish>,
     ) {
-        out.extend_from_slice(&self.head);
+        out.extend_from_slice(&self.0.head);
         out.extend_from_slice(match kind {
             TokenKind::Content => b"[{\"index\":0,\"delta\":{\"content\":\"".as_slice(),
             TokenKind::Reasoning => b"[{\"index\":0,\"delta\":{\"reasoning_content\":\"".as_slice(),
@@ -165,6 +147,6 @@ impl EventWriter for ChatWriter {
     }
 
     fn epilogue(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.tail);
+        out.extend_from_slice(&self.0.tail);
     }
 }

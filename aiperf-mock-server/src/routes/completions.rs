@@ -5,9 +5,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::chat::{usage_json, StreamOptions};
-use super::{budget, json_str, parse, push_joined, unix_now, ApiError, Ctx, Reply};
+use super::{budget, parse, push_joined, unix_now, ApiError, Ctx, Reply, StreamFrames};
 use crate::body::{EventWriter, TokenKind};
-use crate::tokens::{self, fnv1a, Finish, LengthAsk, Plan};
+use crate::tokens::{self, fnv1a, Finish, LengthAsk};
 
 #[derive(Debug, Deserialize)]
 struct CompletionRequest {
@@ -65,7 +65,14 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
             .stream_options
             .and_then(|o| o.include_usage)
             .unwrap_or(false);
-        let writer = CompletionWriter::new(&id, created, &model, &plan, include_usage);
+        let writer = CompletionWriter(StreamFrames::new(
+            "text_completion",
+            &id,
+            created,
+            &model,
+            &plan,
+            include_usage,
+        ));
         Ok(ctx.stream(Box::new(writer), plan, max))
     } else {
         let v = json!({
@@ -85,30 +92,7 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
     }
 }
 
-struct CompletionWriter {
-    head: Vec<u8>,
-    tail: Vec<u8>,
-}
-
-impl CompletionWriter {
-    fn new(id: &str, created: u64, model: &str, plan: &Plan, include_usage: bool) -> Self {
-        let head = format!(
-            "data: {{\"id\":{},\"object\":\"text_completion\",\"created\":{created},\"model\":{},\"choices\":",
-            json_str(id),
-            json_str(model)
-        )
-        .into_bytes();
-        let mut tail = Vec::new();
-        if include_usage {
-            tail.extend_from_slice(&head);
-            tail.extend_from_slice(b"[],\"usage\":");
-            tail.extend_from_slice(usage_json(plan).to_string().as_bytes());
-            tail.extend_from_slice(b"}\n\n");
-        }
-        tail.extend_from_slice(b"data: [DONE]\n\n");
-        Self { head, tail }
-    }
-}
+struct CompletionWriter(StreamFrames);
 
 impl EventWriter for CompletionWriter {
     fn tokens(
@@ -119,7 +103,7 @@ impl EventWriter for CompletionWriter {
         end: u32,
         finish: Option<Finish>,
     ) {
-        out.extend_from_slice(&self.head);
+        out.extend_from_slice(&self.0.head);
         out.extend_from_slice(b"[{\"index\":0,\"text\":\"");
         tokens::push_text(out, first..end);
         out.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":");
@@ -134,6 +118,6 @@ impl EventWriter for CompletionWriter {
     }
 
     fn epilogue(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.tail);
+        out.extend_from_slice(&self.0.tail);
     }
 }

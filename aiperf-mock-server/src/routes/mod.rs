@@ -22,6 +22,7 @@ use crate::faults::{derive, FaultKind};
 use crate::state::State;
 use crate::timing::{Jitter, Schedule};
 use crate::tokens::Plan;
+use chat::usage_json;
 
 /// What a handler knows about the request it serves.
 #[derive(Debug)]
@@ -265,5 +266,43 @@ impl Ctx {
     /// A response id with `prefix` (deterministic per seed and request).
     pub(crate) fn id(&self, prefix: &str) -> String {
         format!("{prefix}{:016x}", derive(self.state.seed, self.seq, 3))
+    }
+}
+
+/// The constant parts of an OpenAI-style event stream: each event's opening up to
+/// `"choices":`, and the closing (the usage chunk when asked for, then `[DONE]`),
+/// serialised once per request.
+pub(crate) struct StreamFrames {
+    /// `data: {"id":…,"object":…,"created":…,"model":…,"choices":`
+    pub head: Vec<u8>,
+    /// The usage chunk (when asked for) and `data: [DONE]`.
+    pub tail: Vec<u8>,
+}
+
+impl StreamFrames {
+    /// Frames for events of type `object` (e.g. `chat.completion.chunk`).
+    pub fn new(
+        object: &str,
+        id: &str,
+        created: u64,
+        model: &str,
+        plan: &Plan,
+        include_usage: bool,
+    ) -> Self {
+        let head = format!(
+            "data: {{\"id\":{},\"object\":\"{object}\",\"created\":{created},\"model\":{},\"choices\":",
+            json_str(id),
+            json_str(model)
+        )
+        .into_bytes();
+        let mut tail = Vec::new();
+        if include_usage {
+            tail.extend_from_slice(&head);
+            tail.extend_from_slice(b"[],\"usage\":");
+            tail.extend_from_slice(usage_json(plan).to_string().as_bytes());
+            tail.extend_from_slice(b"}\n\n");
+        }
+        tail.extend_from_slice(b"data: [DONE]\n\n");
+        Self { head, tail }
     }
 }
