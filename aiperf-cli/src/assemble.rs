@@ -5,6 +5,9 @@ use std::time::Duration;
 use aiperf_core::config::{ArrivalPattern, ExportLevel};
 use aiperf_core::BenchmarkConfig;
 
+use aiperf_endpoints::{endpoint_for, EndpointOptions};
+use aiperf_metrics::{validate_goodput, MetricsContext};
+
 use crate::args::{ArrivalPatternArg, ExportLevelArg, ProfileArgs};
 use crate::kv::{parse_headers, parse_key_values};
 
@@ -76,7 +79,18 @@ pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
     if let Some(goodput) = &args.input.goodput {
         config.goodput = parse_goodput(goodput)?;
     }
-    Ok(config.validate()?)
+    let config = config.validate()?;
+    check_endpoint_options(&config)?;
+    Ok(config)
+}
+
+/// Rules that need the endpoint type: it must exist, and every --goodput tag must be a
+/// metric this endpoint and streaming mode produce.
+fn check_endpoint_options(config: &BenchmarkConfig) -> anyhow::Result<()> {
+    let endpoint = endpoint_for(&config.endpoint.endpoint_type, EndpointOptions::default())?;
+    let context = MetricsContext::new(config, endpoint.info());
+    validate_goodput(&config.goodput, &context)?;
+    Ok(())
 }
 
 /// `http://` is prepended when a URL has no scheme; `mock` is kept as is.
@@ -126,6 +140,7 @@ mod tests {
             "m",
             "-u",
             "localhost:9000",
+            "--streaming",
             "--goodput",
             "time_to_first_token:200 request_latency:1000.5",
         ])
@@ -147,6 +162,33 @@ mod tests {
             err.to_string(),
             "--benchmark-grace-period requires --benchmark-duration"
         );
+    }
+
+    #[test]
+    fn goodput_tags_are_checked_against_the_endpoint_before_anything_runs() {
+        let err = assemble_from(&["-m", "m", "--goodput", "time_to_frist_token:5"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("Unknown metric tag(s) in --goodput"),
+            "{err}"
+        );
+        // TTFT exists only for streaming runs.
+        let err = assemble_from(&["-m", "m", "--goodput", "time_to_first_token:5"]).unwrap_err();
+        assert!(err.to_string().contains("not applicable"), "{err}");
+        assert!(assemble_from(&[
+            "-m",
+            "m",
+            "--streaming",
+            "--goodput",
+            "time_to_first_token:5"
+        ])
+        .is_ok());
+    }
+
+    #[test]
+    fn an_unknown_endpoint_type_is_a_usage_error() {
+        let err = assemble_from(&["-m", "m", "--endpoint-type", "nope"]).unwrap_err();
+        assert!(err.to_string().contains("nope"), "{err}");
     }
 
     #[test]
