@@ -167,6 +167,11 @@ pub struct LoadArgs {
     #[arg(long = "benchmark-grace-period")]
     pub benchmark_grace_period: Option<f64>,
 
+    /// Threads that send requests (default 1: exact stamps, ~30k requests/s on one core).
+    #[arg(long = "workers-max", visible_alias = "max-workers", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers_max: u16,
+
     /// Requests to send before measuring; their results are discarded.
     #[arg(long = "warmup-request-count", visible_alias = "num-warmup-requests")]
     pub warmup_request_count: Option<u64>,
