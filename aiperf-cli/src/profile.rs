@@ -120,7 +120,7 @@ pub async fn profile(
         builder = builder.url(build_url(
             base,
             config.endpoint.custom_endpoint.as_deref(),
-            endpoint.info().default_path,
+            endpoint.info().path(streaming),
         ));
     }
     if let Some(key) = &config.endpoint.api_key {

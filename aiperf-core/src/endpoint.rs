@@ -16,12 +16,25 @@ pub struct EndpointInfo {
     pub name: &'static str,
     /// Path appended to the base URL unless `--endpoint` overrides it.
     pub default_path: &'static str,
+    /// Where streamed requests go instead, for APIs that pick streaming by path (TGI's
+    /// `/generate_stream`); `None` when streaming is a body field.
+    pub streaming_path: Option<&'static str>,
     /// Whether responses can be streamed.
     pub supports_streaming: bool,
     /// Whether responses carry generated tokens (token metrics apply).
     pub produces_tokens: bool,
     /// Whether the input is tokenized (input sequence length applies).
     pub tokenizes_input: bool,
+}
+
+impl EndpointInfo {
+    /// The path requests go to, streamed or not.
+    pub fn path(&self, streaming: bool) -> &'static str {
+        match self.streaming_path {
+            Some(path) if streaming => path,
+            _ => self.default_path,
+        }
+    }
 }
 
 /// Everything an endpoint needs to build one request body.

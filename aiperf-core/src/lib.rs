@@ -56,7 +56,7 @@
 //!
 //! let mut builder = Benchmark::builder()
 //!     .endpoint(Arc::new(Echo(EndpointInfo {
-//!         name: "echo", default_path: "/", supports_streaming: false,
+//!         name: "echo", default_path: "/", streaming_path: None, supports_streaming: false,
 //!         produces_tokens: true, tokenizes_input: true,
 //!     })))
 //!     .transport(Arc::new(Loopback))

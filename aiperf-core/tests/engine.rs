@@ -17,6 +17,7 @@ use aiperf_core::{HttpRequest, SamplingStrategy};
 const INFO: EndpointInfo = EndpointInfo {
     name: "echo",
     default_path: "/echo",
+    streaming_path: None,
     supports_streaming: false,
     produces_tokens: true,
     tokenizes_input: true,

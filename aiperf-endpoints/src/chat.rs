@@ -14,6 +14,7 @@ use crate::EndpointOptions;
 const INFO: EndpointInfo = EndpointInfo {
     name: "chat",
     default_path: "/v1/chat/completions",
+    streaming_path: None,
     supports_streaming: true,
     produces_tokens: true,
     tokenizes_input: true,
@@ -118,7 +119,7 @@ fn content(turn: &Turn) -> Value {
 
 /// Splits audio into `(format, base64 data)`: `wav,<b64>`, `data:audio/<fmt>;base64,<b64>`,
 /// or bare base64 (taken as wav).
-fn audio_parts(audio: &str) -> (&str, &str) {
+pub(crate) fn audio_parts(audio: &str) -> (&str, &str) {
     if let Some(rest) = audio.strip_prefix("data:audio/") {
         if let Some((mime, data)) = rest.split_once(',') {
             let format = mime.split(';').next().unwrap_or("wav");

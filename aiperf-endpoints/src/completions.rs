@@ -13,6 +13,7 @@ use crate::EndpointOptions;
 const INFO: EndpointInfo = EndpointInfo {
     name: "completions",
     default_path: "/v1/completions",
+    streaming_path: None,
     supports_streaming: true,
     produces_tokens: true,
     tokenizes_input: true,

@@ -5,10 +5,23 @@ use std::sync::Arc;
 use aiperf_core::Endpoint;
 use serde_json::{Map, Value};
 
-use crate::{ChatEndpoint, CompletionsEndpoint};
+use crate::{
+    ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint, HuggingFaceGenerateEndpoint,
+    RankingsEndpoint, ResponsesEndpoint,
+};
 
-/// The endpoint types [`endpoint_for`] knows.
-pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &["chat", "completions"];
+/// The endpoint types [`endpoint_for`] knows (aliases aside: `rankings` is `nim_rankings`).
+pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
+    "chat",
+    "completions",
+    "responses",
+    "embeddings",
+    "nim_embeddings",
+    "nim_rankings",
+    "cohere_rankings",
+    "hf_tei_rankings",
+    "huggingface_generate",
+];
 
 /// Options shared by the request-building formats.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -33,15 +46,18 @@ pub struct UnknownEndpoint {
     pub supported: &'static [&'static str],
 }
 
-/// The endpoint for `endpoint_type` (e.g. `chat`), configured with `options`.
+/// The endpoint for `endpoint_type` (e.g. `chat`; see [`SUPPORTED_ENDPOINT_TYPES`]),
+/// configured with `options`.
 ///
 /// ```
 /// use aiperf_endpoints::{endpoint_for, EndpointOptions};
 ///
 /// let chat = endpoint_for("chat", EndpointOptions::default()).unwrap();
 /// assert_eq!(chat.info().default_path, "/v1/chat/completions");
-/// let error = endpoint_for("embeddings", EndpointOptions::default()).err().unwrap();
-/// assert!(error.to_string().contains("chat, completions"));
+/// let rankings = endpoint_for("rankings", EndpointOptions::default()).unwrap();
+/// assert_eq!(rankings.info().name, "nim_rankings");
+/// let error = endpoint_for("chats", EndpointOptions::default()).err().unwrap();
+/// assert!(error.to_string().contains("chat, completions, responses"));
 /// ```
 pub fn endpoint_for(
     endpoint_type: &str,
@@ -50,6 +66,13 @@ pub fn endpoint_for(
     match endpoint_type {
         "chat" => Ok(Arc::new(ChatEndpoint::new(options))),
         "completions" => Ok(Arc::new(CompletionsEndpoint::new(options))),
+        "responses" => Ok(Arc::new(ResponsesEndpoint::new(options))),
+        "embeddings" => Ok(Arc::new(EmbeddingsEndpoint::new(options))),
+        "nim_embeddings" => Ok(Arc::new(EmbeddingsEndpoint::nim(options))),
+        "nim_rankings" | "rankings" => Ok(Arc::new(RankingsEndpoint::nim(options))),
+        "cohere_rankings" => Ok(Arc::new(RankingsEndpoint::cohere(options))),
+        "hf_tei_rankings" => Ok(Arc::new(RankingsEndpoint::hf_tei(options))),
+        "huggingface_generate" => Ok(Arc::new(HuggingFaceGenerateEndpoint::new(options))),
         other => Err(UnknownEndpoint {
             name: other.to_owned(),
             supported: SUPPORTED_ENDPOINT_TYPES,
@@ -66,19 +89,60 @@ mod tests {
         for name in SUPPORTED_ENDPOINT_TYPES {
             let endpoint = endpoint_for(name, EndpointOptions::default()).unwrap();
             assert_eq!(endpoint.info().name, *name);
-            assert!(endpoint.info().supports_streaming);
+        }
+    }
+
+    #[test]
+    fn streaming_and_token_flags_follow_the_catalogue() {
+        let flags = |name: &str| {
+            let endpoint = endpoint_for(name, EndpointOptions::default()).unwrap();
+            let info = endpoint.info();
+            (
+                info.supports_streaming,
+                info.produces_tokens,
+                info.tokenizes_input,
+            )
+        };
+        for name in SUPPORTED_ENDPOINT_TYPES {
+            let expected = match *name {
+                "chat" | "completions" | "responses" | "huggingface_generate" => (true, true, true),
+                _ => (false, false, true),
+            };
+            assert_eq!(flags(name), expected, "{name}");
+        }
+        assert_eq!(
+            endpoint_for("rankings", EndpointOptions::default())
+                .unwrap()
+                .info()
+                .name,
+            "nim_rankings"
+        );
+    }
+
+    #[test]
+    fn only_tgi_streams_from_another_path() {
+        for name in SUPPORTED_ENDPOINT_TYPES {
+            let endpoint = endpoint_for(name, EndpointOptions::default()).unwrap();
+            let info = endpoint.info();
+            assert_eq!(info.path(false), info.default_path);
+            if *name != "huggingface_generate" {
+                assert_eq!(info.path(true), info.default_path);
+            }
         }
     }
 
     #[test]
     fn unknown_types_list_the_supported_ones() {
-        let error = endpoint_for("rankings", EndpointOptions::default())
+        let error = endpoint_for("ranking", EndpointOptions::default())
             .err()
             .unwrap();
-        assert_eq!(error.name, "rankings");
+        assert_eq!(error.name, "ranking");
         assert_eq!(
             error.to_string(),
-            "unknown endpoint type `rankings`; supported types: chat, completions"
+            format!(
+                "unknown endpoint type `ranking`; supported types: {}",
+                SUPPORTED_ENDPOINT_TYPES.join(", ")
+            )
         );
     }
 }

@@ -3,8 +3,13 @@
 //! This crate implements the two halves of a request that [`aiperf_core`] leaves open:
 //!
 //! - an [`Endpoint`](aiperf_core::Endpoint) turns a turn into a request body and a finished
-//!   exchange into parsed responses: [`ChatEndpoint`] (`/v1/chat/completions`) and
-//!   [`CompletionsEndpoint`] (`/v1/completions`), chosen by name with [`endpoint_for`];
+//!   exchange into parsed responses: [`ChatEndpoint`] (`/v1/chat/completions`),
+//!   [`CompletionsEndpoint`] (`/v1/completions`), [`ResponsesEndpoint`] (`/v1/responses`),
+//!   [`EmbeddingsEndpoint`] (`embeddings`, `nim_embeddings`), [`RankingsEndpoint`]
+//!   (`nim_rankings`, `cohere_rankings`, `hf_tei_rankings`) and
+//!   [`HuggingFaceGenerateEndpoint`] (TGI), chosen by name with [`endpoint_for`]; requests
+//!   go to [`EndpointInfo::path`](aiperf_core::EndpointInfo::path) joined to the base
+//!   URL by [`build_url`];
 //! - a [`Transport`](aiperf_core::Transport) sends the bytes: [`HttpTransport`] (hyper,
 //!   pooled keep-alive, rustls) stamps the response head and every body chunk as it
 //!   arrives and does nothing else, so the hot path never parses.
@@ -63,10 +68,14 @@
 
 mod chat;
 mod completions;
+mod embeddings;
 mod factory;
+mod huggingface;
 mod openai;
 mod payload;
+mod rankings;
 mod response;
+mod responses;
 pub mod sse;
 mod tls;
 mod transport;
@@ -74,7 +83,11 @@ mod url;
 
 pub use chat::ChatEndpoint;
 pub use completions::CompletionsEndpoint;
+pub use embeddings::EmbeddingsEndpoint;
 pub use factory::{endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES};
+pub use huggingface::HuggingFaceGenerateEndpoint;
+pub use rankings::RankingsEndpoint;
+pub use responses::ResponsesEndpoint;
 pub use transport::{HttpTransport, HttpTransportBuilder, TransportBuildError};
 pub use url::build_url;
 

@@ -18,6 +18,48 @@ pub(crate) fn current_turn<'a>(
     })
 }
 
+/// The only turn of a single-turn format; more than one turn is an error.
+pub(crate) fn only_turn<'a>(
+    endpoint: &'static str,
+    input: &RequestInput<'a>,
+) -> Result<&'a Turn, EndpointError> {
+    let turn = current_turn(endpoint, input)?;
+    if input.turns.len() != 1 {
+        return Err(EndpointError {
+            endpoint,
+            reason: format!(
+                "{endpoint} takes exactly one turn, got {} (use the chat endpoint for \
+                 multi-turn conversations)",
+                input.turns.len()
+            ),
+        });
+    }
+    Ok(turn)
+}
+
+/// The turn's non-empty texts.
+pub(crate) fn texts(turn: &Turn) -> impl Iterator<Item = &str> {
+    turn.texts
+        .iter()
+        .map(String::as_str)
+        .filter(|text| !text.is_empty())
+}
+
+/// Logs, once per endpoint value, that a format has no max-tokens field.
+pub(crate) fn warn_max_tokens_ignored(
+    endpoint: &'static str,
+    turn: &Turn,
+    warned: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering;
+    if turn.max_tokens.is_some() && !warned.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            endpoint,
+            "the {endpoint} endpoint has no output length; the requested max tokens are ignored"
+        );
+    }
+}
+
 /// The model for `turn`: its own, else the primary model.
 pub(crate) fn model<'a>(input: &RequestInput<'a>, turn: &'a Turn) -> &'a str {
     turn.model.as_deref().unwrap_or(input.model)
@@ -31,12 +73,24 @@ pub(crate) fn finish(
     options: &EndpointOptions,
     streaming: bool,
 ) -> BuiltRequest {
-    for (key, value) in &options.extra_inputs {
-        body.insert(key.clone(), value.clone());
-    }
+    merge(&mut body, &options.extra_inputs);
     if streaming && options.use_server_token_count {
         request_usage(&mut body);
     }
+    serialize(body, streaming)
+}
+
+/// Merges `extra` over `body`, shallowly and in order: a key replaces the whole value,
+/// keeping its position when it already exists.
+pub(crate) fn merge(body: &mut Map<String, Value>, extra: &Map<String, Value>) {
+    for (key, value) in extra {
+        body.insert(key.clone(), value.clone());
+    }
+}
+
+/// Serialises the body compactly, with the JSON content type and the `Accept` header that
+/// fits `streaming`.
+pub(crate) fn serialize(body: Map<String, Value>, streaming: bool) -> BuiltRequest {
     let accept = if streaming {
         "text/event-stream"
     } else {

@@ -1,11 +1,12 @@
-//! Response handling shared by the OpenAI-style formats: HTTP errors, in-band errors,
-//! streamed (SSE) and whole bodies, usage. A format only supplies how to read text and
-//! reasoning out of one JSON object.
+//! Response handling shared by every format: HTTP errors, in-band errors, streamed (SSE)
+//! and whole bodies, usage. A format only supplies how to read one JSON payload (a
+//! [`Format`]); the OpenAI chat-style formats supply even less, an [`Extract`] of text and
+//! reasoning from one typed [`Object`].
 
 use std::time::Instant;
 
 use aiperf_core::{ErrorDetails, ParsedExchange, ParsedResponse, RawExchange, Usage};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::openai::Object;
 use crate::sse::{decode_chunks, SseEvent};
@@ -22,12 +23,78 @@ pub(crate) struct Extracted {
 /// Reads one response object of a format.
 pub(crate) type Extract = fn(&Object<'_>) -> Extracted;
 
+/// What a format read out of one JSON payload (an SSE event's data or a whole body).
+#[derive(Debug, Default)]
+pub(crate) struct Piece {
+    /// Generated text (content and tool-call text).
+    pub text: String,
+    /// Generated reasoning.
+    pub reasoning: String,
+    /// Non-text data: embeddings, rankings.
+    pub has_other_data: bool,
+    /// The `usage` object, if the payload had one (empty ones are dropped later).
+    pub usage: Option<Map<String, Value>>,
+    /// The payload is an error object, not a response; details are read by
+    /// [`Format::in_band_error`].
+    pub is_error: bool,
+}
+
+/// Why a payload could not be read.
+#[derive(Debug)]
+pub(crate) enum Unreadable {
+    /// Not JSON, or not the JSON shape of this format.
+    Json(serde_json::Error),
+    /// JSON of the right shape carrying something the format does not accept.
+    Invalid(String),
+}
+
+impl From<serde_json::Error> for Unreadable {
+    fn from(error: serde_json::Error) -> Self {
+        Self::Json(error)
+    }
+}
+
+/// How one response format reads its payloads. A fresh value reads each exchange, so a
+/// format may keep state across the events of one stream.
+pub(crate) trait Format {
+    /// Reads one JSON payload without building a JSON tree.
+    fn read(&mut self, payload: &[u8]) -> Result<Piece, Unreadable>;
+
+    /// The error that `json`, a payload [`Format::read`] flagged as an error, describes;
+    /// `None` to read it as a response after all.
+    fn in_band_error(&self, json: &Value, kind: &str) -> Option<ErrorDetails> {
+        in_band_error(json, kind)
+    }
+}
+
+/// The OpenAI chat-style formats: one typed [`Object`] read by an [`Extract`].
+struct OpenAi(Extract);
+
+impl Format for OpenAi {
+    fn read(&mut self, payload: &[u8]) -> Result<Piece, Unreadable> {
+        let object = serde_json::from_slice::<Object>(payload)?;
+        let Extracted { text, reasoning } = (self.0)(&object);
+        Ok(Piece {
+            text,
+            reasoning,
+            has_other_data: false,
+            is_error: object.is_error(),
+            usage: object.usage,
+        })
+    }
+}
+
 /// Most characters of an unparsable body quoted in an error message.
 const SNIPPET_CHARS: usize = 200;
 
+/// Parses an exchange of an OpenAI chat-style format (see [`parse_with`]).
+pub(crate) fn parse_exchange(exchange: &RawExchange, extract: Extract) -> ParsedExchange {
+    parse_with(exchange, OpenAi(extract))
+}
+
 /// Parses an exchange: its HTTP error, or its responses (streamed or whole) followed by
 /// any error seen in the stream or below HTTP.
-pub(crate) fn parse_exchange(exchange: &RawExchange, extract: Extract) -> ParsedExchange {
+pub(crate) fn parse_with(exchange: &RawExchange, format: impl Format) -> ParsedExchange {
     let status = match exchange.status {
         None => {
             let error = exchange
@@ -48,7 +115,7 @@ pub(crate) fn parse_exchange(exchange: &RawExchange, extract: Extract) -> Parsed
         Some(status) => status,
     };
     let mut reader = Reader {
-        extract,
+        format,
         parsed: ParsedExchange::default(),
         malformed: None,
     };
@@ -156,14 +223,14 @@ fn is_event_stream(exchange: &RawExchange) -> bool {
 }
 
 /// Collects responses and errors.
-struct Reader {
-    extract: Extract,
+struct Reader<F> {
+    format: F,
     parsed: ParsedExchange,
     /// The first unparsable JSON payload, reported only if nothing had content.
     malformed: Option<ErrorDetails>,
 }
 
-impl Reader {
+impl<F: Format> Reader<F> {
     /// Streamed events until `[DONE]` or an error.
     fn read_events(&mut self, events: Vec<SseEvent>) {
         for event in events {
@@ -190,34 +257,47 @@ impl Reader {
 
     /// Reads one JSON payload; false when it carried an error (which ends the stream).
     fn read_json(&mut self, payload: &[u8], at: Instant, error_kind: &str) -> bool {
-        let object = match serde_json::from_slice::<Object>(payload) {
-            Ok(object) => object,
-            Err(error) => {
-                tracing::debug!(%error, "skipping a response that is not a JSON object");
+        let piece = match self.format.read(payload) {
+            Ok(piece) => piece,
+            Err(unreadable) => {
+                tracing::debug!(?unreadable, "skipping a response this format cannot read");
                 if self.malformed.is_none() {
-                    self.malformed = Some(malformed(payload, &error));
+                    self.malformed = Some(match unreadable {
+                        Unreadable::Json(error) => malformed(payload, &error),
+                        Unreadable::Invalid(message) => ErrorDetails {
+                            code: None,
+                            kind: Some("ValueError".into()),
+                            message,
+                        },
+                    });
                 }
                 return true;
             }
         };
-        if object.is_error() {
+        if piece.is_error {
             // Rare: read the whole object again for the error's code and message.
             if let Some(error) = serde_json::from_slice::<Value>(payload)
                 .ok()
-                .and_then(|json| in_band_error(&json, error_kind))
+                .and_then(|json| self.format.in_band_error(&json, error_kind))
             {
                 self.parsed.error = Some(error);
                 return false;
             }
         }
-        let Extracted { text, reasoning } = (self.extract)(&object);
-        let usage = object.usage.filter(|usage| !usage.is_empty()).map(Usage);
-        if !text.is_empty() || !reasoning.is_empty() || usage.is_some() {
+        let Piece {
+            text,
+            reasoning,
+            has_other_data,
+            usage,
+            ..
+        } = piece;
+        let usage = usage.filter(|usage| !usage.is_empty()).map(Usage);
+        if !text.is_empty() || !reasoning.is_empty() || has_other_data || usage.is_some() {
             self.parsed.responses.push(ParsedResponse {
                 at,
                 text,
                 reasoning,
-                has_other_data: false,
+                has_other_data,
                 usage,
             });
         }
@@ -244,7 +324,7 @@ fn sse_error(event: &SseEvent) -> ErrorDetails {
 
 /// An error object sent with a 2xx status (`{"error": …}` or `{"object": "error", …}`,
 /// without `choices`): code from the object when it is an HTTP status, else 502.
-fn in_band_error(json: &Value, kind: &str) -> Option<ErrorDetails> {
+pub(crate) fn in_band_error(json: &Value, kind: &str) -> Option<ErrorDetails> {
     if json.get("choices").is_some() {
         return None;
     }

@@ -2,7 +2,13 @@
 
 use std::time::{Duration, Instant};
 
-use aiperf_core::{BuiltRequest, Chunk, RawExchange, RequestInput, TransportError, Turn};
+use aiperf_core::{
+    BuiltRequest, Chunk, Endpoint, HttpMethod, HttpRequest, ParsedExchange, RawExchange,
+    RequestInput, Transport, TransportError, Turn,
+};
+use aiperf_mock_server::{MockConfig, MockServer};
+
+use crate::{build_url, HttpTransport};
 
 /// A request input for `turns` with model `m`.
 pub(crate) fn input(turns: &[Turn], streaming: bool) -> RequestInput<'_> {
@@ -62,4 +68,27 @@ pub(crate) fn failed(error: TransportError) -> RawExchange {
 /// The stamp of chunk `i`.
 pub(crate) fn at(base: Instant, i: usize) -> Instant {
     base + Duration::from_millis(i as u64)
+}
+
+/// Builds a request for `input`, sends it to a fresh mock server at `path` (the endpoint's
+/// default path when `None`) through [`HttpTransport`], and parses the answer.
+pub(crate) async fn round_trip(
+    endpoint: &dyn Endpoint,
+    path: Option<&str>,
+    input: &RequestInput<'_>,
+) -> (RawExchange, ParsedExchange) {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let built = endpoint.build(input).unwrap();
+    let request = HttpRequest {
+        method: HttpMethod::Post,
+        url: build_url(&server.url(), path, endpoint.info().default_path),
+        headers: built.headers,
+        body: built.body,
+        timeout: Some(Duration::from_secs(10)),
+    };
+    let transport = HttpTransport::builder().build().unwrap();
+    let exchange = transport.send(request).await;
+    server.shutdown().await;
+    let parsed = endpoint.parse(&exchange);
+    (exchange, parsed)
 }

@@ -24,7 +24,8 @@
 //! config.endpoint.streaming = true;
 //! config.goodput = vec![("time_to_first_token".into(), 200.0)];
 //! let info = EndpointInfo {
-//!     name: "chat", default_path: "/v1/chat/completions", supports_streaming: true,
+//!     name: "chat", default_path: "/v1/chat/completions", streaming_path: None,
+//!     supports_streaming: true,
 //!     produces_tokens: true, tokenizes_input: true,
 //! };
 //! let sink = MetricsSink::new(&config, &info, Arc::new(Words))?;
