@@ -129,6 +129,11 @@ pub struct InputArgs {
     /// Per-request SLOs, e.g. "time_to_first_token:200 request_latency:1000" (ms).
     #[arg(long)]
     pub goodput: Option<String>,
+
+    /// Run-level SLOs checked after the run, e.g. "time_to_first_token:p99:200
+    /// request_throughput:avg:50"; any miss exits with status 3.
+    #[arg(long)]
+    pub slo: Option<String>,
 }
 
 /// How the load is applied and when the benchmark stops.

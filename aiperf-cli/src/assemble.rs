@@ -6,6 +6,7 @@ use aiperf_core::config::{ArrivalPattern, ExportLevel};
 use aiperf_core::BenchmarkConfig;
 
 use aiperf_endpoints::{endpoint_for, EndpointOptions};
+use aiperf_metrics::slo::{parse_slos, Slo};
 use aiperf_metrics::{validate_goodput, MetricsContext};
 
 use crate::args::{ArrivalPatternArg, ExportLevelArg, ProfileArgs};
@@ -91,6 +92,14 @@ fn check_endpoint_options(config: &BenchmarkConfig) -> anyhow::Result<()> {
     let context = MetricsContext::new(config, endpoint.info());
     validate_goodput(&config.goodput, &context)?;
     Ok(())
+}
+
+/// The run-level SLOs of `--slo` (empty without the flag).
+pub fn slos(args: &ProfileArgs) -> anyhow::Result<Vec<Slo>> {
+    Ok(match &args.input.slo {
+        Some(text) => parse_slos(text)?,
+        None => Vec::new(),
+    })
 }
 
 /// `http://` is prepended when a URL has no scheme; `mock` is kept as is.

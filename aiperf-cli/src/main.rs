@@ -1,7 +1,8 @@
 //! The `aiperf` command-line tool: a thin composition of the aiperf-rs library crates.
 //!
 //! Exit status: 0 when the run completed, 1 when it failed or every request failed,
-//! 2 for a usage or configuration error, 130 when Ctrl-C cut the run short.
+//! 2 for a usage or configuration error, 3 when the run missed an `--slo`, 130 when
+//! Ctrl-C cut the run short.
 
 mod args;
 mod assemble;
@@ -29,8 +30,10 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Profile(args) => {
             init_logging(&args.output.log_level);
-            let config = match assemble::assemble(&args) {
-                Ok(config) => config,
+            let (config, slos) = match assemble::assemble(&args)
+                .and_then(|config| Ok((config, assemble::slos(&args)?)))
+            {
+                Ok(assembled) => assembled,
                 Err(error) => {
                     eprintln!("error: {error:#}");
                     return ExitCode::from(2);
@@ -43,9 +46,10 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match runtime.block_on(profile::profile(&args, config, cli_command)) {
+            match runtime.block_on(profile::profile(&args, config, &slos, cli_command)) {
                 Ok(Outcome::Completed) => ExitCode::SUCCESS,
                 Ok(Outcome::AllFailed) => ExitCode::FAILURE,
+                Ok(Outcome::SlosMissed) => ExitCode::from(3),
                 Ok(Outcome::Cancelled) => ExitCode::from(130),
                 Err(error) => {
                     eprintln!("error: {error:#}");

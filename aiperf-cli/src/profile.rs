@@ -13,6 +13,7 @@ use aiperf_datasets::{
 };
 use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
+use aiperf_metrics::slo::Slo;
 use aiperf_metrics::{MetricsSink, Summary};
 use aiperf_mock_server::{MockConfig, MockServer};
 use anyhow::Context;
@@ -31,12 +32,15 @@ pub enum Outcome {
     AllFailed,
     /// Ctrl-C stopped the run; what finished was written.
     Cancelled,
+    /// The run completed but missed at least one `--slo`.
+    SlosMissed,
 }
 
 /// Runs the benchmark `config` describes and writes its artifacts.
 pub async fn profile(
     args: &ProfileArgs,
     mut config: BenchmarkConfig,
+    slos: &[Slo],
     cli_command: String,
 ) -> anyhow::Result<Outcome> {
     let _mock = start_embedded_mock_if_asked(&mut config).await?;
@@ -141,14 +145,21 @@ pub async fn profile(
     write_summary_files(&summary, &paths)?;
     print!("{}", console::render_console(&summary));
     print_footer(&summary, &paths.csv, &paths.json, &artifact_dir);
-    Ok(outcome(&summary))
+    let slos_met = slos.is_empty() || {
+        let report = summary.check_slos(slos);
+        print!("{}", report.render());
+        report.passed()
+    };
+    Ok(outcome(&summary, slos_met))
 }
 
-fn outcome(summary: &Summary) -> Outcome {
+fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
     if summary.was_cancelled {
         Outcome::Cancelled
     } else if summary.request_count() == 0 && summary.error_count() > 0 {
         Outcome::AllFailed
+    } else if !slos_met {
+        Outcome::SlosMissed
     } else {
         Outcome::Completed
     }

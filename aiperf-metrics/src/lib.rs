@@ -46,6 +46,7 @@ pub mod catalogue;
 pub mod export;
 mod memo;
 pub mod record_metrics;
+pub mod slo;
 pub mod stats;
 pub mod summary;
 pub mod timeline;

@@ -10,6 +10,7 @@ use aiperf_core::{
 };
 use aiperf_datasets::{SyntheticConfig, SyntheticDataset, Tokenizer};
 use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_metrics::slo::parse_slos;
 use aiperf_metrics::MetricsSink;
 use aiperf_mock_server::{MockConfig, MockServer};
 
@@ -81,6 +82,21 @@ async fn p99_time_to_first_token_meets_an_slo_against_the_mock_server() {
         ttft.avg
     );
     assert!(ttft.p99.unwrap() < 200.0, "p99 TTFT {:?}", ttft.p99);
+
+    // The same gate as `aiperf profile --slo`, from Rust.
+    let met = summary.check_slos(
+        &parse_slos("time_to_first_token:p99:200 output_sequence_length:min:16").unwrap(),
+    );
+    assert!(met.passed(), "{}", met.render());
+    let missed = summary.check_slos(
+        &parse_slos("time_to_first_token:avg:5 request_throughput:avg:1000000").unwrap(),
+    );
+    assert!(!missed.passed());
+    assert!(
+        missed.outcomes.iter().all(|o| !o.passed),
+        "{}",
+        missed.render()
+    );
     let osl = summary.metric("output_sequence_length").unwrap();
     assert_eq!((osl.min, osl.max), (Some(16.0), Some(16.0)));
 }

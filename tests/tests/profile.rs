@@ -205,6 +205,41 @@ async fn goodput_counts_exactly_the_requests_that_met_the_slo() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slo_gates_pass_with_status_0_and_fail_with_status_3() {
+    let server = MockServer::start(MockConfig::with_timing(20.0, 2.0))
+        .await
+        .unwrap();
+    let run = |slo: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut argv = args(&format!(
+            "-m mock-model --url {url} --streaming --concurrency 2 --request-count 10 --isl 16 --osl 8",
+            url = server.url()
+        ));
+        argv.extend(["--slo".to_owned(), slo.to_owned()]);
+        argv.extend(artifact_args(dir.path()));
+        async move { (profile(argv).await, dir) }
+    };
+    let (output, _dir) = run("time_to_first_token:p99:500 output_sequence_length:avg:8").await;
+    assert_exit(&output, 0);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("All SLOs met."), "{stdout}");
+
+    // TTFT cannot be under the server's 20 ms.
+    let (output, dir) = run("time_to_first_token:avg:10").await;
+    assert_exit(&output, 3);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("time_to_first_token avg") && stdout.contains("FAIL"),
+        "{stdout}"
+    );
+    // The artifacts are written whatever the verdict.
+    assert!(dir.path().join("profile_export_aiperf.json").exists());
+
+    let (output, _dir) = run("ttft:p99:10").await;
+    assert_exit(&output, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_where_every_request_fails_writes_its_error_summary_and_exits_1() {
     let server = MockServer::start(MockConfig {
         fast: true,
