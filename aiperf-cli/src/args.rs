@@ -28,6 +28,8 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
+    pub rankings: RankingsArgs,
+    #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -134,6 +136,36 @@ pub struct InputArgs {
     /// request_throughput:avg:50"; any miss exits with status 3.
     #[arg(long)]
     pub slo: Option<String>,
+}
+
+/// The synthetic ranking requests of the `*_rankings` endpoint types: one query and some
+/// passages per request.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Rankings")]
+pub struct RankingsArgs {
+    /// Mean number of passages per ranking request.
+    #[arg(long = "rankings-passages-mean", default_value_t = 1.0)]
+    pub passages_mean: f64,
+
+    /// Standard deviation of the passage count.
+    #[arg(long = "rankings-passages-stddev", default_value_t = 0.0)]
+    pub passages_stddev: f64,
+
+    /// Mean tokens per passage.
+    #[arg(long = "rankings-passages-prompt-token-mean", default_value_t = 550.0)]
+    pub passage_tokens_mean: f64,
+
+    /// Standard deviation of the tokens per passage.
+    #[arg(long = "rankings-passages-prompt-token-stddev", default_value_t = 0.0)]
+    pub passage_tokens_stddev: f64,
+
+    /// Mean tokens of the query.
+    #[arg(long = "rankings-query-prompt-token-mean", default_value_t = 550.0)]
+    pub query_tokens_mean: f64,
+
+    /// Standard deviation of the query's tokens.
+    #[arg(long = "rankings-query-prompt-token-stddev", default_value_t = 0.0)]
+    pub query_tokens_stddev: f64,
 }
 
 /// How the load is applied and when the benchmark stops.

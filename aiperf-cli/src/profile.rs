@@ -9,7 +9,8 @@ use aiperf_core::{
     Progress, RequestInput, SamplingStrategy,
 };
 use aiperf_datasets::{
-    choose_tokenizer, load_tokenizer, HubEnv, SyntheticConfig, SyntheticDataset, Tokenizer,
+    choose_tokenizer, load_tokenizer, HubEnv, RankingsConfig, SyntheticConfig, SyntheticDataset,
+    Tokenizer,
 };
 use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
@@ -19,7 +20,7 @@ use aiperf_mock_server::{MockConfig, MockServer};
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use crate::args::ProfileArgs;
+use crate::args::{ProfileArgs, RankingsArgs};
 use crate::assemble::MOCK_URL;
 use crate::ui;
 
@@ -77,6 +78,11 @@ pub async fn profile(
             num_entries: config.input.num_dataset_entries,
             seed: Some(seed),
             model: None,
+            rankings: endpoint
+                .info()
+                .name
+                .ends_with("rankings")
+                .then(|| rankings_config(&args.rankings)),
         },
         tokenizer.clone(),
     )?
@@ -151,6 +157,17 @@ pub async fn profile(
         report.passed()
     };
     Ok(outcome(&summary, slos_met))
+}
+
+fn rankings_config(args: &RankingsArgs) -> RankingsConfig {
+    RankingsConfig {
+        passages_mean: args.passages_mean,
+        passages_stddev: args.passages_stddev,
+        passage_tokens_mean: args.passage_tokens_mean,
+        passage_tokens_stddev: args.passage_tokens_stddev,
+        query_tokens_mean: args.query_tokens_mean,
+        query_tokens_stddev: args.query_tokens_stddev,
+    }
 }
 
 fn outcome(summary: &Summary, slos_met: bool) -> Outcome {

@@ -49,5 +49,5 @@ pub use resolve::{
     load_tokenizer_offline, repo_cache_dir, HubEnv, TokenizerChoice, TokenizerSpec,
 };
 pub use seed::{derive_rng, derive_seed};
-pub use synthetic::{LengthDistribution, SyntheticConfig, SyntheticDataset};
+pub use synthetic::{LengthDistribution, RankingsConfig, SyntheticConfig, SyntheticDataset};
 pub use tokenizer::{TiktokenEncoding, Tokenizer};

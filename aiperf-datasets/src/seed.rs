@@ -10,6 +10,8 @@ pub const PROMPT_LENGTH: &str = "dataset.prompt.length";
 pub const PROMPT_CORPUS: &str = "dataset.prompt.corpus";
 /// Stream for requested output lengths.
 pub const MAX_TOKENS: &str = "composer.turn.max_tokens";
+/// Stream for the number of passages of ranking requests.
+pub const RANKING_PASSAGES: &str = "dataset.rankings.passages";
 /// Stream for conversation (session) ids.
 pub const SESSION_ID: &str = "dataset.session_id";
 

@@ -73,6 +73,69 @@ pub struct SyntheticConfig {
     pub seed: Option<u64>,
     /// Model to put on each turn; `None` leaves the primary model.
     pub model: Option<String>,
+    /// Compose ranking requests (a query and passages) instead of one prompt per turn.
+    pub rankings: Option<RankingsConfig>,
+}
+
+/// The shape of synthetic ranking requests (`--rankings-*`): each turn's first text is the
+/// query, the rest are the passages to rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankingsConfig {
+    /// Mean passages per request (`--rankings-passages-mean`, default 1).
+    pub passages_mean: f64,
+    /// Standard deviation of the passage count.
+    pub passages_stddev: f64,
+    /// Mean tokens per passage (`--rankings-passages-prompt-token-mean`, default 550).
+    pub passage_tokens_mean: f64,
+    /// Standard deviation of the passage length.
+    pub passage_tokens_stddev: f64,
+    /// Mean tokens of the query (`--rankings-query-prompt-token-mean`, default 550).
+    pub query_tokens_mean: f64,
+    /// Standard deviation of the query length.
+    pub query_tokens_stddev: f64,
+}
+
+impl Default for RankingsConfig {
+    fn default() -> Self {
+        Self {
+            passages_mean: 1.0,
+            passages_stddev: 0.0,
+            passage_tokens_mean: 550.0,
+            passage_tokens_stddev: 0.0,
+            query_tokens_mean: 550.0,
+            query_tokens_stddev: 0.0,
+        }
+    }
+}
+
+/// The three distributions of a [`RankingsConfig`], checked.
+#[derive(Debug, Clone, Copy)]
+struct RankingsShape {
+    passages: LengthDistribution,
+    passage_tokens: LengthDistribution,
+    query_tokens: LengthDistribution,
+}
+
+impl RankingsShape {
+    fn new(config: &RankingsConfig) -> Result<Self, SyntheticError> {
+        Ok(Self {
+            passages: LengthDistribution::new(
+                config.passages_mean,
+                config.passages_stddev,
+                "ranking passages",
+            )?,
+            passage_tokens: LengthDistribution::new(
+                config.passage_tokens_mean,
+                config.passage_tokens_stddev,
+                "passage tokens",
+            )?,
+            query_tokens: LengthDistribution::new(
+                config.query_tokens_mean,
+                config.query_tokens_stddev,
+                "query tokens",
+            )?,
+        })
+    }
 }
 
 impl Default for SyntheticConfig {
@@ -85,6 +148,7 @@ impl Default for SyntheticConfig {
             num_entries: 100,
             seed: None,
             model: None,
+            rankings: None,
         }
     }
 }
@@ -119,6 +183,7 @@ pub struct SyntheticDataset {
     config: SyntheticConfig,
     isl: LengthDistribution,
     osl: Option<LengthDistribution>,
+    rankings: Option<RankingsShape>,
     tokenizer: Tokenizer,
     root_seed: u64,
 }
@@ -141,11 +206,17 @@ impl SyntheticDataset {
                 LengthDistribution::new(f64::from(mean), config.osl_stddev, "output tokens")
             })
             .transpose()?;
+        let rankings = config
+            .rankings
+            .as_ref()
+            .map(RankingsShape::new)
+            .transpose()?;
         let root_seed = config.seed.unwrap_or_else(rand::random);
         Ok(Self {
             config,
             isl,
             osl,
+            rankings,
             tokenizer,
             root_seed,
         })
@@ -171,11 +242,24 @@ impl SyntheticDataset {
         let mut length_rng = derive_rng(root, seed::PROMPT_LENGTH);
         let mut osl_rng = derive_rng(root, seed::MAX_TOKENS);
         let mut id_rng = derive_rng(root, seed::SESSION_ID);
+        let mut passages_rng = derive_rng(root, seed::RANKING_PASSAGES);
         let conversations = (0..self.config.num_entries)
             .map(|_| {
-                let isl = self.isl.sample(&mut length_rng);
+                let texts = match &self.rankings {
+                    None => vec![prompts.generate(self.isl.sample(&mut length_rng) as usize)],
+                    Some(shape) => {
+                        let query = shape.query_tokens.sample(&mut length_rng) as usize;
+                        let count = shape.passages.sample(&mut passages_rng);
+                        std::iter::once(prompts.generate(query))
+                            .chain((0..count).map(|_| {
+                                let tokens = shape.passage_tokens.sample(&mut length_rng);
+                                prompts.generate(tokens as usize)
+                            }))
+                            .collect()
+                    }
+                };
                 let turn = Turn {
-                    texts: vec![prompts.generate(isl as usize)],
+                    texts,
                     model: self.config.model.clone(),
                     max_tokens: self.osl.map(|osl| osl.sample(&mut osl_rng)),
                     ..Turn::default()
@@ -233,6 +317,7 @@ mod tests {
             num_entries: 20,
             seed,
             model: None,
+            rankings: None,
         }
     }
 
@@ -356,6 +441,36 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, SyntheticError::NothingToGenerate));
+    }
+
+    #[test]
+    fn rankings_turns_hold_a_query_and_the_passages() {
+        let tokenizer = Tokenizer::builtin();
+        let config = SyntheticConfig {
+            num_entries: 20,
+            seed: Some(4),
+            rankings: Some(RankingsConfig {
+                passages_mean: 3.0,
+                passages_stddev: 1.0,
+                passage_tokens_mean: 40.0,
+                query_tokens_mean: 12.0,
+                ..RankingsConfig::default()
+            }),
+            ..SyntheticConfig::default()
+        };
+        let conversations = SyntheticDataset::new(config, tokenizer.clone())
+            .unwrap()
+            .generate()
+            .unwrap();
+        let mut counts = std::collections::BTreeSet::new();
+        for conversation in &conversations {
+            let texts = &conversation.turns[0].texts;
+            assert_eq!(tokenizer.count(&texts[0]), 12, "the query");
+            assert!(texts[1..].iter().all(|p| tokenizer.count(p) == 40));
+            counts.insert(texts.len() - 1);
+        }
+        assert!(counts.len() > 1, "passage counts vary: {counts:?}");
+        assert!(counts.iter().all(|n| *n >= 1));
     }
 
     #[test]

@@ -240,6 +240,34 @@ async fn slo_gates_pass_with_status_0_and_fail_with_status_3() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rankings_runs_compose_a_query_and_passages_per_request() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --endpoint-type nim_rankings --request-count 6 \
+         --rankings-passages-mean 4 --rankings-query-prompt-token-mean 10 \
+         --rankings-passages-prompt-token-mean 30 --random-seed 2",
+        url = server.url()
+    ));
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let inputs = read_json(&dir.path().join("inputs.json"));
+    let payload = &inputs["data"][0]["payloads"][0];
+    assert_eq!(payload["passages"].as_array().unwrap().len(), 4);
+    assert!(payload["query"]["text"].is_string());
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    assert_eq!(stat(&summary, "request_count", "avg"), 6.0);
+    // Rankings produce no tokens: no output metrics, but the input is counted.
+    assert!(summary.get("output_sequence_length").is_none());
+    let isl = stat(&summary, "input_sequence_length", "avg");
+    assert!(
+        (128.0..=132.0).contains(&isl),
+        "10 + 4 × 30 tokens, give or take joins: {isl}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_where_every_request_fails_writes_its_error_summary_and_exits_1() {
     let server = MockServer::start(MockConfig {
         fast: true,
