@@ -1,7 +1,40 @@
-//! GPU and server telemetry for aiperf-rs: scraping Prometheus endpoints (DCGM exporter,
-//! vLLM, SGLang, TensorRT-LLM, Dynamo) beside a benchmark and summarising them over the
-//! profiling window.
+//! GPU and server telemetry for aiperf-rs.
 //!
-//! This crate is empty for now: scraping arrives with the telemetry work (issue 7). Until
-//! then `aiperf profile` collects no telemetry and accepts `--no-gpu-telemetry` and
-//! `--no-server-metrics` only for command-line compatibility.
+//! Beside a benchmark, aiperf scrapes Prometheus endpoints — NVIDIA DCGM exporters for GPU
+//! power, utilisation, memory and temperature, and the inference server's own metrics
+//! (vLLM, SGLang, TensorRT-LLM, Dynamo) — and summarises them over the profiling window.
+//!
+//! This crate holds that work. Its first part is [`prometheus`], our own parser and renderer
+//! of the Prometheus text exposition format (0.0.4, and OpenMetrics text). The scrapers, the
+//! per-series summaries and the exports (JSON, CSV, JSONL) come next; until then
+//! `aiperf profile` collects no telemetry.
+//!
+//! ```
+//! use aiperf_telemetry::prometheus::{find_family, parse, MetricType};
+//!
+//! // (`concat!` because rustdoc hides example lines that start with `# `.)
+//! let text = concat!(
+//!     "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n",
+//!     "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n",
+//!     "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",modelName=\"NVIDIA H100 80GB HBM3\"} 71.5\n",
+//!     "# TYPE vllm:time_to_first_token_seconds histogram\n",
+//!     "vllm:time_to_first_token_seconds_bucket{le=\"0.1\",model_name=\"m\"} 3\n",
+//!     "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 4\n",
+//!     "vllm:time_to_first_token_seconds_sum{model_name=\"m\"} 0.52\n",
+//!     "vllm:time_to_first_token_seconds_count{model_name=\"m\"} 4\n",
+//! );
+//! let families = parse(text)?;
+//!
+//! let power = find_family(&families, "DCGM_FI_DEV_POWER_USAGE").expect("present");
+//! assert_eq!(power.kind, MetricType::Gauge);
+//! assert_eq!(power.samples[0].value, 71.5);
+//!
+//! let ttft = find_family(&families, "vllm:time_to_first_token_seconds").expect("present");
+//! let series = &ttft.histograms()[0];
+//! assert_eq!(series.labels, [("model_name".to_string(), "m".to_string())]);
+//! assert_eq!(series.buckets, [(0.1, 3.0), (f64::INFINITY, 4.0)]);
+//! assert_eq!((series.sum, series.count), (Some(0.52), Some(4.0)));
+//! # Ok::<(), aiperf_telemetry::prometheus::ParseError>(())
+//! ```
+
+pub mod prometheus;
