@@ -76,6 +76,14 @@ pub struct EndpointArgs {
     #[arg(long = "request-timeout-seconds", default_value_t = 21_600.0)]
     pub request_timeout_seconds: f64,
 
+    /// pooled: reuse keep-alive connections; never: a new connection for every request.
+    #[arg(
+        long = "connection-reuse-strategy",
+        value_enum,
+        default_value = "pooled"
+    )]
+    pub connection_reuse_strategy: ConnectionReuse,
+
     /// Send `max_tokens` instead of `max_completion_tokens` on chat requests.
     #[arg(long = "use-legacy-max-tokens")]
     pub use_legacy_max_tokens: bool,
@@ -212,6 +220,16 @@ pub struct LoadArgs {
     /// Requests to send before measuring; their results are discarded.
     #[arg(long = "warmup-request-count", visible_alias = "num-warmup-requests")]
     pub warmup_request_count: Option<u64>,
+}
+
+/// How connections are reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConnectionReuse {
+    Pooled,
+    Never,
+    /// One connection per conversation (`sticky-user-sessions`): not supported yet.
+    #[value(name = "sticky-user-sessions")]
+    StickyUserSessions,
 }
 
 /// The arrival patterns.

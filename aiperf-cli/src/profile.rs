@@ -20,7 +20,7 @@ use aiperf_mock_server::{MockConfig, MockServer};
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use crate::args::{ProfileArgs, RankingsArgs};
+use crate::args::{ConnectionReuse, ProfileArgs, RankingsArgs};
 use crate::assemble::MOCK_URL;
 use crate::ui;
 
@@ -50,7 +50,7 @@ pub async fn profile(
         .random_seed
         .get_or_insert_with(rand::random::<u64>);
 
-    let transport = Arc::new(HttpTransport::builder().build()?);
+    let transport = Arc::new(build_transport(args.endpoint.connection_reuse_strategy)?);
     let endpoint = endpoint_for(
         &config.endpoint.endpoint_type,
         EndpointOptions {
@@ -180,6 +180,20 @@ fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
     } else {
         Outcome::Completed
     }
+}
+
+/// `never` keeps no idle connection, so every request opens its own (and pays the TCP
+/// handshake inside its TTFT, as a client without keep-alive would).
+fn build_transport(reuse: ConnectionReuse) -> anyhow::Result<HttpTransport> {
+    let builder = match reuse {
+        ConnectionReuse::Pooled => HttpTransport::builder(),
+        ConnectionReuse::Never => HttpTransport::builder().pool_max_idle_per_host(0),
+        ConnectionReuse::StickyUserSessions => anyhow::bail!(
+            "--connection-reuse-strategy sticky-user-sessions is not supported yet; \
+             use pooled or never"
+        ),
+    };
+    Ok(builder.build()?)
 }
 
 /// `--url mock`: start the embedded mock server (TTFT 20 ms, ITL 5 ms, like the Python

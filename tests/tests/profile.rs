@@ -268,6 +268,26 @@ async fn rankings_runs_compose_a_query_and_passages_per_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_pooled_by_default_and_new_per_request_with_never() {
+    // Pooled: one connection per concurrent slot; a slot may briefly open another while
+    // hyper returns the previous connection to the pool, hence a small margin.
+    for (strategy, connections) in [("pooled", 2..=4), ("never", 12..=12)] {
+        let server = MockServer::start(MockConfig::fast()).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut argv = args(&format!(
+            "-m mock-model --url {url} --concurrency 2 --request-count 12 --isl 8 --osl 2 \
+             --connection-reuse-strategy {strategy}",
+            url = server.url()
+        ));
+        argv.extend(artifact_args(dir.path()));
+        let output = profile(argv).await;
+        assert_exit(&output, 0);
+        let accepted = server.stats().connections_accepted;
+        assert!(connections.contains(&accepted), "{strategy}: {accepted}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_where_every_request_fails_writes_its_error_summary_and_exits_1() {
     let server = MockServer::start(MockConfig {
         fast: true,
