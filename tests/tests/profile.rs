@@ -61,9 +61,11 @@ async fn streaming_run_recovers_the_mock_timings_and_exact_lengths() {
     let ttft = stat(&summary, "time_to_first_token", "avg");
     let itl = stat(&summary, "inter_token_latency", "avg");
     let latency = stat(&summary, "request_latency", "avg");
-    assert!((50.0..58.0).contains(&ttft), "TTFT {ttft}");
+    // Other tests of this file run at the same time on the same 2 cores: the upper bounds
+    // leave room for a loaded machine; the lower bounds are the mock's exact schedule.
+    assert!((50.0..62.0).contains(&ttft), "TTFT {ttft}");
     assert!((9.9..10.6).contains(&itl), "ITL {itl}");
-    assert!((240.0..252.0).contains(&latency), "latency {latency}");
+    assert!((240.0..256.0).contains(&latency), "latency {latency}");
 
     let records = read_jsonl(&dir.path().join("profile_export.jsonl"));
     assert_eq!(records.len(), 24);
