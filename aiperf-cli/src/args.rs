@@ -254,7 +254,8 @@ pub struct OutputArgs {
     #[arg(long = "profile-export-prefix", visible_alias = "profile-export-file")]
     pub profile_export_prefix: Option<String>,
 
-    /// summary (JSON and CSV), records (plus one JSONL line per request) or raw.
+    /// summary (JSON and CSV) or records (plus one JSONL line per request); raw (request
+    /// and response bodies) is recognised but not available yet.
     #[arg(
         long = "export-level",
         visible_alias = "profile-export-level",

@@ -75,7 +75,9 @@ pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
     config.output.export_level = match args.output.export_level {
         ExportLevelArg::Summary => ExportLevel::Summary,
         ExportLevelArg::Records => ExportLevel::Records,
-        ExportLevelArg::Raw => ExportLevel::Raw,
+        ExportLevelArg::Raw => anyhow::bail!(
+            "--export-level raw is not available yet; use records for one JSONL line per request"
+        ),
     };
     if let Some(goodput) = &args.input.goodput {
         config.goodput = parse_goodput(goodput)?;
@@ -198,6 +200,12 @@ mod tests {
     fn an_unknown_endpoint_type_is_a_usage_error() {
         let err = assemble_from(&["-m", "m", "--endpoint-type", "nope"]).unwrap_err();
         assert!(err.to_string().contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn raw_export_is_refused_rather_than_silently_ignored() {
+        let err = assemble_from(&["-m", "m", "--export-level", "raw"]).unwrap_err();
+        assert!(err.to_string().contains("not available yet"), "{err}");
     }
 
     #[test]
