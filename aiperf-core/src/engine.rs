@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
 use crate::config::{ArrivalPattern, BenchmarkConfig};
-use crate::conversation::Conversation;
+use crate::conversation::{Conversation, Turn};
 use crate::dataset::{ConversationSampler, SamplingStrategy};
 use crate::endpoint::{Endpoint, RequestInput};
 use crate::record::{Credit, ErrorDetails, Phase, RequestRecord, TimedResponse};
@@ -349,6 +349,9 @@ struct Finished {
     credit: Credit,
     model: String,
     payload: Bytes,
+    /// The input-length text of a multi-turn request (its history included); `None` for
+    /// a first turn, whose text the processor derives from the conversation.
+    input_text: Option<String>,
     outcome: Outcome,
 }
 
@@ -436,11 +439,13 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
         credit,
         model,
         payload,
+        input_text,
         outcome,
     } = finished;
     let conversation = Arc::clone(&credit.conversation);
     let turn = conversation.turns.get(credit.turn_index);
-    let input_text = conversation.input_text(turn.map(std::slice::from_ref).unwrap_or(&[]));
+    let input_text = input_text
+        .unwrap_or_else(|| conversation.input_text(turn.map(std::slice::from_ref).unwrap_or(&[])));
     let requested_max_tokens = turn.and_then(|t| t.max_tokens);
     let mut record = RequestRecord {
         credit_issued_ns: clock.perf_ns(credit.issued_at),
@@ -708,6 +713,10 @@ impl PhaseRunner {
             let url = &runner.shared.urls[session_index as usize % runner.shared.urls.len()];
             let correlation_id = random_uuid();
             let (mut credit_id, mut scheduled_at) = (credit_id, scheduled_at);
+            // Later turns carry the conversation so far: earlier user turns and the
+            // assistant's replies as the server gave them.
+            let mut history: Vec<Turn> = Vec::new();
+            let last = conversation.turns.len().saturating_sub(1);
             for turn_index in 0..conversation.turns.len() {
                 if turn_index > 0 {
                     if let Some(delay) = conversation.turns[turn_index].delay_ms {
@@ -730,18 +739,48 @@ impl PhaseRunner {
                     issued_at: Instant::now(),
                 };
                 runner.progress.sent.fetch_add(1, Ordering::Relaxed);
-                runner.send_turn(credit, url).await;
+                let reply = if turn_index == 0 {
+                    let first = &conversation.turns[..1];
+                    runner
+                        .send_turn(credit, url, first, turn_index < last)
+                        .await
+                } else {
+                    history.push(conversation.turns[turn_index].clone());
+                    runner
+                        .send_turn(credit, url, &history, turn_index < last)
+                        .await
+                };
                 budget.returned.fetch_add(1, Ordering::Relaxed);
+                if turn_index < last {
+                    if turn_index == 0 {
+                        history.push(conversation.turns[0].clone());
+                    }
+                    if let Some(reply) = reply.filter(|r| !r.is_empty()) {
+                        history.push(Turn {
+                            role: Some("assistant".into()),
+                            texts: vec![reply],
+                            ..Turn::default()
+                        });
+                    }
+                }
             }
         }
     }
 
-    /// Builds, sends and hands over one request. The hot path.
-    async fn send_turn(&self, credit: Credit, url: &str) {
+    /// Builds, sends and hands over one request: the hot path. `turns` is what the
+    /// request carries (the history, then the turn). When `want_reply`, the reply text is
+    /// read out of the response for the next turn's history; the stamps are taken by then.
+    async fn send_turn(
+        &self,
+        credit: Credit,
+        url: &str,
+        turns: &[Turn],
+        want_reply: bool,
+    ) -> Option<String> {
         let shared = &self.shared;
         let conversation = Arc::clone(&credit.conversation);
-        let turns = &conversation.turns[credit.turn_index..=credit.turn_index];
-        let model = turns[0]
+        let current = &conversation.turns[credit.turn_index];
+        let model = current
             .model
             .clone()
             .unwrap_or_else(|| shared.model.clone());
@@ -752,6 +791,7 @@ impl PhaseRunner {
             turns,
             streaming: shared.streaming,
         };
+        let input_text = (turns.len() > 1).then(|| conversation.input_text(turns));
         let built = match shared.endpoint.build(&input) {
             Ok(built) => built,
             Err(error) => {
@@ -759,6 +799,7 @@ impl PhaseRunner {
                     credit,
                     model,
                     payload: Bytes::new(),
+                    input_text,
                     outcome: Outcome::NotSent {
                         at: Instant::now(),
                         error: ErrorDetails {
@@ -769,7 +810,7 @@ impl PhaseRunner {
                     },
                 };
                 let _ = self.results.send(finished).await;
-                return;
+                return None;
             }
         };
         let mut headers = built.headers;
@@ -784,6 +825,15 @@ impl PhaseRunner {
             timeout: shared.timeout,
         };
         let exchange = shared.transport.send(request).await;
+        let reply = want_reply.then(|| {
+            shared
+                .endpoint
+                .parse(&exchange)
+                .responses
+                .iter()
+                .map(|r| r.text.as_str())
+                .collect::<String>()
+        });
         // The processor only goes away after every phase ended; a send error means the
         // run is shutting down and the record has nowhere to go.
         let _ = self
@@ -792,9 +842,11 @@ impl PhaseRunner {
                 credit,
                 model,
                 payload: built.body,
+                input_text,
                 outcome: Outcome::Exchanged(exchange),
             })
             .await;
+        reply
     }
 
     /// Waits for in-flight requests: without a duration until they all return; with one,

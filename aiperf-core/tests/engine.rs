@@ -243,3 +243,87 @@ async fn cancelling_keeps_finished_records_and_returns_promptly() {
     // About 5 rounds of 2 finished before the cancel at 275 ms.
     assert!((6..=12).contains(&records.len()), "{}", records.len());
 }
+
+/// Sends `role=text` of every turn, joined by `|`; replies `re:` + the last entry.
+struct Transcript;
+
+impl Endpoint for Transcript {
+    fn info(&self) -> &EndpointInfo {
+        &INFO
+    }
+    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
+        let entries: Vec<String> = input
+            .turns
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}={}",
+                    t.role.as_deref().unwrap_or("user"),
+                    t.joined_text()
+                )
+            })
+            .collect();
+        Ok(BuiltRequest {
+            body: entries.join("|").into_bytes().into(),
+            headers: vec![],
+        })
+    }
+    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+        let body = String::from_utf8_lossy(&exchange.body()).into_owned();
+        let last = body.rsplit('|').next().unwrap_or_default();
+        ParsedExchange {
+            responses: vec![ParsedResponse {
+                at: exchange.ended_at,
+                text: format!("re:{last}"),
+                reasoning: String::new(),
+                has_other_data: false,
+                usage: None,
+            }],
+            error: None,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn later_turns_carry_the_history_with_the_servers_replies() {
+    let conversation = Conversation {
+        session_id: "c".into(),
+        turns: ["a", "b", "c"].map(Turn::text).to_vec(),
+        ..Conversation::default()
+    };
+    let records = Benchmark::builder()
+        .endpoint(Arc::new(Transcript))
+        .transport(Arc::new(SlowEcho::default()))
+        .url("http://127.0.0.1:1/")
+        .model("m")
+        .conversations(vec![conversation], SamplingStrategy::Sequential, 1)
+        .phase(closed_loop(Phase::Profiling, 1, 3))
+        .sink(CollectRecords::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    let mut records: Vec<&RequestRecord> = records.iter().collect();
+    records.sort_by_key(|r| r.credit.id);
+    let payloads: Vec<String> = records
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.payload).into_owned())
+        .collect();
+    assert_eq!(
+        payloads,
+        [
+            "user=a",
+            "user=a|assistant=re:user=a|user=b",
+            "user=a|assistant=re:user=a|user=b|assistant=re:user=b|user=c",
+        ]
+    );
+    assert_eq!(records[0].input_text, "a");
+    assert_eq!(records[2].input_text, "a re:user=a b re:user=b c");
+    assert_eq!(
+        records
+            .iter()
+            .map(|r| r.credit.turn_index)
+            .collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+}
