@@ -5,9 +5,11 @@
 //! (vLLM, SGLang, TensorRT-LLM, Dynamo) — and summarises them over the profiling window.
 //!
 //! This crate holds that work. Its first part is [`prometheus`], our own parser and renderer
-//! of the Prometheus text exposition format (0.0.4, and OpenMetrics text). The scrapers, the
-//! per-series summaries and the exports (JSON, CSV, JSONL) come next; until then
-//! `aiperf profile` collects no telemetry.
+//! of the Prometheus text exposition format (0.0.4, and OpenMetrics text). [`Scraper`] scrapes
+//! endpoints periodically (each on its own task; anything implementing [`Sampler`] can be
+//! scraped), [`summary`] summarises each series over a time window (counters: delta and
+//! rate; gauges: statistics; histograms: bucket deltas and estimated percentiles) and
+//! [`gpu`] gives the per-GPU view of DCGM exporters. Exports (JSON, CSV, JSONL) come next.
 //!
 //! ```
 //! use aiperf_telemetry::prometheus::{find_family, parse, MetricType};
@@ -37,4 +39,16 @@
 //! # Ok::<(), aiperf_telemetry::prometheus::ParseError>(())
 //! ```
 
+pub mod gpu;
 pub mod prometheus;
+pub mod scraper;
+pub mod stats;
+pub mod summary;
+
+pub use gpu::{gpu_summaries, GpuSummary, DCGM_FAMILIES, GPU_METRICS};
+pub use scraper::{
+    EndpointScrapes, PrometheusSampler, SampleError, Sampled, Sampler, Scrape, Scraper,
+    ScraperHandle, Scrapes,
+};
+pub use stats::GaugeStats;
+pub use summary::{summarize, EndpointSummary, SeriesStats, SeriesSummary, Window};

@@ -1,0 +1,358 @@
+//! The GPU view of DCGM-exporter scrapes (SPEC §7.1): per GPU, the metrics of the DCGM
+//! mapping table in their display units.
+
+use crate::scraper::EndpointScrapes;
+use crate::stats::GaugeStats;
+use crate::summary::{summarize, SeriesStats, Window};
+
+/// How a GPU metric is summarised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuMetricKind {
+    /// Statistics of the in-window samples.
+    Gauge,
+    /// Delta over the window.
+    Counter,
+}
+
+/// One row of the DCGM mapping table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GpuMetricDef {
+    /// The tag used in exports (`gpu_power_usage`, …).
+    pub tag: &'static str,
+    /// The display name (`GPU Power Usage`).
+    pub display: &'static str,
+    /// The display unit.
+    pub unit: &'static str,
+    /// The DCGM family.
+    pub source: &'static str,
+    /// Gauge or counter.
+    pub kind: GpuMetricKind,
+    /// Factor from the DCGM unit to the display unit.
+    pub scale: f64,
+}
+
+const fn def(
+    tag: &'static str,
+    display: &'static str,
+    unit: &'static str,
+    source: &'static str,
+    kind: GpuMetricKind,
+    scale: f64,
+) -> GpuMetricDef {
+    GpuMetricDef {
+        tag,
+        display,
+        unit,
+        source,
+        kind,
+        scale,
+    }
+}
+
+/// The DCGM metrics of SPEC §7.1, in the table's order.
+pub const GPU_METRICS: [GpuMetricDef; 11] = [
+    def(
+        "gpu_power_usage",
+        "GPU Power Usage",
+        "W",
+        "DCGM_FI_DEV_POWER_USAGE",
+        GpuMetricKind::Gauge,
+        1.0,
+    ),
+    def(
+        "energy_consumption",
+        "Energy Consumption",
+        "MJ",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        GpuMetricKind::Counter,
+        1e-9,
+    ),
+    def(
+        "gpu_utilization",
+        "GPU Utilization",
+        "%",
+        "DCGM_FI_DEV_GPU_UTIL",
+        GpuMetricKind::Gauge,
+        1.0,
+    ),
+    def(
+        "mem_utilization",
+        "Memory Utilization",
+        "%",
+        "DCGM_FI_DEV_MEM_COPY_UTIL",
+        GpuMetricKind::Gauge,
+        1.0,
+    ),
+    def(
+        "gpu_memory_used",
+        "GPU Memory Used",
+        "GB",
+        "DCGM_FI_DEV_FB_USED",
+        GpuMetricKind::Gauge,
+        1.048576e-3,
+    ),
+    def(
+        "gpu_temperature",
+        "GPU Temperature",
+        "°C",
+        "DCGM_FI_DEV_GPU_TEMP",
+        GpuMetricKind::Gauge,
+        1.0,
+    ),
+    def(
+        "sm_utilization",
+        "SM Utilization",
+        "%",
+        "DCGM_FI_PROF_SM_ACTIVE",
+        GpuMetricKind::Gauge,
+        100.0,
+    ),
+    def(
+        "decoder_utilization",
+        "Decoder Utilization",
+        "%",
+        "DCGM_FI_DEV_DEC_UTIL",
+        GpuMetricKind::Gauge,
+        1.0,
+    ),
+    def(
+        "encoder_utilization",
+        "Encoder Utilization",
+        "%",
+        "DCGM_FI_DEV_ENC_UTIL",
+        GpuMetricKind::Gauge,
+        1.0,
+    ),
+    def(
+        "xid_errors",
+        "XID Errors",
+        "count",
+        "DCGM_FI_DEV_XID_ERRORS",
+        GpuMetricKind::Counter,
+        1.0,
+    ),
+    def(
+        "power_violation",
+        "Power Violation",
+        "µs",
+        "DCGM_FI_DEV_POWER_VIOLATION",
+        GpuMetricKind::Counter,
+        1e-3,
+    ),
+];
+
+/// The DCGM families [`GPU_METRICS`] reads, for [`crate::Scraper::keep_families`].
+pub const DCGM_FAMILIES: [&str; 11] = [
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_DEV_DEC_UTIL",
+    "DCGM_FI_DEV_ENC_UTIL",
+    "DCGM_FI_DEV_XID_ERRORS",
+    "DCGM_FI_DEV_POWER_VIOLATION",
+];
+
+/// Who a GPU is, from DCGM labels.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GpuIdentity {
+    /// `gpu` (index).
+    pub index: String,
+    /// `UUID`.
+    pub uuid: Option<String>,
+    /// `modelName`.
+    pub model_name: Option<String>,
+    /// `Hostname`.
+    pub hostname: Option<String>,
+    /// `pci_bus_id`.
+    pub pci_bus_id: Option<String>,
+    /// `device`.
+    pub device: Option<String>,
+    /// `namespace`.
+    pub namespace: Option<String>,
+    /// `pod`.
+    pub pod: Option<String>,
+}
+
+/// A metric's value over the window, in its display unit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GpuMetricValue {
+    /// Gauge statistics.
+    Gauge(GaugeStats),
+    /// Counter delta (never negative; resets count the new value, see
+    /// [`crate::summary::CounterSummary`]).
+    Counter {
+        /// The increase.
+        delta: f64,
+    },
+}
+
+/// One metric of one GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuMetric {
+    /// Its row of [`GPU_METRICS`].
+    pub def: GpuMetricDef,
+    /// The value.
+    pub value: GpuMetricValue,
+}
+
+/// One GPU over the window: the metrics the exporter provided, in [`GPU_METRICS`] order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuSummary {
+    /// Identity labels.
+    pub identity: GpuIdentity,
+    /// The metrics present.
+    pub metrics: Vec<GpuMetric>,
+}
+
+impl GpuSummary {
+    /// The metric tagged `tag`.
+    pub fn metric(&self, tag: &str) -> Option<&GpuMetric> {
+        self.metrics.iter().find(|m| m.def.tag == tag)
+    }
+
+    /// Gauge statistics of `tag`, if it is a gauge that was present.
+    pub fn gauge(&self, tag: &str) -> Option<&GaugeStats> {
+        match &self.metric(tag)?.value {
+            GpuMetricValue::Gauge(s) => Some(s),
+            GpuMetricValue::Counter { .. } => None,
+        }
+    }
+
+    /// The counter delta of `tag` in its display unit.
+    pub fn counter_delta(&self, tag: &str) -> Option<f64> {
+        match &self.metric(tag)?.value {
+            GpuMetricValue::Counter { delta } => Some(*delta),
+            GpuMetricValue::Gauge(_) => None,
+        }
+    }
+
+    /// Energy over the window in joules (the MJ delta × 1e6).
+    pub fn energy_joules(&self) -> Option<f64> {
+        self.counter_delta("energy_consumption").map(|mj| mj * 1e6)
+    }
+}
+
+/// Per GPU (grouped by the `gpu` label, else `UUID`) summaries of a DCGM endpoint over
+/// `window`, ordered by first appearance.
+pub fn gpu_summaries(endpoint: &EndpointScrapes, window: Window) -> Vec<GpuSummary> {
+    let summary = summarize(endpoint, window);
+    let mut gpus: Vec<GpuSummary> = Vec::new();
+    for def in GPU_METRICS {
+        for series in summary.series.iter().filter(|s| s.name == def.source) {
+            let Some(index) = series.label("gpu").or_else(|| series.label("UUID")) else {
+                continue;
+            };
+            let value = match (&series.stats, def.kind) {
+                (SeriesStats::Gauge(g), GpuMetricKind::Gauge) => {
+                    GpuMetricValue::Gauge(g.scaled(def.scale))
+                }
+                (SeriesStats::Counter(c), GpuMetricKind::Counter) => GpuMetricValue::Counter {
+                    delta: c.delta.max(0.0) * def.scale,
+                },
+                // DCGM exporters sometimes type counters as gauges: take the delta anyway.
+                (SeriesStats::Gauge(g), GpuMetricKind::Counter) => GpuMetricValue::Counter {
+                    delta: (g.max - g.min).max(0.0) * def.scale,
+                },
+                _ => continue,
+            };
+            let position = gpus.iter().position(|g| g.identity.index == index);
+            let gpu = match position {
+                Some(i) => &mut gpus[i],
+                None => {
+                    let label = |k: &str| series.label(k).map(str::to_string);
+                    gpus.push(GpuSummary {
+                        identity: GpuIdentity {
+                            index: index.to_string(),
+                            uuid: label("UUID"),
+                            model_name: label("modelName"),
+                            hostname: label("Hostname"),
+                            pci_bus_id: label("pci_bus_id"),
+                            device: label("device"),
+                            namespace: label("namespace"),
+                            pod: label("pod"),
+                        },
+                        metrics: Vec::new(),
+                    });
+                    let last = gpus.len() - 1;
+                    &mut gpus[last]
+                }
+            };
+            if gpu.metric(def.tag).is_none() {
+                gpu.metrics.push(GpuMetric { def, value });
+            }
+        }
+    }
+    gpus
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::prometheus::parse;
+    use crate::scraper::Scrape;
+
+    fn scrape(at: Instant, power: f64, energy_mj: f64, fb_mib: f64, sm: f64) -> Scrape {
+        let labels = r#"gpu="0",UUID="GPU-a",modelName="H100",Hostname="h""#;
+        let text = format!(
+            "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n\
+             DCGM_FI_DEV_POWER_USAGE{{{labels}}} {power}\n\
+             # TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n\
+             DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {energy_mj}\n\
+             # TYPE DCGM_FI_DEV_FB_USED gauge\n\
+             DCGM_FI_DEV_FB_USED{{{labels}}} {fb_mib}\n\
+             # TYPE DCGM_FI_PROF_SM_ACTIVE gauge\n\
+             DCGM_FI_PROF_SM_ACTIVE{{{labels}}} {sm}\n"
+        );
+        Scrape {
+            at,
+            families: parse(&text).unwrap(),
+        }
+    }
+
+    #[test]
+    fn units_and_window() {
+        let t = Instant::now();
+        let ms = |n| t + Duration::from_millis(n);
+        let endpoint = EndpointScrapes {
+            name: "dcgm".into(),
+            scrapes: vec![
+                scrape(ms(0), 999.0, 1.0e9, 1.0, 0.0), // baseline: only its energy counts
+                scrape(ms(100), 100.0, 1.0e9 + 2.0e6, 1000.0, 0.5),
+                scrape(ms(200), 200.0, 1.0e9 + 5.0e6, 3000.0, 0.25),
+                scrape(ms(300), 999.0, 9.0e9, 1.0, 0.0), // after the window
+            ],
+            ..EndpointScrapes::default()
+        };
+        let gpus = gpu_summaries(&endpoint, Window::new(ms(50), ms(250)));
+        assert_eq!(gpus.len(), 1);
+        let gpu = &gpus[0];
+        assert_eq!(gpu.identity.index, "0");
+        assert_eq!(gpu.identity.uuid.as_deref(), Some("GPU-a"));
+        assert_eq!(gpu.identity.model_name.as_deref(), Some("H100"));
+        assert_eq!(gpu.identity.hostname.as_deref(), Some("h"));
+        let power = gpu.gauge("gpu_power_usage").unwrap();
+        assert_eq!((power.count, power.avg, power.std), (2, 150.0, 50.0));
+        // 5e6 mJ = 5000 J = 0.005 MJ
+        assert!((gpu.counter_delta("energy_consumption").unwrap() - 0.005).abs() < 1e-12);
+        assert!((gpu.energy_joules().unwrap() - 5000.0).abs() < 1e-6);
+        // MiB × 1.048576e-3 → GB; ratio × 100 → %
+        let fb = gpu.gauge("gpu_memory_used").unwrap();
+        assert!((fb.avg - 2000.0 * 1.048576e-3).abs() < 1e-9);
+        assert!((gpu.gauge("sm_utilization").unwrap().max - 50.0).abs() < 1e-9);
+        assert_eq!(
+            gpu.metrics.iter().map(|m| m.def.tag).collect::<Vec<_>>(),
+            [
+                "gpu_power_usage",
+                "energy_consumption",
+                "gpu_memory_used",
+                "sm_utilization"
+            ]
+        );
+    }
+}
