@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a benchmark against a server and write its metrics.
     Profile(Box<ProfileArgs>),
+    /// Analyze a mooncake trace for ISL/OSL distributions and prefix-cache hit rates.
+    AnalyzeTrace(AnalyzeTraceArgs),
 }
 
 /// `aiperf profile`.
@@ -316,6 +318,22 @@ pub fn normalise_flag_spelling(args: impl IntoIterator<Item = String>) -> Vec<St
         .collect()
 }
 
+/// `aiperf analyze-trace`.
+#[derive(Debug, Args)]
+pub struct AnalyzeTraceArgs {
+    /// Mooncake-style JSONL trace (`input_length`, `output_length`, optional `hash_ids`).
+    #[arg(value_name = "INPUT_FILE")]
+    pub input_file: PathBuf,
+
+    /// KV-cache block size in tokens that the trace's `hash_ids` were made with.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    pub block_size: u64,
+
+    /// Also write the report as JSON to this path (parent folders are created).
+    #[arg(long, value_name = "PATH")]
+    pub output_file: Option<PathBuf>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +347,7 @@ mod tests {
         );
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Profile(args) => *args,
+            other => panic!("expected the profile subcommand, got {other:?}"),
         }
     }
 

@@ -140,7 +140,9 @@ mod tests {
             .iter()
             .chain(args)
             .map(|s| s.to_string());
-        let Command::Profile(args) = Cli::try_parse_from(argv).unwrap().command;
+        let Command::Profile(args) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("expected the profile subcommand");
+        };
         assemble(&args)
     }
 

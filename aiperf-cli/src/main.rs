@@ -4,6 +4,7 @@
 //! 2 for a usage or configuration error, 3 when the run missed an `--slo`, 130 when
 //! Ctrl-C cut the run short.
 
+mod analyze_trace;
 mod args;
 mod assemble;
 mod kv;
@@ -28,6 +29,13 @@ fn main() -> ExitCode {
     let cli_command = redact_command_line(&argv);
     let cli = Cli::parse_from(argv);
     match cli.command {
+        Command::AnalyzeTrace(args) => match analyze_trace::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Profile(args) => {
             init_logging(&args.output.log_level);
             let (config, slos) = match assemble::assemble(&args)

@@ -41,6 +41,7 @@ pub mod resolve;
 pub mod seed;
 pub mod synthetic;
 pub mod tokenizer;
+pub mod trace_analysis;
 
 pub use error::{SyntheticError, TokenizerError};
 pub use prompt::PromptGenerator;
@@ -51,3 +52,7 @@ pub use resolve::{
 pub use seed::{derive_rng, derive_seed};
 pub use synthetic::{LengthDistribution, RankingsConfig, SyntheticConfig, SyntheticDataset};
 pub use tokenizer::{TiktokenEncoding, Tokenizer};
+pub use trace_analysis::{
+    analyze_trace_file, analyze_trace_reader, AnalysisStats, DistributionStats, TraceAnalyzer,
+    TraceError, TraceRecord,
+};
