@@ -7,7 +7,7 @@ use aiperf_core::{
 use serde_json::{json, Map, Value};
 
 use crate::openai::Object;
-use crate::payload::{current_turn, finish, model};
+use crate::payload::{current_turn, finish, model, UsageChunk};
 use crate::response::{parse_exchange, Extracted};
 use crate::EndpointOptions;
 
@@ -56,7 +56,12 @@ impl Endpoint for ChatEndpoint {
             };
             body.insert(field.into(), max_tokens.into());
         }
-        Ok(finish(body, &self.options, input.streaming))
+        Ok(finish(
+            body,
+            &self.options,
+            input.streaming,
+            UsageChunk::WhenStreaming,
+        ))
     }
 
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {

@@ -6,7 +6,7 @@ use aiperf_core::{
 use serde_json::{Map, Value};
 
 use crate::openai::Object;
-use crate::payload::{current_turn, finish, model};
+use crate::payload::{current_turn, finish, model, UsageChunk};
 use crate::response::{parse_exchange, Extracted};
 use crate::EndpointOptions;
 
@@ -77,7 +77,12 @@ impl Endpoint for CompletionsEndpoint {
         if let Some(max_tokens) = turn.max_tokens {
             body.insert("max_tokens".into(), max_tokens.into());
         }
-        Ok(finish(body, &self.options, input.streaming))
+        Ok(finish(
+            body,
+            &self.options,
+            input.streaming,
+            UsageChunk::WhenStreaming,
+        ))
     }
 
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {

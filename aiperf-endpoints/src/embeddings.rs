@@ -11,7 +11,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::payload::{finish, model, only_turn, texts, warn_max_tokens_ignored};
+use crate::payload::{finish, model, only_turn, texts, warn_max_tokens_ignored, UsageChunk};
 use crate::response::{parse_with, Format, Piece, Unreadable};
 use crate::EndpointOptions;
 
@@ -116,7 +116,12 @@ impl Endpoint for EmbeddingsEndpoint {
         let mut body = Map::new();
         body.insert("model".into(), model(input, turn).into());
         body.insert("input".into(), Value::Array(inputs));
-        Ok(finish(body, &self.options, false))
+        Ok(finish(
+            body,
+            &self.options,
+            false,
+            UsageChunk::WithServerTokenCount,
+        ))
     }
 
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {

@@ -42,7 +42,7 @@
 //! })?;
 //! assert_eq!(
 //!     request.body,
-//!     r#"{"messages":[{"role":"user","content":"Hello"}],"model":"m","stream":true}"#
+//!     r#"{"messages":[{"role":"user","content":"Hello"}],"model":"m","stream":true,"stream_options":{"include_usage":true}}"#
 //! );
 //!
 //! // What a transport would have recorded for a streamed answer.

@@ -65,16 +65,32 @@ pub(crate) fn model<'a>(input: &RequestInput<'a>, turn: &'a Turn) -> &'a str {
     turn.model.as_deref().unwrap_or(input.model)
 }
 
+/// When a streaming request asks for the trailing usage chunk
+/// (`stream_options.include_usage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UsageChunk {
+    /// Every streaming request (chat and completions, as the Python AIPerf 0.13 does:
+    /// usage and its discrepancy metrics need it, and vLLM puts per-request metrics there).
+    WhenStreaming,
+    /// Only with `--use-server-token-count`.
+    WithServerTokenCount,
+}
+
 /// Merges the extra inputs (shallow: a key replaces the whole value, keeping the key's
 /// position when it already exists), adds `stream_options.include_usage` when streaming
-/// with server token counts, and serialises the body compactly.
+/// as `usage` says (unless the user set it), and serialises the body compactly.
 pub(crate) fn finish(
     mut body: Map<String, Value>,
     options: &EndpointOptions,
     streaming: bool,
+    usage: UsageChunk,
 ) -> BuiltRequest {
     merge(&mut body, &options.extra_inputs);
-    if streaming && options.use_server_token_count {
+    let wanted = match usage {
+        UsageChunk::WhenStreaming => true,
+        UsageChunk::WithServerTokenCount => options.use_server_token_count,
+    };
+    if streaming && wanted {
         request_usage(&mut body);
     }
     serialize(body, streaming)

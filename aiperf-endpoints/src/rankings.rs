@@ -10,7 +10,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::payload::{finish, model, only_turn, texts, warn_max_tokens_ignored};
+use crate::payload::{finish, model, only_turn, texts, warn_max_tokens_ignored, UsageChunk};
 use crate::response::{parse_with, Format, Piece, Unreadable};
 use crate::EndpointOptions;
 
@@ -134,7 +134,12 @@ impl Endpoint for RankingsEndpoint {
                 body.insert("texts".into(), passages.into());
             }
         }
-        Ok(finish(body, &self.options, false))
+        Ok(finish(
+            body,
+            &self.options,
+            false,
+            UsageChunk::WithServerTokenCount,
+        ))
     }
 
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {

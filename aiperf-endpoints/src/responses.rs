@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::chat::audio_parts;
-use crate::payload::{current_turn, finish, model};
+use crate::payload::{current_turn, finish, model, UsageChunk};
 use crate::response::{in_band_error, parse_with, Format, Piece, Unreadable};
 use crate::EndpointOptions;
 
@@ -84,7 +84,12 @@ impl Endpoint for ResponsesEndpoint {
         if let Some(max_tokens) = turn.max_tokens {
             body.insert("max_output_tokens".into(), max_tokens.into());
         }
-        Ok(finish(body, &self.options, input.streaming))
+        Ok(finish(
+            body,
+            &self.options,
+            input.streaming,
+            UsageChunk::WithServerTokenCount,
+        ))
     }
 
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {

@@ -151,18 +151,22 @@ fn streaming_with_server_token_count_asks_for_usage_last() {
 }
 
 #[test]
-fn stream_options_are_only_requested_when_streaming_with_server_counts() {
+fn every_streaming_request_asks_for_usage_and_no_other_does() {
     let turns = [turn("hi", None)];
     let counting = EndpointOptions {
         use_server_token_count: true,
         ..EndpointOptions::default()
     };
-    let not_streaming = chat(counting.clone()).build(&input(&turns, false)).unwrap();
+    let not_streaming = chat(counting).build(&input(&turns, false)).unwrap();
     assert!(!body(&not_streaming).contains("stream_options"));
-    let not_counting = chat(EndpointOptions::default())
+    // As the Python AIPerf 0.13: with or without --use-server-token-count.
+    let streaming = chat(EndpointOptions::default())
         .build(&input(&turns, true))
         .unwrap();
-    assert!(!body(&not_counting).contains("stream_options"));
+    assert_eq!(
+        body(&streaming),
+        r#"{"messages":[{"role":"user","content":"hi"}],"model":"m","stream":true,"stream_options":{"include_usage":true}}"#
+    );
 }
 
 #[test]
