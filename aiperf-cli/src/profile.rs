@@ -246,13 +246,16 @@ fn write_inputs_json(
     for conversation in conversations {
         let mut payloads = Vec::with_capacity(conversation.turns.len());
         for turn in conversation.turns.chunks(1) {
-            let built = endpoint.build(&RequestInput {
-                model: turn[0].model.as_deref().unwrap_or(config.primary_model()),
-                system_message: conversation.system_message.as_deref(),
-                user_context_message: conversation.user_context_message.as_deref(),
-                turns: turn,
-                streaming: config.endpoint.streaming,
-            })?;
+            let built = aiperf_core::build_request(
+                endpoint,
+                &RequestInput {
+                    model: turn[0].model.as_deref().unwrap_or(config.primary_model()),
+                    system_message: conversation.system_message.as_deref(),
+                    user_context_message: conversation.user_context_message.as_deref(),
+                    turns: turn,
+                    streaming: config.endpoint.streaming,
+                },
+            )?;
             payloads.push(serde_json::from_slice::<Value>(&built.body)?);
         }
         data.push(json!({"session_id": conversation.session_id, "payloads": payloads}));

@@ -17,6 +17,28 @@ pub struct Conversation {
     pub user_context_message: Option<String>,
     /// The turns, in order.
     pub turns: Vec<Turn>,
+    /// What each later turn's request carries besides the turn itself.
+    #[serde(default, skip_serializing_if = "ContextMode::is_default")]
+    pub context_mode: ContextMode,
+}
+
+/// What a request for turn `k > 0` of a conversation carries (SPEC §4.8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextMode {
+    /// Every earlier user turn plus the assistant replies the server actually gave
+    /// (synthetic sessions, `multi_turn` files, traces with `hash_ids`).
+    #[default]
+    DeltasWithoutResponses,
+    /// Each turn is self-contained: the dataset already put any history in it
+    /// (`single_turn` sessions, traces of `messages` or `payload`).
+    MessageArrayWithResponses,
+}
+
+impl ContextMode {
+    fn is_default(&self) -> bool {
+        *self == ContextMode::default()
+    }
 }
 
 /// One request's worth of input.
@@ -49,6 +71,21 @@ pub struct Turn {
     /// Think time in milliseconds before this turn is sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<f64>,
+    /// Body fields of this turn only, merged over the endpoint's fields and
+    /// `--extra-inputs` (a dataset line's `extra`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<serde_json::Map<String, serde_json::Value>>,
+    /// An OpenAI message list sent verbatim instead of messages built from the texts
+    /// (a trace line's `messages`); chat-style endpoints only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_messages: Option<Vec<serde_json::Value>>,
+    /// Tool definitions sent with `raw_messages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_tools: Option<Vec<serde_json::Value>>,
+    /// A complete request body sent verbatim, bypassing the endpoint's formatting (a
+    /// trace line's `payload`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_payload: Option<serde_json::Value>,
 }
 
 impl Turn {
@@ -93,6 +130,7 @@ mod tests {
                 texts: vec!["a".into(), "b".into()],
                 ..Turn::default()
             }],
+            ..Conversation::default()
         };
         assert_eq!(conversation.input_text(&conversation.turns), "sys ctx ab");
     }

@@ -158,6 +158,30 @@ pub trait Endpoint: Send + Sync + 'static {
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange;
 }
 
+/// The request for `input`: the current turn's `raw_payload` verbatim when the dataset
+/// gave one (a trace's complete request body), else what `endpoint` builds.
+pub fn build_request(
+    endpoint: &dyn Endpoint,
+    input: &RequestInput<'_>,
+) -> Result<BuiltRequest, EndpointError> {
+    match input
+        .turns
+        .last()
+        .and_then(|turn| turn.raw_payload.as_ref())
+    {
+        Some(payload) => Ok(BuiltRequest {
+            body: serde_json::to_vec(payload)
+                .map_err(|e| EndpointError {
+                    endpoint: endpoint.info().name,
+                    reason: format!("the raw payload cannot be serialised: {e}"),
+                })?
+                .into(),
+            headers: Vec::new(),
+        }),
+        None => endpoint.build(input),
+    }
+}
+
 /// Why a request body could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot build the {endpoint} request: {reason}")]

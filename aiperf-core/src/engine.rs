@@ -792,7 +792,7 @@ impl PhaseRunner {
             streaming: shared.streaming,
         };
         let input_text = (turns.len() > 1).then(|| conversation.input_text(turns));
-        let built = match shared.endpoint.build(&input) {
+        let built = match crate::endpoint::build_request(shared.endpoint.as_ref(), &input) {
             Ok(built) => built,
             Err(error) => {
                 let finished = Finished {

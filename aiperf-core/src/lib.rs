@@ -92,11 +92,11 @@ pub mod transport;
 
 pub use clock::Clock;
 pub use config::{BenchmarkConfig, ConfigError};
-pub use conversation::{Conversation, Turn};
+pub use conversation::{ContextMode, Conversation, Turn};
 pub use dataset::{ConversationSampler, DatasetSource, SamplingStrategy};
 pub use endpoint::{
-    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, ParsedResponse,
-    RequestInput, Usage,
+    build_request, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange,
+    ParsedResponse, RequestInput, Usage,
 };
 pub use engine::{Benchmark, BenchmarkBuilder, EngineError, PhasePlan, Progress};
 pub use record::{Credit, ErrorDetails, Phase, RequestRecord, TimedResponse};
