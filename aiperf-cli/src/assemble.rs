@@ -46,14 +46,7 @@ pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
     endpoint.use_legacy_max_tokens = args.endpoint.use_legacy_max_tokens;
     endpoint.use_server_token_count = args.endpoint.use_server_token_count;
 
-    let input = &mut config.input;
-    input.isl_mean = args.input.isl;
-    input.isl_stddev = args.input.isl_stddev;
-    input.osl_mean = args.input.osl;
-    input.osl_stddev = args.input.osl_stddev;
-    input.num_dataset_entries = args.input.num_dataset_entries;
-    input.random_seed = args.input.random_seed;
-    input.tokenizer = args.input.tokenizer.clone();
+    args.input.apply(&mut config.input)?;
 
     let load = &mut config.load;
     load.concurrency = args.load.concurrency;

@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod input;
+
+pub use input::{CustomDatasetType, InputConfig, PublicDataset};
+
 /// The whole benchmark configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BenchmarkConfig {
@@ -68,39 +72,6 @@ impl Default for EndpointConfig {
             request_timeout: Duration::from_secs(21_600),
             use_legacy_max_tokens: false,
             use_server_token_count: false,
-        }
-    }
-}
-
-/// The synthetic workload and tokenizer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InputConfig {
-    /// Mean input sequence length in tokens.
-    pub isl_mean: u32,
-    /// Standard deviation of the input sequence length.
-    pub isl_stddev: f64,
-    /// Mean output length; `None` sends no max-tokens field.
-    pub osl_mean: Option<u32>,
-    /// Standard deviation of the output length.
-    pub osl_stddev: f64,
-    /// Number of distinct conversations generated.
-    pub num_dataset_entries: usize,
-    /// Root seed of every random choice.
-    pub random_seed: Option<u64>,
-    /// Tokenizer name or path; `None` means the primary model's name.
-    pub tokenizer: Option<String>,
-}
-
-impl Default for InputConfig {
-    fn default() -> Self {
-        Self {
-            isl_mean: 550,
-            isl_stddev: 0.0,
-            osl_mean: None,
-            osl_stddev: 0.0,
-            num_dataset_entries: 100,
-            random_seed: None,
-            tokenizer: None,
         }
     }
 }
@@ -298,13 +269,7 @@ impl BenchmarkConfig {
         if load.request_count.is_none() && load.benchmark_duration.is_none() {
             load.request_count = Some(DEFAULT_REQUEST_COUNT);
         }
-        let input = &self.input;
-        at_least_one("--num-dataset-entries", input.num_dataset_entries as u64)?;
-        non_negative("--isl-stddev", input.isl_stddev)?;
-        non_negative("--osl-stddev", input.osl_stddev)?;
-        if let Some(osl) = input.osl_mean {
-            at_least_one("--osl", u64::from(osl))?;
-        }
+        self.input.validate()?;
         Ok(self)
     }
 
@@ -331,7 +296,11 @@ impl BenchmarkConfig {
     }
 }
 
-fn out_of_range(flag: &'static str, rule: &'static str, value: impl ToString) -> ConfigError {
+pub(crate) fn out_of_range(
+    flag: &'static str,
+    rule: &'static str,
+    value: impl ToString,
+) -> ConfigError {
     ConfigError::OutOfRange {
         flag,
         rule,
@@ -339,7 +308,7 @@ fn out_of_range(flag: &'static str, rule: &'static str, value: impl ToString) ->
     }
 }
 
-fn positive(flag: &'static str, value: f64) -> Result<(), ConfigError> {
+pub(crate) fn positive(flag: &'static str, value: f64) -> Result<(), ConfigError> {
     if value.is_finite() && value > 0.0 {
         Ok(())
     } else {
@@ -347,7 +316,7 @@ fn positive(flag: &'static str, value: f64) -> Result<(), ConfigError> {
     }
 }
 
-fn non_negative(flag: &'static str, value: f64) -> Result<(), ConfigError> {
+pub(crate) fn non_negative(flag: &'static str, value: f64) -> Result<(), ConfigError> {
     if value.is_finite() && value >= 0.0 {
         Ok(())
     } else {
@@ -355,7 +324,7 @@ fn non_negative(flag: &'static str, value: f64) -> Result<(), ConfigError> {
     }
 }
 
-fn at_least_one(flag: &'static str, value: u64) -> Result<(), ConfigError> {
+pub(crate) fn at_least_one(flag: &'static str, value: u64) -> Result<(), ConfigError> {
     if value >= 1 {
         Ok(())
     } else {
