@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use aiperf_core::config::{ArrivalPattern, ExportLevel};
+use aiperf_core::config::ExportLevel;
 use aiperf_core::BenchmarkConfig;
 
 use aiperf_endpoints::{endpoint_for, EndpointOptions};
 use aiperf_metrics::slo::{parse_slos, Slo};
 use aiperf_metrics::{validate_goodput, MetricsContext};
 
-use crate::args::{ArrivalPatternArg, ExportLevelArg, ProfileArgs};
+use crate::args::{ExportLevelArg, ProfileArgs};
 use crate::kv::{parse_headers, parse_key_values};
 
 /// The URL value that starts the embedded mock server.
@@ -48,20 +48,7 @@ pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
 
     args.input.apply(&mut config.input)?;
 
-    let load = &mut config.load;
-    load.concurrency = args.load.concurrency;
-    load.request_rate = args.load.request_rate;
-    load.arrival_pattern = args.load.arrival_pattern.map(|p| match p {
-        ArrivalPatternArg::Poisson => ArrivalPattern::Poisson,
-        ArrivalPatternArg::Constant => ArrivalPattern::Constant,
-        ArrivalPatternArg::Gamma => ArrivalPattern::Gamma,
-        ArrivalPatternArg::ConcurrencyBurst => ArrivalPattern::ConcurrencyBurst,
-    });
-    load.arrival_smoothness = args.load.arrival_smoothness;
-    load.request_count = args.load.request_count;
-    load.benchmark_duration = args.load.benchmark_duration;
-    load.benchmark_grace_period = args.load.benchmark_grace_period;
-    load.warmup_request_count = args.load.warmup_request_count;
+    config.load = args.load.to_config();
 
     config.output.artifact_dir = args.output.artifact_dir.clone();
     config.output.export_prefix = args.output.profile_export_prefix.clone();

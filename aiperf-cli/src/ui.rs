@@ -49,7 +49,7 @@ pub fn spawn_progress(
     let stopped = stop.clone();
     let total = config.load.request_count;
     let duration = config.load.benchmark_duration;
-    let warmup_total = config.load.warmup_request_count;
+    let warmup_total = config.load.warmup.request_count;
     let task = tokio::spawn(async move {
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr_with_hz(4));
         let style = ProgressStyle::with_template(

@@ -64,6 +64,12 @@ impl ConversationSampler {
         self.conversations.is_empty()
     }
 
+    /// The conversation at `index` in dataset order (a schedule that fixes which
+    /// conversation goes when), or `None` past the end.
+    pub fn get(&self, index: usize) -> Option<Arc<Conversation>> {
+        self.conversations.get(index).map(Arc::clone)
+    }
+
     /// The next conversation, or `None` for an empty dataset.
     pub fn next_conversation(&mut self) -> Option<Arc<Conversation>> {
         let len = self.conversations.len();

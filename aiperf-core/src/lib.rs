@@ -98,15 +98,18 @@ pub use endpoint::{
     build_request, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange,
     ParsedResponse, RequestInput, Usage,
 };
-pub use engine::{Benchmark, BenchmarkBuilder, EngineError, PhasePlan, Progress};
+pub use engine::{Benchmark, BenchmarkBuilder, Cancellation, EngineError, PhasePlan, Progress};
 pub use record::{Credit, ErrorDetails, Phase, RequestRecord, TimedResponse};
-pub use schedule::{Arrival, ClosedLoop, RateScheduler, Scheduler};
+pub use schedule::{
+    Arrival, ClosedLoop, FixedSchedule, PlannedSession, RateScheduler, Scheduler,
+    UserCentricSchedule,
+};
 pub use seed::derive_seed;
 pub use sink::{CollectRecords, RecordSink};
 pub use tokens::TokenCounter;
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{
-    BoxFuture, Chunk, HttpMethod, HttpRequest, RawExchange, Transport, TransportError,
+    BoxFuture, Chunk, HttpMethod, HttpRequest, RawExchange, SendControl, Transport, TransportError,
 };
 
 /// What happened in a run, phase by phase (filled by the engine).

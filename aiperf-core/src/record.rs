@@ -81,7 +81,7 @@ impl ErrorDetails {
 impl From<&TransportError> for ErrorDetails {
     fn from(error: &TransportError) -> Self {
         Self {
-            code: None,
+            code: error.code(),
             kind: Some(error.type_name().into()),
             message: error.to_string(),
         }

@@ -2,9 +2,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use tokio::sync::Notify;
 
 /// One HTTP request, fully formed: the transport adds nothing but connection handling.
 #[derive(Debug, Clone)]
@@ -112,6 +114,10 @@ pub enum TransportError {
     /// The request was cancelled before it completed.
     #[error("request cancelled")]
     Cancelled,
+    /// The client gave up on purpose (`--request-cancellation-rate`), this long after
+    /// sending.
+    #[error("Request cancelled {:.3}s after being sent", .0.as_secs_f64())]
+    CancelledByClient(Duration),
 }
 
 impl TransportError {
@@ -126,6 +132,16 @@ impl TransportError {
             TransportError::Timeout(_) => "TimeoutError",
             TransportError::Disconnected(_) => "ServerDisconnectedError",
             TransportError::Cancelled => "CancelledError",
+            TransportError::CancelledByClient(_) => "RequestCancellationError",
+        }
+    }
+
+    /// The pseudo status code error summaries show: 499 (client closed request) for a
+    /// deliberate cancellation, as the Python AIPerf reports it; none otherwise.
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            TransportError::CancelledByClient(_) => Some(499),
+            _ => None,
         }
     }
 }
@@ -139,4 +155,27 @@ pub trait Transport: Send + Sync + 'static {
     /// Sends one request and collects the stamped response. Failures are reported in
     /// [`RawExchange::error`], never by panicking.
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, RawExchange>;
+
+    /// Sends one request under the engine's per-request controls. The default ignores
+    /// them and calls [`Transport::send`]; transports that can abort an exchange or
+    /// report its first chunk override it.
+    fn send_controlled(
+        &self,
+        request: HttpRequest,
+        control: SendControl,
+    ) -> BoxFuture<'_, RawExchange> {
+        let _ = control;
+        self.send(request)
+    }
+}
+
+/// What the engine asks of one exchange beyond the request itself.
+#[derive(Debug, Clone, Default)]
+pub struct SendControl {
+    /// Abort the exchange this long after the request was sent and report
+    /// [`TransportError::CancelledByClient`] (simulated client cancellation).
+    pub cancel_after: Option<Duration>,
+    /// Notified once, right after the first body chunk was stamped (the engine frees a
+    /// `--prefill-concurrency` slot on it).
+    pub first_chunk: Option<Arc<Notify>>,
 }

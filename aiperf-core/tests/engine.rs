@@ -2,110 +2,25 @@
 //! timing, stop conditions, cancellation.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aiperf_core::config::ArrivalPattern;
 use aiperf_core::{
-    Benchmark, BoxFuture, BuiltRequest, CancellationToken, Chunk, ClosedLoop, CollectRecords,
-    Conversation, Endpoint, EndpointError, EndpointInfo, ParsedExchange, ParsedResponse, Phase,
-    PhasePlan, RateScheduler, RawExchange, RequestInput, RequestRecord, Transport, Turn,
-};
-use aiperf_core::{HttpRequest, SamplingStrategy};
-
-const INFO: EndpointInfo = EndpointInfo {
-    name: "echo",
-    default_path: "/echo",
-    streaming_path: None,
-    supports_streaming: false,
-    produces_tokens: true,
-    tokenizes_input: true,
+    Benchmark, CancellationToken, ClosedLoop, CollectRecords, Conversation, Phase, PhasePlan,
+    RateScheduler, RequestRecord, SamplingStrategy, Turn,
 };
 
-/// Sends the turn's text as the body; every chunk parses to one response.
-struct Echo;
+mod common;
 
-impl Endpoint for Echo {
-    fn info(&self) -> &EndpointInfo {
-        &INFO
-    }
-    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
-        Ok(BuiltRequest {
-            body: input.turns[0].joined_text().into_bytes().into(),
-            headers: vec![],
-        })
-    }
-    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
-        ParsedExchange {
-            responses: exchange
-                .chunks
-                .iter()
-                .map(|c| ParsedResponse {
-                    at: c.at,
-                    text: String::from_utf8_lossy(&c.bytes).into_owned(),
-                    reasoning: String::new(),
-                    has_other_data: false,
-                    usage: None,
-                })
-                .collect(),
-            error: None,
-        }
-    }
-}
-
-/// Answers every request after `latency` with the request body, tracking peak concurrency.
-#[derive(Default)]
-struct SlowEcho {
-    latency: Duration,
-    in_flight: AtomicUsize,
-    peak: AtomicUsize,
-}
-
-impl Transport for SlowEcho {
-    fn send(&self, request: HttpRequest) -> BoxFuture<'_, RawExchange> {
-        Box::pin(async move {
-            let started_at = Instant::now();
-            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-            self.peak.fetch_max(now, Ordering::SeqCst);
-            tokio::time::sleep(self.latency).await;
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            let at = Instant::now();
-            RawExchange {
-                started_at,
-                head_at: Some(at),
-                status: Some(200),
-                content_type: None,
-                headers: Vec::new(),
-                chunks: vec![Chunk {
-                    at,
-                    bytes: request.body,
-                }],
-                ended_at: at,
-                error: None,
-            }
-        })
-    }
-}
-
-fn dataset(n: usize) -> Vec<Conversation> {
-    (0..n)
-        .map(|i| Conversation {
-            session_id: format!("c{i}"),
-            turns: vec![Turn::text(format!("hello {i}"))],
-            ..Conversation::default()
-        })
-        .collect()
-}
+use common::{dataset, Echo, SlowEcho, Transcript};
 
 fn closed_loop(phase: Phase, concurrency: usize, count: u64) -> PhasePlan {
     PhasePlan {
-        phase,
-        scheduler: Box::new(ClosedLoop),
         concurrency: Some(concurrency),
         request_count: Some(count),
-        duration: None,
-        grace_period: Duration::MAX,
+        ..PhasePlan::new(phase, Box::new(ClosedLoop))
     }
 }
 
@@ -170,12 +85,11 @@ async fn open_loop_sends_on_schedule_regardless_of_latency() {
         ..SlowEcho::default()
     });
     let plan = PhasePlan {
-        phase: Phase::Profiling,
-        scheduler: Box::new(RateScheduler::new(200.0, ArrivalPattern::Constant, None, 0).unwrap()),
-        concurrency: None,
         request_count: Some(40),
-        duration: None,
-        grace_period: Duration::MAX,
+        ..PhasePlan::new(
+            Phase::Profiling,
+            Box::new(RateScheduler::new(200.0, ArrivalPattern::Constant, None, 0).unwrap()),
+        )
     };
     let records = run(Arc::clone(&transport), vec![plan], CancellationToken::new()).await;
     assert_eq!(records.len(), 40);
@@ -201,12 +115,10 @@ async fn duration_stops_sending_and_grace_cancels_what_is_left() {
         ..SlowEcho::default()
     });
     let plan = PhasePlan {
-        phase: Phase::Profiling,
-        scheduler: Box::new(ClosedLoop),
         concurrency: Some(3),
-        request_count: None,
         duration: Some(Duration::from_millis(500)),
         grace_period: Duration::from_millis(100),
+        ..PhasePlan::new(Phase::Profiling, Box::new(ClosedLoop))
     };
     let started = Instant::now();
     let records = run(transport, vec![plan], CancellationToken::new()).await;
@@ -242,46 +154,6 @@ async fn cancelling_keeps_finished_records_and_returns_promptly() {
     assert!(started.elapsed() < Duration::from_secs(2));
     // About 5 rounds of 2 finished before the cancel at 275 ms.
     assert!((6..=12).contains(&records.len()), "{}", records.len());
-}
-
-/// Sends `role=text` of every turn, joined by `|`; replies `re:` + the last entry.
-struct Transcript;
-
-impl Endpoint for Transcript {
-    fn info(&self) -> &EndpointInfo {
-        &INFO
-    }
-    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
-        let entries: Vec<String> = input
-            .turns
-            .iter()
-            .map(|t| {
-                format!(
-                    "{}={}",
-                    t.role.as_deref().unwrap_or("user"),
-                    t.joined_text()
-                )
-            })
-            .collect();
-        Ok(BuiltRequest {
-            body: entries.join("|").into_bytes().into(),
-            headers: vec![],
-        })
-    }
-    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
-        let body = String::from_utf8_lossy(&exchange.body()).into_owned();
-        let last = body.rsplit('|').next().unwrap_or_default();
-        ParsedExchange {
-            responses: vec![ParsedResponse {
-                at: exchange.ended_at,
-                text: format!("re:{last}"),
-                reasoning: String::new(),
-                has_other_data: false,
-                usage: None,
-            }],
-            error: None,
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

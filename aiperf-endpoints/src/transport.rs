@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use aiperf_core::transport::BoxFuture;
-use aiperf_core::{Chunk, HttpMethod, HttpRequest, RawExchange, Transport, TransportError};
+use aiperf_core::{
+    Chunk, HttpMethod, HttpRequest, RawExchange, SendControl, Transport, TransportError,
+};
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use http_body_util::{BodyExt, Full};
@@ -193,8 +195,8 @@ impl HttpTransport {
         HttpTransportBuilder::default()
     }
 
-    /// Sends one request; see [`Transport::send`].
-    async fn exchange(&self, request: HttpRequest) -> RawExchange {
+    /// Sends one request; see [`Transport::send_controlled`].
+    async fn exchange(&self, request: HttpRequest, control: SendControl) -> RawExchange {
         let timeout = request.timeout;
         let url = request.url.clone();
         let http_request = match to_hyper(request) {
@@ -202,11 +204,15 @@ impl HttpTransport {
             Err(error) => return failed_before_sending(error),
         };
         let started_at = Instant::now();
-        // A timeout too large to add to the clock is no timeout.
-        let deadline = timeout.and_then(|t| {
-            let at = started_at.checked_add(t)?;
-            Some((tokio::time::Instant::from_std(at), t))
-        });
+        let deadline = Deadline::earliest(
+            Deadline::after(started_at, timeout, TransportError::Timeout),
+            Deadline::after(
+                started_at,
+                control.cancel_after,
+                TransportError::CancelledByClient,
+            ),
+        );
+        let mut first_chunk = control.first_chunk;
         let mut exchange = RawExchange {
             started_at,
             head_at: None,
@@ -217,7 +223,7 @@ impl HttpTransport {
             ended_at: started_at,
             error: None,
         };
-        let response = match within(deadline, self.client.request(http_request)).await {
+        let response = match within(&deadline, self.client.request(http_request)).await {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {
                 let error = classify(&error);
@@ -244,7 +250,7 @@ impl HttpTransport {
             .collect();
         let mut body = response.into_body();
         let error = loop {
-            match within(deadline, body.frame()).await {
+            match within(&deadline, body.frame()).await {
                 Ok(Some(Ok(frame))) => {
                     let at = Instant::now();
                     if let Ok(bytes) = frame.into_data() {
@@ -253,6 +259,9 @@ impl HttpTransport {
                                 at,
                                 bytes: compact(bytes),
                             });
+                            if let Some(notify) = first_chunk.take() {
+                                notify.notify_one();
+                            }
                         }
                     }
                 }
@@ -267,20 +276,58 @@ impl HttpTransport {
 
 impl Transport for HttpTransport {
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, RawExchange> {
-        Box::pin(self.exchange(request))
+        Box::pin(self.exchange(request, SendControl::default()))
+    }
+
+    fn send_controlled(
+        &self,
+        request: HttpRequest,
+        control: SendControl,
+    ) -> BoxFuture<'_, RawExchange> {
+        Box::pin(self.exchange(request, control))
+    }
+}
+
+/// When an exchange is cut short, and the error it then reports.
+struct Deadline {
+    at: tokio::time::Instant,
+    error: TransportError,
+}
+
+impl Deadline {
+    /// `after` past `start`, reported as `error(after)`; none without a duration or when
+    /// the duration is too large to add to the clock.
+    fn after(
+        start: Instant,
+        after: Option<Duration>,
+        error: fn(Duration) -> TransportError,
+    ) -> Option<Deadline> {
+        let after = after?;
+        let at = start.checked_add(after)?;
+        Some(Deadline {
+            at: tokio::time::Instant::from_std(at),
+            error: error(after),
+        })
+    }
+
+    fn earliest(a: Option<Deadline>, b: Option<Deadline>) -> Option<Deadline> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(if b.at < a.at { b } else { a }),
+            (a, b) => a.or(b),
+        }
     }
 }
 
 /// Runs `future` until the deadline, if there is one.
 async fn within<F: Future>(
-    deadline: Option<(tokio::time::Instant, Duration)>,
+    deadline: &Option<Deadline>,
     future: F,
 ) -> Result<F::Output, TransportError> {
     match deadline {
         None => Ok(future.await),
-        Some((at, timeout)) => tokio::time::timeout_at(at, future)
+        Some(deadline) => tokio::time::timeout_at(deadline.at, future)
             .await
-            .map_err(|_| TransportError::Timeout(timeout)),
+            .map_err(|_| deadline.error.clone()),
     }
 }
 

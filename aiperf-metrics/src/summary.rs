@@ -421,7 +421,7 @@ impl MetricsSink {
             writer: None,
             clock: None,
             cli_command: None,
-            phase_index: u32::from(config.load.warmup_request_count.is_some()),
+            phase_index: u32::from(config.load.warmup.is_enabled()),
         })
     }
 

@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod input;
+mod load;
 
 pub use input::{InputArgs, RankingsArgs};
+pub use load::LoadArgs;
 
 /// Benchmark generative-AI inference servers.
 #[derive(Debug, Parser)]
@@ -100,52 +102,6 @@ pub struct EndpointArgs {
     pub use_server_token_count: bool,
 }
 
-/// How the load is applied and when the benchmark stops.
-#[derive(Debug, Args)]
-#[command(next_help_heading = "Load")]
-pub struct LoadArgs {
-    /// Maximum requests in flight (closed loop); with --request-rate, a cap.
-    #[arg(long)]
-    pub concurrency: Option<usize>,
-
-    /// Target requests per second (open loop).
-    #[arg(long = "request-rate")]
-    pub request_rate: Option<f64>,
-
-    /// Distribution of gaps between arrivals in request-rate mode.
-    #[arg(
-        long = "arrival-pattern",
-        visible_alias = "request-rate-mode",
-        value_enum
-    )]
-    pub arrival_pattern: Option<ArrivalPatternArg>,
-
-    /// Gamma shape for --arrival-pattern gamma: 1 is Poisson, below 1 burstier, above smoother.
-    #[arg(long = "arrival-smoothness", visible_alias = "vllm-burstiness")]
-    pub arrival_smoothness: Option<f64>,
-
-    /// Stop after this many requests (default 10 when no stop condition is given).
-    #[arg(long = "request-count", visible_alias = "num-requests")]
-    pub request_count: Option<u64>,
-
-    /// Stop sending after this many seconds.
-    #[arg(long = "benchmark-duration")]
-    pub benchmark_duration: Option<f64>,
-
-    /// Seconds to wait for in-flight requests after --benchmark-duration (default 30; `inf`).
-    #[arg(long = "benchmark-grace-period")]
-    pub benchmark_grace_period: Option<f64>,
-
-    /// Threads that send requests (default 1: exact stamps, ~30k requests/s on one core).
-    #[arg(long = "workers-max", visible_alias = "max-workers", default_value_t = 1,
-          value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub workers_max: u16,
-
-    /// Requests to send before measuring; their results are discarded.
-    #[arg(long = "warmup-request-count", visible_alias = "num-warmup-requests")]
-    pub warmup_request_count: Option<u64>,
-}
-
 /// How connections are reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ConnectionReuse {
@@ -154,16 +110,6 @@ pub enum ConnectionReuse {
     /// One connection per conversation (`sticky-user-sessions`): not supported yet.
     #[value(name = "sticky-user-sessions")]
     StickyUserSessions,
-}
-
-/// The arrival patterns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum ArrivalPatternArg {
-    Poisson,
-    Constant,
-    Gamma,
-    ConcurrencyBurst,
 }
 
 /// What is written and shown.
@@ -297,7 +243,10 @@ mod tests {
         assert_eq!(args.load.request_count, Some(7));
         assert_eq!(args.input.isl, 64);
         assert_eq!(args.input.osl, Some(32));
-        assert_eq!(args.load.arrival_pattern, Some(ArrivalPatternArg::Constant));
+        assert_eq!(
+            args.load.arrival_pattern,
+            Some(load::ArrivalPatternArg::Constant)
+        );
     }
 
     #[test]

@@ -10,8 +10,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 mod input;
+mod load;
 
 pub use input::{CustomDatasetType, InputConfig, PublicDataset};
+pub use load::{ArrivalPattern, FixedScheduleConfig, LoadConfig, UserCentricConfig, WarmupConfig};
 
 /// The whole benchmark configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -76,62 +78,6 @@ impl Default for EndpointConfig {
     }
 }
 
-/// How arrivals are spaced in request-rate mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ArrivalPattern {
-    /// Exponential gaps (Poisson process).
-    Poisson,
-    /// Equal gaps of exactly 1/rate.
-    Constant,
-    /// Gamma gaps with shape `arrival_smoothness`.
-    Gamma,
-    /// No gaps: closed loop at the concurrency limit.
-    ConcurrencyBurst,
-}
-
-impl ArrivalPattern {
-    /// The name of the random stream that draws this pattern's gaps.
-    pub fn seed_stream(&self) -> &'static str {
-        match self {
-            ArrivalPattern::Poisson | ArrivalPattern::Constant => "timing.request.poisson_interval",
-            ArrivalPattern::Gamma => "timing.request.gamma_interval",
-            ArrivalPattern::ConcurrencyBurst => "timing.request.concurrency_burst",
-        }
-    }
-
-    /// The `--arrival-pattern` spelling.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ArrivalPattern::Poisson => "poisson",
-            ArrivalPattern::Constant => "constant",
-            ArrivalPattern::Gamma => "gamma",
-            ArrivalPattern::ConcurrencyBurst => "concurrency_burst",
-        }
-    }
-}
-
-/// The load shape and stop conditions of the profiling phase (and its warmup).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct LoadConfig {
-    /// Maximum requests in flight (closed loop without a rate; a cap with one).
-    pub concurrency: Option<usize>,
-    /// Target requests per second (open loop).
-    pub request_rate: Option<f64>,
-    /// Gap distribution in rate mode.
-    pub arrival_pattern: Option<ArrivalPattern>,
-    /// Gamma shape for `ArrivalPattern::Gamma`.
-    pub arrival_smoothness: Option<f64>,
-    /// Stop after this many requests.
-    pub request_count: Option<u64>,
-    /// Stop sending after this many seconds.
-    pub benchmark_duration: Option<f64>,
-    /// Seconds to wait for in-flight requests after the duration (default 30).
-    pub benchmark_grace_period: Option<f64>,
-    /// Requests in the warmup phase.
-    pub warmup_request_count: Option<u64>,
-}
-
 /// How much is written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -158,6 +104,8 @@ pub struct OutputConfig {
 
 /// The default grace period after `--benchmark-duration`, as documented upstream.
 pub const DEFAULT_GRACE_PERIOD_SECS: f64 = 30.0;
+/// The warmup grace period unless given: wait for every warmup request.
+pub const DEFAULT_WARMUP_GRACE_PERIOD_SECS: f64 = f64::INFINITY;
 /// The default stop condition when none is given.
 pub const DEFAULT_REQUEST_COUNT: u64 = 10;
 
@@ -196,6 +144,9 @@ pub enum ConfigError {
         /// The other.
         second: &'static str,
     },
+    /// A rule that needs a sentence of its own.
+    #[error("{0}")]
+    Invalid(&'static str),
 }
 
 impl BenchmarkConfig {
@@ -213,64 +164,58 @@ impl BenchmarkConfig {
             "--request-timeout-seconds",
             self.endpoint.request_timeout.as_secs_f64(),
         )?;
-        let load = &mut self.load;
-        if let Some(c) = load.concurrency {
-            at_least_one("--concurrency", c as u64)?;
-        }
-        if let Some(n) = load.request_count {
-            at_least_one("--request-count", n)?;
-        }
-        if let Some(n) = load.warmup_request_count {
-            at_least_one("--warmup-request-count", n)?;
-        }
-        if let Some(rate) = load.request_rate {
-            positive("--request-rate", rate)?;
-        }
-        if let Some(d) = load.benchmark_duration {
-            positive("--benchmark-duration", d)?;
-        }
-        if let Some(g) = load.benchmark_grace_period {
-            if load.benchmark_duration.is_none() {
-                return Err(ConfigError::Requires {
-                    flag: "--benchmark-grace-period",
-                    needs: "--benchmark-duration",
-                });
-            }
-            if g.is_nan() || g < 0.0 {
-                return Err(out_of_range("--benchmark-grace-period", "0 or more", g));
-            }
-        }
-        match (load.request_rate, load.arrival_pattern) {
-            (Some(_), Some(ArrivalPattern::ConcurrencyBurst)) => {
-                return Err(ConfigError::Conflict {
-                    first: "--arrival-pattern concurrency_burst",
-                    second: "--request-rate",
-                })
-            }
-            (Some(_), None) => load.arrival_pattern = Some(ArrivalPattern::Poisson),
-            (None, Some(p)) if p != ArrivalPattern::ConcurrencyBurst => {
-                return Err(ConfigError::Requires {
-                    flag: "--arrival-pattern",
-                    needs: "--request-rate",
-                })
-            }
-            (None, _) => load.arrival_pattern = Some(ArrivalPattern::ConcurrencyBurst),
-            (Some(_), Some(_)) => {}
-        }
-        if let Some(s) = load.arrival_smoothness {
-            if load.arrival_pattern != Some(ArrivalPattern::Gamma) {
-                return Err(ConfigError::Requires {
-                    flag: "--arrival-smoothness",
-                    needs: "--arrival-pattern gamma",
-                });
-            }
-            positive("--arrival-smoothness", s)?;
-        }
-        if load.request_count.is_none() && load.benchmark_duration.is_none() {
-            load.request_count = Some(DEFAULT_REQUEST_COUNT);
-        }
+        self.load.validate()?;
+        self.check_cross_section_rules()?;
         self.input.validate()?;
         Ok(self)
+    }
+
+    /// Rules that tie the load to the endpoint or the input (SPEC §1.4).
+    fn check_cross_section_rules(&self) -> Result<(), ConfigError> {
+        let load = &self.load;
+        if !self.endpoint.streaming {
+            if load.prefill_concurrency.is_some() {
+                return Err(ConfigError::Requires {
+                    flag: "--prefill-concurrency",
+                    needs: "--streaming",
+                });
+            }
+            if load.warmup.prefill_concurrency.is_some() {
+                return Err(ConfigError::Requires {
+                    flag: "--warmup-prefill-concurrency",
+                    needs: "--streaming",
+                });
+            }
+        }
+        let input = &self.input;
+        if load.fixed_schedule.is_enabled() && input.sampling_strategy.is_some() {
+            return Err(ConfigError::Conflict {
+                first: "--dataset-sampling-strategy",
+                second: "--fixed-schedule",
+            });
+        }
+        if input.public_dataset.is_some() && input.custom_dataset_type.is_some() {
+            return Err(ConfigError::Conflict {
+                first: "--public-dataset",
+                second: "--custom-dataset-type",
+            });
+        }
+        if input.custom_dataset_type.is_some() && input.input_file.is_none() {
+            return Err(ConfigError::Requires {
+                flag: "--custom-dataset-type",
+                needs: "--input-file",
+            });
+        }
+        if load.fixed_schedule.is_enabled()
+            && input.input_file.is_none()
+            && input.public_dataset.is_none()
+        {
+            return Err(ConfigError::Requires {
+                flag: "--fixed-schedule",
+                needs: "--input-file with timestamps",
+            });
+        }
+        Ok(())
     }
 
     /// The primary model (the first one).
@@ -282,7 +227,7 @@ impl BenchmarkConfig {
             .unwrap_or("")
     }
 
-    /// The grace period after the duration elapses.
+    /// The grace period after the duration elapses (an infinite one is `Duration::MAX`).
     pub fn grace_period(&self) -> Duration {
         let secs = self
             .load

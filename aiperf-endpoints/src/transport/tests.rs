@@ -230,6 +230,56 @@ async fn the_timeout_covers_the_body() {
 }
 
 #[tokio::test]
+async fn a_client_cancellation_cuts_the_stream_and_closes_the_connection() {
+    let server = server(Behaviour::SlowStream).await;
+    let transport = transport();
+    let cancel_after = Duration::from_millis(25);
+    let control = SendControl {
+        cancel_after: Some(cancel_after),
+        ..SendControl::default()
+    };
+    let exchange = transport
+        .send_controlled(post(&server.url, Some(Duration::from_secs(5))), control)
+        .await;
+    assert_eq!(
+        exchange.error,
+        Some(TransportError::CancelledByClient(cancel_after))
+    );
+    assert_eq!(
+        exchange.error.as_ref().unwrap().to_string(),
+        "Request cancelled 0.025s after being sent"
+    );
+    assert_eq!(exchange.body(), b"data: a\n\n", "what came before is kept");
+    // The aborted connection is not reused.
+    let again = transport.send(post(&server.url, None)).await;
+    assert_eq!(again.error, None);
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn the_first_chunk_is_signalled_once_it_is_stamped() {
+    let server = server(Behaviour::SlowStream).await;
+    let first_chunk = Arc::new(tokio::sync::Notify::new());
+    let control = SendControl {
+        first_chunk: Some(Arc::clone(&first_chunk)),
+        ..SendControl::default()
+    };
+    let transport = transport();
+    let send = transport.send_controlled(post(&server.url, None), control);
+    tokio::pin!(send);
+    let signalled_at = tokio::select! {
+        _ = first_chunk.notified() => std::time::Instant::now(),
+        _ = &mut send => panic!("the exchange ended before the first chunk was signalled"),
+    };
+    let exchange = send.await;
+    assert!(signalled_at >= exchange.chunks[0].at);
+    assert!(
+        signalled_at < exchange.chunks[1].at,
+        "signalled before the second event"
+    );
+}
+
+#[tokio::test]
 async fn sequential_requests_reuse_one_connection() {
     let server = server(Behaviour::Ok).await;
     let transport = transport();

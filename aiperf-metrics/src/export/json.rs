@@ -181,6 +181,8 @@ struct PhaseEcho {
     #[serde(skip_serializing_if = "Option::is_none")]
     requests: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    sessions: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     duration: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     concurrency: Option<usize>,
@@ -217,23 +219,35 @@ struct InputConfigEcho<'a> {
 fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
     let c = &summary.config;
     let load = &c.load;
-    let kind_of_load = match load.request_rate {
-        Some(_) => "request_rate",
-        None => "concurrency",
+    let kind_of_load = if load.fixed_schedule.is_enabled() {
+        "fixed_schedule"
+    } else if load.user_centric.is_some() {
+        "user_centric"
+    } else if load.request_rate.is_some() {
+        "request_rate"
+    } else {
+        "concurrency"
     };
     let mut phases = Vec::new();
-    if let Some(n) = load.warmup_request_count {
+    let warmup = &load.warmup;
+    if warmup.is_enabled() {
+        let rate = warmup.request_rate.or(load.request_rate);
         phases.push(PhaseEcho {
             name: "warmup",
             kind: "warmup",
-            kind_of_load,
-            requests: Some(n),
-            duration: None,
-            concurrency: load.concurrency,
-            rate: load.request_rate,
+            kind_of_load: if rate.is_some() {
+                "request_rate"
+            } else {
+                "concurrency"
+            },
+            requests: warmup.request_count,
+            sessions: warmup.num_sessions,
+            duration: warmup.duration,
+            concurrency: warmup.concurrency.or(load.concurrency),
+            rate,
             arrival_pattern: None,
             smoothness: None,
-            grace_period: None,
+            grace_period: Some(warmup.grace_period_secs()).filter(|g| g.is_finite()),
         });
     }
     phases.push(PhaseEcho {
@@ -241,9 +255,12 @@ fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
         kind: "profiling",
         kind_of_load,
         requests: load.request_count,
+        sessions: load.num_sessions,
         duration: load.benchmark_duration,
         concurrency: load.concurrency,
-        rate: load.request_rate,
+        rate: load
+            .request_rate
+            .or(load.user_centric.map(|user| user.rate)),
         arrival_pattern: load
             .arrival_pattern
             .filter(|p| *p != ArrivalPattern::ConcurrencyBurst)

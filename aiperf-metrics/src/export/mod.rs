@@ -98,10 +98,20 @@ pub fn artifact_dir_name(config: &BenchmarkConfig) -> String {
         model.push_str("_multi");
     }
     let load = &config.load;
-    let stimulus = match (load.concurrency, load.request_rate) {
-        (Some(c), Some(r)) => format!("concurrency{c}-request_rate{}", py_float(r)),
-        (None, Some(r)) => format!("request_rate{}", py_float(r)),
-        (c, None) => format!("concurrency{}", c.unwrap_or(1)),
+    let stimulus = if load.fixed_schedule.is_enabled() {
+        "fixed_schedule".to_owned()
+    } else if let Some(user) = load.user_centric {
+        format!(
+            "user_centric-users{}-qps{}",
+            user.num_users,
+            py_float(user.rate)
+        )
+    } else {
+        match (load.concurrency, load.request_rate) {
+            (Some(c), Some(r)) => format!("concurrency{c}-request_rate{}", py_float(r)),
+            (None, Some(r)) => format!("request_rate{}", py_float(r)),
+            (c, None) => format!("concurrency{}", c.unwrap_or(1)),
+        }
     };
     format!(
         "{model}-openai-{}-{stimulus}",

@@ -8,13 +8,36 @@ use rand_distr::{Distribution, Exp, Gamma};
 
 use crate::config::ArrivalPattern;
 
-/// When the next request should go.
-#[derive(Debug, Clone, Copy, PartialEq)]
+mod fixed;
+mod user_centric;
+
+pub use fixed::{first_timestamp, replay_window, FixedSchedule};
+pub use user_centric::UserCentricSchedule;
+
+/// When the next session should start.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Arrival {
     /// Closed loop: as soon as a concurrency slot is free.
     WhenSlotFree,
     /// Open loop: at this offset from the phase start, whatever earlier requests are doing.
     At(Duration),
+    /// Open loop with the session decided by the schedule (trace replay, simulated users).
+    Planned(PlannedSession),
+    /// The schedule has nothing more to send.
+    Exhausted,
+}
+
+/// A session whose start and shape the schedule fixes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PlannedSession {
+    /// Offset from the phase start.
+    pub at: Duration,
+    /// Index of the conversation in the dataset; `None` lets the sampler choose.
+    pub conversation: Option<usize>,
+    /// Send at most this many turns (a simulated user that joined mid-conversation).
+    pub max_turns: Option<usize>,
+    /// The session's `X-Correlation-ID`; `None` draws a UUID.
+    pub correlation_id: Option<String>,
 }
 
 /// Yields the arrival of every request of a phase, in order.
@@ -39,22 +62,47 @@ impl Scheduler for ClosedLoop {
 /// shifts later arrivals.
 #[derive(Debug)]
 pub struct RateScheduler {
-    gaps: Gaps,
+    /// Gaps at a rate of one per second, divided by the current rate.
+    unit_gaps: Gaps,
+    rate: f64,
+    ramp: Option<RateRamp>,
     rng: ChaCha8Rng,
     elapsed_secs: f64,
 }
 
 #[derive(Debug)]
 enum Gaps {
-    Constant(f64),
+    Constant,
     Exponential(Exp<f64>),
     Gamma(Gamma<f64>),
 }
 
-/// The rate or shape of a [`RateScheduler`] is not usable.
+/// A linear rise to the target rate, updated in steps as the Python AIPerf does.
+#[derive(Debug, Clone, Copy)]
+struct RateRamp {
+    start_rate: f64,
+    duration_secs: f64,
+}
+
+impl RateRamp {
+    /// How often the ramped rate changes.
+    const STEP_SECS: f64 = 0.1;
+
+    /// The rate in force `elapsed` seconds into the phase.
+    fn rate_at(&self, elapsed: f64, target: f64) -> f64 {
+        if elapsed >= self.duration_secs {
+            return target;
+        }
+        let stepped = (elapsed / Self::STEP_SECS).floor() * Self::STEP_SECS;
+        self.start_rate + (target - self.start_rate) * stepped / self.duration_secs
+    }
+}
+
+/// A schedule that cannot be built: a rate or shape that is not usable, a trace entry
+/// without a timestamp.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid arrival process: {0}")]
-pub struct ScheduleError(String);
+#[error("invalid schedule: {0}")]
+pub struct ScheduleError(pub(crate) String);
 
 impl RateScheduler {
     /// Arrivals at `rate` per second spaced by `pattern`; `smoothness` is the gamma shape
@@ -68,16 +116,15 @@ impl RateScheduler {
         if !(rate.is_finite() && rate > 0.0) {
             return Err(ScheduleError(format!("rate must be > 0, got {rate}")));
         }
-        let gaps = match pattern {
-            ArrivalPattern::Constant => Gaps::Constant(1.0 / rate),
+        let unit_gaps = match pattern {
+            ArrivalPattern::Constant => Gaps::Constant,
             ArrivalPattern::Poisson => {
-                Gaps::Exponential(Exp::new(rate).map_err(|e| ScheduleError(e.to_string()))?)
+                Gaps::Exponential(Exp::new(1.0).map_err(|e| ScheduleError(e.to_string()))?)
             }
             ArrivalPattern::Gamma => {
                 let shape = smoothness.unwrap_or(1.0);
                 Gaps::Gamma(
-                    Gamma::new(shape, 1.0 / (rate * shape))
-                        .map_err(|e| ScheduleError(e.to_string()))?,
+                    Gamma::new(shape, 1.0 / shape).map_err(|e| ScheduleError(e.to_string()))?,
                 )
             }
             ArrivalPattern::ConcurrencyBurst => {
@@ -87,21 +134,43 @@ impl RateScheduler {
             }
         };
         Ok(Self {
-            gaps,
+            unit_gaps,
+            rate,
+            ramp: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
             elapsed_secs: 0.0,
         })
+    }
+
+    /// Starts at `rate × 0.1 / ramp` and rises linearly to the rate over `ramp`, in
+    /// 0.1 s steps (`--request-rate-ramp-duration`). A ramp shorter than one step is none.
+    pub fn with_ramp(mut self, ramp: Duration) -> Self {
+        let duration_secs = ramp.as_secs_f64();
+        self.ramp = (duration_secs > RateRamp::STEP_SECS).then(|| RateRamp {
+            start_rate: self.rate * RateRamp::STEP_SECS / duration_secs,
+            duration_secs,
+        });
+        self
+    }
+
+    /// The gap to the next arrival at the rate in force now.
+    fn next_gap(&mut self) -> f64 {
+        let rate = match self.ramp {
+            Some(ramp) => ramp.rate_at(self.elapsed_secs, self.rate),
+            None => self.rate,
+        };
+        let unit = match &self.unit_gaps {
+            Gaps::Constant => 1.0,
+            Gaps::Exponential(exp) => exp.sample(&mut self.rng),
+            Gaps::Gamma(gamma) => gamma.sample(&mut self.rng),
+        };
+        unit / rate
     }
 }
 
 impl Scheduler for RateScheduler {
     fn next_arrival(&mut self) -> Arrival {
-        let gap = match &self.gaps {
-            Gaps::Constant(gap) => *gap,
-            Gaps::Exponential(exp) => exp.sample(&mut self.rng),
-            Gaps::Gamma(gamma) => gamma.sample(&mut self.rng),
-        };
-        self.elapsed_secs += gap;
+        self.elapsed_secs += self.next_gap();
         Arrival::At(Duration::from_secs_f64(self.elapsed_secs))
     }
 }
@@ -114,7 +183,7 @@ mod tests {
         (0..n)
             .map(|_| match s.next_arrival() {
                 Arrival::At(at) => at,
-                Arrival::WhenSlotFree => panic!("rate schedules are open loop"),
+                other => panic!("rate schedules are open loop at offsets, got {other:?}"),
             })
             .collect()
     }

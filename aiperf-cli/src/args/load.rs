@@ -1,0 +1,218 @@
+//! The load flags: concurrency, rates, stop conditions, trace replay, simulated users,
+//! warmup and cancellation.
+
+use aiperf_core::config::{
+    ArrivalPattern, FixedScheduleConfig, LoadConfig, UserCentricConfig, WarmupConfig,
+};
+use clap::{Args, ValueEnum};
+
+/// How the load is applied and when the benchmark stops.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Load")]
+pub struct LoadArgs {
+    /// Maximum sessions in flight (closed loop); with --request-rate, a cap.
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+
+    /// Raise the concurrency limit from 1 to --concurrency over this many seconds.
+    #[arg(long = "concurrency-ramp-duration")]
+    pub concurrency_ramp_duration: Option<f64>,
+
+    /// Maximum requests waiting for their first token (streaming only).
+    #[arg(long = "prefill-concurrency")]
+    pub prefill_concurrency: Option<usize>,
+
+    /// Raise the prefill limit from 1 to --prefill-concurrency over this many seconds.
+    #[arg(long = "prefill-concurrency-ramp-duration")]
+    pub prefill_concurrency_ramp_duration: Option<f64>,
+
+    /// Target requests per second (open loop).
+    #[arg(long = "request-rate")]
+    pub request_rate: Option<f64>,
+
+    /// Raise the rate linearly to --request-rate over this many seconds.
+    #[arg(long = "request-rate-ramp-duration")]
+    pub request_rate_ramp_duration: Option<f64>,
+
+    /// Distribution of gaps between arrivals in request-rate mode.
+    #[arg(
+        long = "arrival-pattern",
+        visible_alias = "request-rate-mode",
+        value_enum
+    )]
+    pub arrival_pattern: Option<ArrivalPatternArg>,
+
+    /// Gamma shape for --arrival-pattern gamma: 1 is Poisson, below 1 burstier, above smoother.
+    #[arg(long = "arrival-smoothness", visible_alias = "vllm-burstiness")]
+    pub arrival_smoothness: Option<f64>,
+
+    /// Stop after this many requests (default 10 when no stop condition is given).
+    #[arg(long = "request-count", visible_alias = "num-requests")]
+    pub request_count: Option<u64>,
+
+    /// Stop starting sessions after this many; started sessions send all their turns.
+    #[arg(long = "num-sessions", visible_aliases = ["conversation-num", "num-conversations"])]
+    pub num_sessions: Option<u64>,
+
+    /// Stop sending after this many seconds.
+    #[arg(long = "benchmark-duration")]
+    pub benchmark_duration: Option<f64>,
+
+    /// Seconds to wait for in-flight requests after --benchmark-duration (default 30; `inf`).
+    #[arg(long = "benchmark-grace-period")]
+    pub benchmark_grace_period: Option<f64>,
+
+    /// Threads that send requests (default 1: exact stamps, ~30k requests/s on one core).
+    #[arg(long = "workers-max", visible_alias = "max-workers", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub workers_max: u16,
+
+    /// Replay the input trace's timestamps (automatic for traces whose first entry has one).
+    #[arg(long = "fixed-schedule", conflicts_with = "no_fixed_schedule")]
+    pub fixed_schedule: bool,
+
+    /// Do not replay a trace's timestamps even though it has them.
+    #[arg(long = "no-fixed-schedule")]
+    pub no_fixed_schedule: bool,
+
+    /// Time zero of the replay is the earliest timestamp.
+    #[arg(long = "fixed-schedule-auto-offset")]
+    pub fixed_schedule_auto_offset: bool,
+
+    /// Replay only entries at or after this many ms; time zero is the offset.
+    #[arg(long = "fixed-schedule-start-offset")]
+    pub fixed_schedule_start_offset: Option<u64>,
+
+    /// Replay only entries at or before this many ms.
+    #[arg(long = "fixed-schedule-end-offset")]
+    pub fixed_schedule_end_offset: Option<u64>,
+
+    /// Aggregate requests per second of --num-users simulated users, each sending its next
+    /// turn num_users/rate seconds after the previous one.
+    #[arg(long = "user-centric-rate")]
+    pub user_centric_rate: Option<f64>,
+
+    /// Simulated users of --user-centric-rate.
+    #[arg(long = "num-users")]
+    pub num_users: Option<usize>,
+
+    /// Percent of requests the client cancels on purpose (0 < x <= 100).
+    #[arg(long = "request-cancellation-rate")]
+    pub request_cancellation_rate: Option<f64>,
+
+    /// Seconds after sending at which those requests are cancelled (default 0).
+    #[arg(long = "request-cancellation-delay")]
+    pub request_cancellation_delay: Option<f64>,
+
+    /// Requests to send before measuring; their results are discarded.
+    #[arg(long = "warmup-request-count", visible_alias = "num-warmup-requests")]
+    pub warmup_request_count: Option<u64>,
+
+    /// Seconds of warmup before measuring.
+    #[arg(long = "warmup-duration")]
+    pub warmup_duration: Option<f64>,
+
+    /// Sessions to run as warmup.
+    #[arg(long = "num-warmup-sessions")]
+    pub num_warmup_sessions: Option<u64>,
+
+    /// Warmup concurrency (default --concurrency).
+    #[arg(long = "warmup-concurrency")]
+    pub warmup_concurrency: Option<usize>,
+
+    /// Warmup prefill concurrency (default --prefill-concurrency).
+    #[arg(long = "warmup-prefill-concurrency")]
+    pub warmup_prefill_concurrency: Option<usize>,
+
+    /// Warmup request rate (default --request-rate; closed loop without either).
+    #[arg(long = "warmup-request-rate")]
+    pub warmup_request_rate: Option<f64>,
+
+    /// Warmup arrival pattern (default --arrival-pattern).
+    #[arg(long = "warmup-arrival-pattern", value_enum)]
+    pub warmup_arrival_pattern: Option<ArrivalPatternArg>,
+
+    /// Seconds to wait for in-flight warmup requests after --warmup-duration (default: all).
+    #[arg(long = "warmup-grace-period")]
+    pub warmup_grace_period: Option<f64>,
+
+    /// Warmup concurrency ramp (default --concurrency-ramp-duration).
+    #[arg(long = "warmup-concurrency-ramp-duration")]
+    pub warmup_concurrency_ramp_duration: Option<f64>,
+
+    /// Warmup rate ramp (default --request-rate-ramp-duration).
+    #[arg(long = "warmup-request-rate-ramp-duration")]
+    pub warmup_request_rate_ramp_duration: Option<f64>,
+}
+
+/// The arrival patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ArrivalPatternArg {
+    Poisson,
+    Constant,
+    Gamma,
+    ConcurrencyBurst,
+}
+
+impl From<ArrivalPatternArg> for ArrivalPattern {
+    fn from(pattern: ArrivalPatternArg) -> Self {
+        match pattern {
+            ArrivalPatternArg::Poisson => ArrivalPattern::Poisson,
+            ArrivalPatternArg::Constant => ArrivalPattern::Constant,
+            ArrivalPatternArg::Gamma => ArrivalPattern::Gamma,
+            ArrivalPatternArg::ConcurrencyBurst => ArrivalPattern::ConcurrencyBurst,
+        }
+    }
+}
+
+impl LoadArgs {
+    /// The load configuration these flags describe (validated with the whole config).
+    pub fn to_config(&self) -> LoadConfig {
+        LoadConfig {
+            concurrency: self.concurrency,
+            concurrency_ramp_duration: self.concurrency_ramp_duration,
+            prefill_concurrency: self.prefill_concurrency,
+            prefill_concurrency_ramp_duration: self.prefill_concurrency_ramp_duration,
+            request_rate: self.request_rate,
+            request_rate_ramp_duration: self.request_rate_ramp_duration,
+            arrival_pattern: self.arrival_pattern.map(ArrivalPattern::from),
+            arrival_smoothness: self.arrival_smoothness,
+            request_count: self.request_count,
+            num_sessions: self.num_sessions,
+            benchmark_duration: self.benchmark_duration,
+            benchmark_grace_period: self.benchmark_grace_period,
+            fixed_schedule: FixedScheduleConfig {
+                enabled: if self.fixed_schedule {
+                    Some(true)
+                } else if self.no_fixed_schedule {
+                    Some(false)
+                } else {
+                    None
+                },
+                auto_offset: self.fixed_schedule_auto_offset,
+                start_offset_ms: self.fixed_schedule_start_offset,
+                end_offset_ms: self.fixed_schedule_end_offset,
+            },
+            user_centric: self.user_centric_rate.map(|rate| UserCentricConfig {
+                rate,
+                num_users: self.num_users.unwrap_or(0),
+            }),
+            num_users: self.num_users,
+            request_cancellation_rate: self.request_cancellation_rate,
+            request_cancellation_delay: self.request_cancellation_delay,
+            warmup: WarmupConfig {
+                request_count: self.warmup_request_count,
+                duration: self.warmup_duration,
+                num_sessions: self.num_warmup_sessions,
+                concurrency: self.warmup_concurrency,
+                prefill_concurrency: self.warmup_prefill_concurrency,
+                request_rate: self.warmup_request_rate,
+                arrival_pattern: self.warmup_arrival_pattern.map(ArrivalPattern::from),
+                grace_period: self.warmup_grace_period,
+                concurrency_ramp_duration: self.warmup_concurrency_ramp_duration,
+                request_rate_ramp_duration: self.warmup_request_rate_ramp_duration,
+            },
+        }
+    }
+}

@@ -1,0 +1,685 @@
+//! When to send and when to stop: the load shape of the profiling phase, its warmup,
+//! trace replay, user-centric rate and simulated cancellation (SPEC §1.3 Load generator,
+//! Fixed schedule, Warmup, User-centric rate, Request cancellation; rules of §1.4).
+
+use serde::{Deserialize, Serialize};
+
+use super::{at_least_one, non_negative, out_of_range, positive, ConfigError};
+use super::{DEFAULT_REQUEST_COUNT, DEFAULT_WARMUP_GRACE_PERIOD_SECS};
+
+/// How arrivals are spaced in request-rate mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalPattern {
+    /// Exponential gaps (Poisson process).
+    Poisson,
+    /// Equal gaps of exactly 1/rate.
+    Constant,
+    /// Gamma gaps with shape `arrival_smoothness`.
+    Gamma,
+    /// No gaps: closed loop at the concurrency limit.
+    ConcurrencyBurst,
+}
+
+impl ArrivalPattern {
+    /// The name of the random stream that draws this pattern's gaps.
+    pub fn seed_stream(&self) -> &'static str {
+        match self {
+            ArrivalPattern::Poisson | ArrivalPattern::Constant => "timing.request.poisson_interval",
+            ArrivalPattern::Gamma => "timing.request.gamma_interval",
+            ArrivalPattern::ConcurrencyBurst => "timing.request.concurrency_burst",
+        }
+    }
+
+    /// The `--arrival-pattern` spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ArrivalPattern::Poisson => "poisson",
+            ArrivalPattern::Constant => "constant",
+            ArrivalPattern::Gamma => "gamma",
+            ArrivalPattern::ConcurrencyBurst => "concurrency_burst",
+        }
+    }
+}
+
+/// The load shape and stop conditions of the profiling phase (and its warmup).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadConfig {
+    /// Maximum sessions in flight (closed loop without a rate; a cap with one).
+    pub concurrency: Option<usize>,
+    /// Raise the concurrency limit from 1 to `concurrency` over this many seconds.
+    pub concurrency_ramp_duration: Option<f64>,
+    /// Maximum requests sent but without a first token yet (streaming only).
+    pub prefill_concurrency: Option<usize>,
+    /// Raise the prefill limit from 1 to `prefill_concurrency` over this many seconds.
+    pub prefill_concurrency_ramp_duration: Option<f64>,
+    /// Target requests per second (open loop).
+    pub request_rate: Option<f64>,
+    /// Raise the rate linearly to `request_rate` over this many seconds.
+    pub request_rate_ramp_duration: Option<f64>,
+    /// Gap distribution in rate mode.
+    pub arrival_pattern: Option<ArrivalPattern>,
+    /// Gamma shape for `ArrivalPattern::Gamma`.
+    pub arrival_smoothness: Option<f64>,
+    /// Stop after this many requests (every turn counts).
+    pub request_count: Option<u64>,
+    /// Stop starting sessions after this many; started sessions finish all their turns.
+    pub num_sessions: Option<u64>,
+    /// Stop sending after this many seconds.
+    pub benchmark_duration: Option<f64>,
+    /// Seconds to wait for in-flight requests after the duration (default 30).
+    pub benchmark_grace_period: Option<f64>,
+    /// Replay trace timestamps.
+    #[serde(default)]
+    pub fixed_schedule: FixedScheduleConfig,
+    /// N users sending turns at a fixed per-user gap.
+    pub user_centric: Option<UserCentricConfig>,
+    /// `--num-users` as given (it is only valid with `--user-centric-rate`).
+    pub num_users: Option<usize>,
+    /// Percent of profiling requests the client cancels on purpose.
+    pub request_cancellation_rate: Option<f64>,
+    /// Seconds after sending at which those requests are cancelled (default 0).
+    pub request_cancellation_delay: Option<f64>,
+    /// The warmup phase.
+    #[serde(default)]
+    pub warmup: WarmupConfig,
+}
+
+/// `--fixed-schedule` and its offsets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FixedScheduleConfig {
+    /// `Some(true)`: `--fixed-schedule` (or a timestamped trace promoted it);
+    /// `Some(false)`: `--no-fixed-schedule`; `None`: neither.
+    pub enabled: Option<bool>,
+    /// Time zero is the earliest timestamp.
+    pub auto_offset: bool,
+    /// Drop entries before this many ms; time zero is the offset.
+    pub start_offset_ms: Option<u64>,
+    /// Drop entries after this many ms.
+    pub end_offset_ms: Option<u64>,
+}
+
+impl FixedScheduleConfig {
+    /// True when the run replays timestamps.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled == Some(true)
+    }
+}
+
+/// `--user-centric-rate QPS` with `--num-users N`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct UserCentricConfig {
+    /// Aggregate requests per second over all users.
+    pub rate: f64,
+    /// Simulated users.
+    pub num_users: usize,
+}
+
+/// The warmup phase: enabled when any of its stop conditions is set. Unset options fall
+/// back to the profiling values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WarmupConfig {
+    /// Requests to send.
+    pub request_count: Option<u64>,
+    /// Seconds to send for.
+    pub duration: Option<f64>,
+    /// Sessions to start.
+    pub num_sessions: Option<u64>,
+    /// Concurrency (default: the profiling concurrency).
+    pub concurrency: Option<usize>,
+    /// Prefill concurrency (default: the profiling one).
+    pub prefill_concurrency: Option<usize>,
+    /// Open-loop rate (default: the profiling rate; closed loop without one).
+    pub request_rate: Option<f64>,
+    /// Arrival pattern with `request_rate` (default: the profiling pattern).
+    pub arrival_pattern: Option<ArrivalPattern>,
+    /// Seconds to wait for in-flight warmup requests after the duration (default ∞).
+    pub grace_period: Option<f64>,
+    /// Concurrency ramp (default: the profiling ramp).
+    pub concurrency_ramp_duration: Option<f64>,
+    /// Rate ramp (default: the profiling ramp).
+    pub request_rate_ramp_duration: Option<f64>,
+}
+
+impl WarmupConfig {
+    /// True when any warmup stop condition is set.
+    pub fn is_enabled(&self) -> bool {
+        self.request_count.is_some() || self.duration.is_some() || self.num_sessions.is_some()
+    }
+
+    /// The grace period, infinite unless given.
+    pub fn grace_period_secs(&self) -> f64 {
+        self.grace_period
+            .unwrap_or(DEFAULT_WARMUP_GRACE_PERIOD_SECS)
+    }
+}
+
+impl LoadConfig {
+    /// Checks the load rules of SPEC §1.4 and resolves the arrival pattern and the default
+    /// stop condition (10 requests; a fixed schedule defaults to the whole trace later).
+    pub fn validate(&mut self) -> Result<(), ConfigError> {
+        self.check_ranges()?;
+        self.check_user_centric()?;
+        self.check_fixed_schedule()?;
+        self.resolve_arrival_pattern()?;
+        self.check_ramps_and_prefill()?;
+        self.check_cancellation()?;
+        self.check_warmup()?;
+        if self.request_count.is_some() && self.num_sessions.is_some() {
+            return Err(ConfigError::Conflict {
+                first: "--request-count",
+                second: "--num-sessions",
+            });
+        }
+        let has_stop = self.request_count.is_some()
+            || self.benchmark_duration.is_some()
+            || self.num_sessions.is_some();
+        if !has_stop && !self.fixed_schedule.is_enabled() {
+            self.request_count = Some(DEFAULT_REQUEST_COUNT);
+        }
+        Ok(())
+    }
+
+    fn check_ranges(&self) -> Result<(), ConfigError> {
+        if let Some(c) = self.concurrency {
+            at_least_one("--concurrency", c as u64)?;
+        }
+        if let Some(n) = self.request_count {
+            at_least_one("--request-count", n)?;
+        }
+        if let Some(n) = self.num_sessions {
+            at_least_one("--num-sessions", n)?;
+        }
+        if let Some(rate) = self.request_rate {
+            positive("--request-rate", rate)?;
+        }
+        if let Some(d) = self.benchmark_duration {
+            positive("--benchmark-duration", d)?;
+        }
+        if let Some(g) = self.benchmark_grace_period {
+            if self.benchmark_duration.is_none() {
+                return Err(ConfigError::Requires {
+                    flag: "--benchmark-grace-period",
+                    needs: "--benchmark-duration",
+                });
+            }
+            if g.is_nan() || g < 0.0 {
+                return Err(out_of_range("--benchmark-grace-period", "0 or more", g));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_user_centric(&self) -> Result<(), ConfigError> {
+        match (&self.user_centric, self.num_users) {
+            (None, Some(_)) => Err(ConfigError::Requires {
+                flag: "--num-users",
+                needs: "--user-centric-rate",
+            }),
+            (Some(user), _) => {
+                positive("--user-centric-rate", user.rate)?;
+                at_least_one("--num-users", user.num_users as u64)?;
+                if self.request_rate.is_some() {
+                    return Err(ConfigError::Conflict {
+                        first: "--user-centric-rate",
+                        second: "--request-rate",
+                    });
+                }
+                if self.arrival_pattern.is_some() {
+                    return Err(ConfigError::Conflict {
+                        first: "--user-centric-rate",
+                        second: "--arrival-pattern",
+                    });
+                }
+                if self.fixed_schedule.is_enabled() {
+                    return Err(ConfigError::Conflict {
+                        first: "--user-centric-rate",
+                        second: "--fixed-schedule",
+                    });
+                }
+                Ok(())
+            }
+            (None, None) => Ok(()),
+        }
+    }
+
+    fn check_fixed_schedule(&self) -> Result<(), ConfigError> {
+        let fixed = &self.fixed_schedule;
+        if !fixed.is_enabled() {
+            let offset_flag = if fixed.auto_offset {
+                Some("--fixed-schedule-auto-offset")
+            } else if fixed.start_offset_ms.is_some() {
+                Some("--fixed-schedule-start-offset")
+            } else if fixed.end_offset_ms.is_some() {
+                Some("--fixed-schedule-end-offset")
+            } else {
+                None
+            };
+            if let Some(flag) = offset_flag {
+                return Err(ConfigError::Requires {
+                    flag,
+                    needs: "--fixed-schedule (or a trace with timestamps)",
+                });
+            }
+            return Ok(());
+        }
+        if fixed.auto_offset && fixed.start_offset_ms.is_some() {
+            return Err(ConfigError::Conflict {
+                first: "--fixed-schedule-auto-offset",
+                second: "--fixed-schedule-start-offset",
+            });
+        }
+        if let (Some(start), Some(end)) = (fixed.start_offset_ms, fixed.end_offset_ms) {
+            if end < start {
+                return Err(ConfigError::Invalid(
+                    "--fixed-schedule-end-offset must not be less than --fixed-schedule-start-offset",
+                ));
+            }
+        }
+        if self.request_rate.is_some() {
+            return Err(ConfigError::Invalid(
+                "--request-rate cannot be combined with a fixed schedule (a trace with timestamps \
+                 replays them); pass --no-fixed-schedule to send the trace at a rate instead",
+            ));
+        }
+        if self.request_rate_ramp_duration.is_some() {
+            return Err(ConfigError::Conflict {
+                first: "--request-rate-ramp-duration",
+                second: "--fixed-schedule",
+            });
+        }
+        Ok(())
+    }
+
+    fn resolve_arrival_pattern(&mut self) -> Result<(), ConfigError> {
+        match (self.request_rate, self.arrival_pattern) {
+            (Some(_), Some(ArrivalPattern::ConcurrencyBurst)) => {
+                return Err(ConfigError::Conflict {
+                    first: "--arrival-pattern concurrency_burst",
+                    second: "--request-rate",
+                })
+            }
+            (Some(_), None) => self.arrival_pattern = Some(ArrivalPattern::Poisson),
+            (None, Some(p)) if p != ArrivalPattern::ConcurrencyBurst => {
+                return Err(ConfigError::Requires {
+                    flag: "--arrival-pattern",
+                    needs: "--request-rate",
+                })
+            }
+            (None, None) if self.user_centric.is_none() => {
+                self.arrival_pattern = Some(ArrivalPattern::ConcurrencyBurst)
+            }
+            _ => {}
+        }
+        if let Some(s) = self.arrival_smoothness {
+            if self.arrival_pattern != Some(ArrivalPattern::Gamma) {
+                return Err(ConfigError::Requires {
+                    flag: "--arrival-smoothness",
+                    needs: "--arrival-pattern gamma",
+                });
+            }
+            positive("--arrival-smoothness", s)?;
+        }
+        Ok(())
+    }
+
+    fn check_ramps_and_prefill(&self) -> Result<(), ConfigError> {
+        if let Some(ramp) = self.concurrency_ramp_duration {
+            positive("--concurrency-ramp-duration", ramp)?;
+        }
+        if let Some(ramp) = self.prefill_concurrency_ramp_duration {
+            positive("--prefill-concurrency-ramp-duration", ramp)?;
+            if self.prefill_concurrency.is_none() {
+                return Err(ConfigError::Requires {
+                    flag: "--prefill-concurrency-ramp-duration",
+                    needs: "--prefill-concurrency",
+                });
+            }
+        }
+        if let Some(ramp) = self.request_rate_ramp_duration {
+            positive("--request-rate-ramp-duration", ramp)?;
+            if self.request_rate.is_none() && self.user_centric.is_none() {
+                return Err(ConfigError::Requires {
+                    flag: "--request-rate-ramp-duration",
+                    needs: "--request-rate or --user-centric-rate",
+                });
+            }
+        }
+        if let Some(prefill) = self.prefill_concurrency {
+            at_least_one("--prefill-concurrency", prefill as u64)?;
+            if let Some(concurrency) = self.concurrency {
+                if prefill > concurrency {
+                    return Err(ConfigError::Invalid(
+                        "--prefill-concurrency must not exceed --concurrency",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_cancellation(&self) -> Result<(), ConfigError> {
+        if let Some(rate) = self.request_cancellation_rate {
+            if !(rate > 0.0 && rate <= 100.0) {
+                return Err(out_of_range(
+                    "--request-cancellation-rate",
+                    "greater than 0 and at most 100 (percent)",
+                    rate,
+                ));
+            }
+        }
+        if let Some(delay) = self.request_cancellation_delay {
+            if self.request_cancellation_rate.is_none() {
+                return Err(ConfigError::Requires {
+                    flag: "--request-cancellation-delay",
+                    needs: "--request-cancellation-rate",
+                });
+            }
+            non_negative("--request-cancellation-delay", delay)?;
+        }
+        Ok(())
+    }
+
+    fn check_warmup(&self) -> Result<(), ConfigError> {
+        let warmup = &self.warmup;
+        if let Some(n) = warmup.request_count {
+            at_least_one("--warmup-request-count", n)?;
+        }
+        if let Some(n) = warmup.num_sessions {
+            at_least_one("--num-warmup-sessions", n)?;
+        }
+        if warmup.request_count.is_some() && warmup.num_sessions.is_some() {
+            return Err(ConfigError::Conflict {
+                first: "--warmup-request-count",
+                second: "--num-warmup-sessions",
+            });
+        }
+        if let Some(d) = warmup.duration {
+            positive("--warmup-duration", d)?;
+        }
+        if let Some(c) = warmup.concurrency {
+            at_least_one("--warmup-concurrency", c as u64)?;
+        }
+        if let Some(rate) = warmup.request_rate {
+            positive("--warmup-request-rate", rate)?;
+        }
+        if let Some(prefill) = warmup.prefill_concurrency {
+            at_least_one("--warmup-prefill-concurrency", prefill as u64)?;
+        }
+        if let Some(g) = warmup.grace_period {
+            if !warmup.is_enabled() {
+                return Err(ConfigError::Requires {
+                    flag: "--warmup-grace-period",
+                    needs: "a warmup stop condition (--warmup-request-count, --warmup-duration \
+                            or --num-warmup-sessions)",
+                });
+            }
+            if g.is_nan() || g < 0.0 {
+                return Err(out_of_range("--warmup-grace-period", "0 or more", g));
+            }
+        }
+        if warmup.arrival_pattern.is_some()
+            && warmup.request_rate.is_none()
+            && self.request_rate.is_none()
+        {
+            return Err(ConfigError::Requires {
+                flag: "--warmup-arrival-pattern",
+                needs: "--warmup-request-rate or --request-rate",
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{BenchmarkConfig, UserCentricConfig};
+
+    fn base() -> BenchmarkConfig {
+        let mut config = BenchmarkConfig::default();
+        config.endpoint.models = vec!["m".into()];
+        config
+    }
+
+    fn error_of(change: impl FnOnce(&mut BenchmarkConfig)) -> String {
+        let mut config = base();
+        change(&mut config);
+        match config.validate() {
+            Ok(_) => "valid".into(),
+            Err(error) => error.to_string(),
+        }
+    }
+
+    fn user_centric(config: &mut BenchmarkConfig) {
+        config.load.user_centric = Some(UserCentricConfig {
+            rate: 5.0,
+            num_users: 4,
+        });
+        config.load.num_users = Some(4);
+    }
+
+    fn fixed(config: &mut BenchmarkConfig) {
+        config.load.fixed_schedule.enabled = Some(true);
+        config.input.input_file = Some("trace.jsonl".into());
+    }
+
+    /// Every load rule of SPEC §1.4, with the message a user sees.
+    #[test]
+    fn each_rule_rejects_with_a_message_naming_the_flags() {
+        type Change = Box<dyn FnOnce(&mut BenchmarkConfig)>;
+        let cases: Vec<(&str, Change, &str)> = vec![
+            (
+                "user-centric with a request rate",
+                Box::new(|c| {
+                    user_centric(c);
+                    c.load.request_rate = Some(1.0);
+                }),
+                "--user-centric-rate cannot be combined with --request-rate",
+            ),
+            (
+                "user-centric with an arrival pattern",
+                Box::new(|c| {
+                    user_centric(c);
+                    c.load.arrival_pattern = Some(super::ArrivalPattern::Constant);
+                }),
+                "--user-centric-rate cannot be combined with --arrival-pattern",
+            ),
+            (
+                "num-users alone",
+                Box::new(|c| c.load.num_users = Some(3)),
+                "--num-users requires --user-centric-rate",
+            ),
+            (
+                "user-centric without users",
+                Box::new(|c| {
+                    c.load.user_centric = Some(UserCentricConfig {
+                        rate: 5.0,
+                        num_users: 0,
+                    })
+                }),
+                "--num-users must be at least 1, got 0",
+            ),
+            (
+                "user-centric with a fixed schedule",
+                Box::new(|c| {
+                    user_centric(c);
+                    fixed(c);
+                }),
+                "--user-centric-rate cannot be combined with --fixed-schedule",
+            ),
+            (
+                "warmup grace without warmup",
+                Box::new(|c| c.load.warmup.grace_period = Some(1.0)),
+                "--warmup-grace-period requires a warmup stop condition (--warmup-request-count, \
+                 --warmup-duration or --num-warmup-sessions)",
+            ),
+            (
+                "prefill without streaming",
+                Box::new(|c| c.load.prefill_concurrency = Some(1)),
+                "--prefill-concurrency requires --streaming",
+            ),
+            (
+                "warmup prefill without streaming",
+                Box::new(|c| {
+                    c.load.warmup.request_count = Some(1);
+                    c.load.warmup.prefill_concurrency = Some(1);
+                }),
+                "--warmup-prefill-concurrency requires --streaming",
+            ),
+            (
+                "prefill above concurrency",
+                Box::new(|c| {
+                    c.endpoint.streaming = true;
+                    c.load.concurrency = Some(2);
+                    c.load.prefill_concurrency = Some(3);
+                }),
+                "--prefill-concurrency must not exceed --concurrency",
+            ),
+            (
+                "prefill ramp without prefill",
+                Box::new(|c| c.load.prefill_concurrency_ramp_duration = Some(1.0)),
+                "--prefill-concurrency-ramp-duration requires --prefill-concurrency",
+            ),
+            (
+                "sampling strategy with a fixed schedule",
+                Box::new(|c| {
+                    fixed(c);
+                    c.input.sampling_strategy = Some(crate::SamplingStrategy::Random);
+                }),
+                "--dataset-sampling-strategy cannot be combined with --fixed-schedule",
+            ),
+            (
+                "request count with sessions",
+                Box::new(|c| {
+                    c.load.request_count = Some(5);
+                    c.load.num_sessions = Some(5);
+                }),
+                "--request-count cannot be combined with --num-sessions",
+            ),
+            (
+                "warmup count with warmup sessions",
+                Box::new(|c| {
+                    c.load.warmup.request_count = Some(5);
+                    c.load.warmup.num_sessions = Some(5);
+                }),
+                "--warmup-request-count cannot be combined with --num-warmup-sessions",
+            ),
+            (
+                "cancellation delay without rate",
+                Box::new(|c| c.load.request_cancellation_delay = Some(1.0)),
+                "--request-cancellation-delay requires --request-cancellation-rate",
+            ),
+            (
+                "cancellation rate above 100",
+                Box::new(|c| c.load.request_cancellation_rate = Some(150.0)),
+                "--request-cancellation-rate must be greater than 0 and at most 100 (percent), \
+                 got 150",
+            ),
+            (
+                "offset without a fixed schedule",
+                Box::new(|c| c.load.fixed_schedule.start_offset_ms = Some(5)),
+                "--fixed-schedule-start-offset requires --fixed-schedule (or a trace with \
+                 timestamps)",
+            ),
+            (
+                "auto offset with a start offset",
+                Box::new(|c| {
+                    fixed(c);
+                    c.load.fixed_schedule.auto_offset = true;
+                    c.load.fixed_schedule.start_offset_ms = Some(5);
+                }),
+                "--fixed-schedule-auto-offset cannot be combined with \
+                 --fixed-schedule-start-offset",
+            ),
+            (
+                "end before start",
+                Box::new(|c| {
+                    fixed(c);
+                    c.load.fixed_schedule.start_offset_ms = Some(50);
+                    c.load.fixed_schedule.end_offset_ms = Some(10);
+                }),
+                "--fixed-schedule-end-offset must not be less than --fixed-schedule-start-offset",
+            ),
+            (
+                "rate ramp in concurrency mode",
+                Box::new(|c| c.load.request_rate_ramp_duration = Some(2.0)),
+                "--request-rate-ramp-duration requires --request-rate or --user-centric-rate",
+            ),
+            (
+                "rate ramp with a fixed schedule",
+                Box::new(|c| {
+                    fixed(c);
+                    c.load.request_rate_ramp_duration = Some(2.0);
+                }),
+                "--request-rate-ramp-duration cannot be combined with --fixed-schedule",
+            ),
+            (
+                "a timestamped trace at a rate",
+                Box::new(|c| {
+                    fixed(c);
+                    c.load.request_rate = Some(2.0);
+                }),
+                "--request-rate cannot be combined with a fixed schedule (a trace with \
+                 timestamps replays them); pass --no-fixed-schedule to send the trace at a rate \
+                 instead",
+            ),
+            (
+                "public dataset with a custom type",
+                Box::new(|c| {
+                    c.input.public_dataset = Some(crate::config::PublicDataset::Sharegpt);
+                    c.input.custom_dataset_type =
+                        Some(crate::config::CustomDatasetType::SingleTurn);
+                    c.input.input_file = Some("x".into());
+                }),
+                "--public-dataset cannot be combined with --custom-dataset-type",
+            ),
+            (
+                "custom type without a file",
+                Box::new(|c| {
+                    c.input.custom_dataset_type = Some(crate::config::CustomDatasetType::MultiTurn)
+                }),
+                "--custom-dataset-type requires --input-file",
+            ),
+            (
+                "fixed schedule without a trace",
+                Box::new(|c| c.load.fixed_schedule.enabled = Some(true)),
+                "--fixed-schedule requires --input-file with timestamps",
+            ),
+        ];
+        for (case, change, expected) in cases {
+            assert_eq!(error_of(change), expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn stop_conditions_resolve() {
+        let config = base().validate().unwrap();
+        assert_eq!(config.load.request_count, Some(10));
+
+        let mut sessions = base();
+        sessions.load.num_sessions = Some(3);
+        let sessions = sessions.validate().unwrap();
+        assert_eq!(
+            sessions.load.request_count, None,
+            "sessions are the stop condition"
+        );
+
+        let mut trace = base();
+        fixed(&mut trace);
+        let trace = trace.validate().unwrap();
+        assert_eq!(
+            trace.load.request_count, None,
+            "a replay defaults to the whole trace, counted when it is loaded"
+        );
+    }
+
+    #[test]
+    fn warmup_is_enabled_by_any_stop_condition_and_waits_forever_by_default() {
+        let mut config = base();
+        assert!(!config.load.warmup.is_enabled());
+        config.load.warmup.duration = Some(2.0);
+        assert!(config.load.warmup.is_enabled());
+        assert!(config.load.warmup.grace_period_secs().is_infinite());
+        config.validate().unwrap();
+    }
+}

@@ -1,0 +1,444 @@
+//! The engine: runs phases, issues credits on schedule, sends requests and hands every
+//! finished exchange to the record sink off the hot path.
+//!
+//! Threads and tasks:
+//! - open-loop arrivals are timed on a dedicated OS thread (`std::thread::sleep` wakes
+//!   within tens of microseconds; the async timer only has millisecond resolution), which
+//!   spawns one task per arrival; closed-loop phases issue from an async loop that waits
+//!   on a semaphore (no busy waiting);
+//! - each request task builds the body, sends it and pushes the raw exchange onto a
+//!   channel: every stamp is taken before, so parsing, tokenizing and disk never touch the
+//!   measured times;
+//! - one processing thread parses exchanges into [`RequestRecord`]s and feeds the sink.
+//!
+//! The channel holds at most [`PROCESSING_BACKLOG`] exchanges. When the processing thread
+//! falls that far behind (a client machine too small for the load), request tasks wait
+//! to hand over their exchange before their slot frees: the offered load drops, which
+//! shows as lower throughput (and schedule lag in open loop), instead of memory growing
+//! without bound. The wait comes after the exchange ended, so no latency is affected.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Clock;
+use crate::conversation::Conversation;
+use crate::dataset::{ConversationSampler, SamplingStrategy};
+use crate::endpoint::Endpoint;
+use crate::record::{Credit, ErrorDetails, Phase, RequestRecord, TimedResponse};
+use crate::schedule::ScheduleError;
+use crate::sink::{RecordSink, SinkError};
+use crate::transport::{RawExchange, Transport};
+use crate::RunInfo;
+
+mod phase;
+mod plan;
+mod session;
+
+pub use plan::{Cancellation, PhasePlan};
+
+use phase::PhaseRunner;
+
+/// Most finished exchanges waiting for the processing thread (see the module docs). At
+/// ~40 KB for a 128-token stream this bounds the backlog near 40 MB.
+pub const PROCESSING_BACKLOG: usize = 256;
+
+/// Live counters a UI can poll while the engine runs. Updating them costs one atomic add.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Requests sent in the current phase.
+    pub sent: AtomicU64,
+    /// Requests whose records were processed in the current phase.
+    pub completed: AtomicU64,
+    /// Of those, the failed ones.
+    pub errors: AtomicU64,
+    /// True while the profiling phase runs (false during warmup).
+    pub profiling: AtomicBool,
+}
+
+impl Progress {
+    fn reset(&self, phase: Phase) {
+        self.sent.store(0, Ordering::Relaxed);
+        self.completed.store(0, Ordering::Relaxed);
+        self.errors.store(0, Ordering::Relaxed);
+        self.profiling
+            .store(phase == Phase::Profiling, Ordering::Relaxed);
+    }
+}
+
+/// Why a run could not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The builder is missing a part.
+    #[error("the benchmark has no {0}: set it on the builder")]
+    Missing(&'static str),
+    /// The dataset has no conversations.
+    #[error("the dataset is empty: there is nothing to send")]
+    EmptyDataset,
+    /// The schedule could not be built.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// The record sink failed (e.g. the disk is full).
+    #[error("writing results failed: {0}")]
+    Sink(SinkError),
+}
+
+/// A benchmark ready to run. Build one with [`Benchmark::builder`].
+pub struct Benchmark<S: RecordSink> {
+    shared: Arc<Shared>,
+    phases: Vec<PhasePlan>,
+    sampler: ConversationSampler,
+    sink: S,
+    cancel: CancellationToken,
+    progress: Arc<Progress>,
+}
+
+impl<S: RecordSink> std::fmt::Debug for Benchmark<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Benchmark")
+            .field("phases", &self.phases)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every request task needs, shared read-only.
+struct Shared {
+    endpoint: Arc<dyn Endpoint>,
+    transport: Arc<dyn Transport>,
+    urls: Vec<String>,
+    model: String,
+    streaming: bool,
+    headers: Vec<(String, String)>,
+    timeout: Option<Duration>,
+}
+
+/// Builds a [`Benchmark`].
+pub struct BenchmarkBuilder {
+    endpoint: Option<Arc<dyn Endpoint>>,
+    transport: Option<Arc<dyn Transport>>,
+    urls: Vec<String>,
+    model: Option<String>,
+    streaming: bool,
+    headers: Vec<(String, String)>,
+    timeout: Option<Duration>,
+    conversations: Vec<Conversation>,
+    sampling: SamplingStrategy,
+    seed: u64,
+    phases: Vec<PhasePlan>,
+    cancel: CancellationToken,
+    progress: Arc<Progress>,
+}
+
+impl std::fmt::Debug for BenchmarkBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BenchmarkBuilder")
+            .field("urls", &self.urls)
+            .field("model", &self.model)
+            .field("phases", &self.phases)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Benchmark<crate::sink::CollectRecords> {
+    /// Starts building a benchmark.
+    pub fn builder() -> BenchmarkBuilder {
+        BenchmarkBuilder {
+            endpoint: None,
+            transport: None,
+            urls: Vec::new(),
+            model: None,
+            streaming: false,
+            headers: Vec::new(),
+            timeout: None,
+            conversations: Vec::new(),
+            sampling: SamplingStrategy::Shuffle,
+            seed: 0,
+            phases: Vec::new(),
+            cancel: CancellationToken::new(),
+            progress: Arc::new(Progress::default()),
+        }
+    }
+}
+
+impl BenchmarkBuilder {
+    /// The request/response format.
+    pub fn endpoint(mut self, endpoint: Arc<dyn Endpoint>) -> Self {
+        self.endpoint = Some(endpoint);
+        self
+    }
+
+    /// The HTTP client.
+    pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
+        self.transport = Some(transport);
+        self
+    }
+
+    /// A full request URL (base URL plus endpoint path). Several URLs are used round-robin,
+    /// one per conversation.
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.urls.push(url.into());
+        self
+    }
+
+    /// The model addressed when a turn names none.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Ask for streamed responses.
+    pub fn streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// A header sent with every request (e.g. `Authorization`).
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Bound on each request.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The conversations to send, drawn by `sampling` with `seed`.
+    pub fn conversations(
+        mut self,
+        conversations: Vec<Conversation>,
+        sampling: SamplingStrategy,
+        seed: u64,
+    ) -> Self {
+        self.conversations = conversations;
+        self.sampling = sampling;
+        self.seed = seed;
+        self
+    }
+
+    /// Adds a phase; phases run in the order added.
+    pub fn phase(mut self, plan: PhasePlan) -> Self {
+        self.phases.push(plan);
+        self
+    }
+
+    /// Adds phases in order, e.g. those of [`PhasePlan::from_config`].
+    pub fn phases(mut self, plans: impl IntoIterator<Item = PhasePlan>) -> Self {
+        self.phases.extend(plans);
+        self
+    }
+
+    /// A token that stops the run early when cancelled (e.g. on Ctrl-C). Records already
+    /// finished are kept; requests in flight are abandoned.
+    pub fn cancel_token(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Counters to poll for a progress display.
+    pub fn progress(mut self, progress: Arc<Progress>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Finishes the builder with the sink that receives the records.
+    pub fn sink<S: RecordSink>(self, sink: S) -> Result<Benchmark<S>, EngineError> {
+        let endpoint = self.endpoint.ok_or(EngineError::Missing("endpoint"))?;
+        let transport = self.transport.ok_or(EngineError::Missing("transport"))?;
+        let model = self.model.ok_or(EngineError::Missing("model"))?;
+        if self.urls.is_empty() {
+            return Err(EngineError::Missing("URL"));
+        }
+        if self.phases.is_empty() {
+            return Err(EngineError::Missing("phase"));
+        }
+        if self.conversations.is_empty() {
+            return Err(EngineError::EmptyDataset);
+        }
+        Ok(Benchmark {
+            shared: Arc::new(Shared {
+                endpoint,
+                transport,
+                urls: self.urls,
+                model,
+                streaming: self.streaming,
+                headers: self.headers,
+                timeout: self.timeout,
+            }),
+            phases: self.phases,
+            sampler: ConversationSampler::new(self.conversations, self.sampling, self.seed),
+            sink,
+            cancel: self.cancel,
+            progress: self.progress,
+        })
+    }
+}
+
+/// A request that finished (or failed before it could be sent), waiting to be processed.
+struct Finished {
+    credit: Credit,
+    model: String,
+    payload: Bytes,
+    /// The input-length text of a multi-turn request (its history included); `None` for
+    /// a first turn, whose text the processor derives from the conversation.
+    input_text: Option<String>,
+    outcome: Outcome,
+}
+
+enum Outcome {
+    Exchanged(RawExchange),
+    NotSent { at: Instant, error: ErrorDetails },
+}
+
+impl<S: RecordSink> Benchmark<S> {
+    /// Runs every phase and returns what the sink made of the records.
+    pub async fn run(self) -> Result<S::Output, EngineError> {
+        let clock = Clock::start();
+        let (tx, rx) = mpsc::channel::<Finished>(PROCESSING_BACKLOG);
+        let processor = spawn_processor(
+            rx,
+            self.sink,
+            Arc::clone(&self.shared.endpoint),
+            clock,
+            Arc::clone(&self.progress),
+        );
+        let sampler = Arc::new(Mutex::new(self.sampler));
+        let mut info = RunInfo {
+            clock: Some(clock),
+            ..RunInfo::default()
+        };
+        for plan in self.phases {
+            if self.cancel.is_cancelled() {
+                break;
+            }
+            let runner = PhaseRunner {
+                shared: Arc::clone(&self.shared),
+                sampler: Arc::clone(&sampler),
+                results: tx.clone(),
+                cancel: self.cancel.clone(),
+                progress: Arc::clone(&self.progress),
+                clock,
+            };
+            info.phases.push(runner.run(plan).await);
+        }
+        info.was_cancelled = self.cancel.is_cancelled();
+        drop(tx);
+        let sink = tokio::task::spawn_blocking(move || processor.join())
+            .await
+            .map_err(|e| EngineError::Sink(e.to_string().into()))?
+            .map_err(|_| EngineError::Sink("the record processor panicked".into()))?
+            .map_err(EngineError::Sink)?;
+        sink.finish(&info).map_err(EngineError::Sink)
+    }
+}
+
+/// Parses exchanges into records and feeds the sink, on its own thread so that parsing
+/// and token counting never compete with the async runtime that sends requests.
+fn spawn_processor<S: RecordSink>(
+    mut rx: mpsc::Receiver<Finished>,
+    mut sink: S,
+    endpoint: Arc<dyn Endpoint>,
+    clock: Clock,
+    progress: Arc<Progress>,
+) -> std::thread::JoinHandle<Result<S, SinkError>> {
+    std::thread::spawn(move || {
+        let mut failure = None;
+        while let Some(finished) = rx.blocking_recv() {
+            if failure.is_some() {
+                continue; // drain so senders never block; the first error is reported
+            }
+            let record = to_record(finished, endpoint.as_ref(), clock);
+            if !record.is_valid() {
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+            }
+            progress.completed.fetch_add(1, Ordering::Relaxed);
+            if let Err(error) = sink.on_record(record) {
+                failure = Some(error);
+            }
+        }
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(sink),
+        }
+    })
+}
+
+/// Turns a finished exchange into a record: parse, convert stamps, classify the error.
+fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> RequestRecord {
+    let Finished {
+        credit,
+        model,
+        payload,
+        input_text,
+        outcome,
+    } = finished;
+    let conversation = Arc::clone(&credit.conversation);
+    let turn = conversation.turns.get(credit.turn_index);
+    let input_text = input_text
+        .unwrap_or_else(|| conversation.input_text(turn.map(std::slice::from_ref).unwrap_or(&[])));
+    let requested_max_tokens = turn.and_then(|t| t.max_tokens);
+    let mut record = RequestRecord {
+        credit_issued_ns: clock.perf_ns(credit.issued_at),
+        scheduled_ns: clock.perf_ns(credit.scheduled_at),
+        credit,
+        model,
+        clock,
+        start_ns: 0,
+        head_ns: None,
+        end_ns: 0,
+        status: None,
+        responses: Vec::new(),
+        error: None,
+        input_text,
+        requested_max_tokens,
+        payload,
+        chunk_count: 0,
+        body_bytes: 0,
+    };
+    match outcome {
+        Outcome::NotSent { at, error } => {
+            record.start_ns = clock.perf_ns(at);
+            record.end_ns = record.start_ns;
+            record.error = Some(error);
+        }
+        Outcome::Exchanged(exchange) => {
+            record.start_ns = clock.perf_ns(exchange.started_at);
+            record.head_ns = exchange.head_at.map(|at| clock.perf_ns(at));
+            record.end_ns = clock.perf_ns(exchange.ended_at);
+            record.status = exchange.status;
+            record.chunk_count = exchange.chunks.len();
+            record.body_bytes = exchange.chunks.iter().map(|c| c.bytes.len()).sum();
+            let parsed = endpoint.parse(&exchange);
+            record.responses = parsed
+                .responses
+                .into_iter()
+                .map(|response| TimedResponse {
+                    perf_ns: clock.perf_ns(response.at),
+                    response,
+                })
+                .collect();
+            record.error = exchange
+                .error
+                .as_ref()
+                .map(ErrorDetails::from)
+                .or(parsed.error);
+            if record.error.is_none() && !record.is_valid() {
+                record.error = Some(ErrorDetails::invalid_result());
+            }
+        }
+    }
+    record
+}
+
+/// A version-4 UUID from the thread's user-space generator (`Uuid::new_v4` asks the
+/// kernel for entropy on every call, a system call per request on the hot path).
+fn random_uuid() -> String {
+    uuid::Builder::from_random_bytes(rand::random())
+        .into_uuid()
+        .to_string()
+}

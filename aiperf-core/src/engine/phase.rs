@@ -1,0 +1,382 @@
+//! Running one phase: issuing sessions on schedule within the phase's limits, then
+//! draining what is in flight.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+
+use super::plan::{Cancellation, PhasePlan};
+use super::session::SessionStart;
+use super::{Finished, Progress, Shared};
+use crate::clock::Clock;
+use crate::conversation::Conversation;
+use crate::dataset::ConversationSampler;
+use crate::record::Phase;
+use crate::schedule::{Arrival, PlannedSession, Scheduler};
+use crate::PhaseStats;
+
+/// Runs one phase.
+pub(super) struct PhaseRunner {
+    pub(super) shared: Arc<Shared>,
+    pub(super) sampler: Arc<Mutex<ConversationSampler>>,
+    pub(super) results: mpsc::Sender<Finished>,
+    pub(super) cancel: CancellationToken,
+    pub(super) progress: Arc<Progress>,
+    pub(super) clock: Clock,
+}
+
+/// What the issuer and the session tasks of a phase share: stop conditions, counters and
+/// the per-request controls.
+pub(super) struct PhaseState {
+    pub(super) phase: Phase,
+    pub(super) start: Instant,
+    request_limit: Option<u64>,
+    session_limit: Option<u64>,
+    /// Requests reserved (about to be sent or sent).
+    sent: AtomicU64,
+    /// Requests whose exchange ended and was handed to the processor.
+    pub(super) returned: AtomicU64,
+    sessions_started: AtomicU64,
+    deadline: Option<Instant>,
+    /// `--prefill-concurrency` slots: held from send to the first body chunk.
+    pub(super) prefill: Option<Arc<Semaphore>>,
+    pub(super) turn_gap: Option<Duration>,
+    pub(super) replay_zero_ms: Option<f64>,
+    cancellation: Option<(Cancellation, Mutex<ChaCha8Rng>)>,
+}
+
+impl PhaseState {
+    /// Reserves one request of a session already under way; returns its credit id.
+    pub(super) fn reserve(&self) -> Option<u64> {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return None;
+        }
+        reserve_below(&self.sent, self.request_limit)
+    }
+
+    /// Reserves the first request of a new session, within the session limit too;
+    /// returns (credit id, session index).
+    fn reserve_session(&self) -> Option<(u64, u64)> {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return None;
+        }
+        let session_index = reserve_below(&self.sessions_started, self.session_limit)?;
+        Some((
+            reserve_below(&self.sent, self.request_limit)?,
+            session_index,
+        ))
+    }
+
+    /// Whether this request is one the client cancels on purpose, and after how long.
+    pub(super) fn draw_cancellation(&self) -> Option<Duration> {
+        let (cancellation, rng) = self.cancellation.as_ref()?;
+        let draw: f64 = rng.lock().ok()?.random();
+        (draw < cancellation.probability).then_some(cancellation.delay)
+    }
+}
+
+/// Increments `counter` unless it reached `limit`; returns the value before.
+fn reserve_below(counter: &AtomicU64, limit: Option<u64>) -> Option<u64> {
+    match limit {
+        None => Some(counter.fetch_add(1, Ordering::Relaxed)),
+        Some(limit) => counter
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .ok(),
+    }
+}
+
+impl PhaseRunner {
+    pub(super) async fn run(self, plan: PhasePlan) -> PhaseStats {
+        let PhasePlan {
+            phase,
+            mut scheduler,
+            concurrency,
+            concurrency_ramp,
+            prefill_concurrency,
+            prefill_ramp,
+            request_count,
+            session_count,
+            duration,
+            grace_period,
+            turn_gap,
+            replay_zero_ms,
+            cancellation,
+        } = plan;
+        self.progress.reset(phase);
+        let start = Instant::now();
+        let (slots, slot_ramp) = limited_slots(concurrency, concurrency_ramp, start);
+        let (prefill, prefill_ramp_task) = match prefill_concurrency {
+            Some(limit) => {
+                let (slots, ramp) = limited_slots(Some(limit), prefill_ramp, start);
+                (Some(slots), ramp)
+            }
+            None => (None, None),
+        };
+        let state = Arc::new(PhaseState {
+            phase,
+            start,
+            request_limit: request_count,
+            session_limit: session_count,
+            sent: AtomicU64::new(0),
+            returned: AtomicU64::new(0),
+            sessions_started: AtomicU64::new(0),
+            deadline: duration.map(|d| start + d),
+            prefill,
+            turn_gap,
+            replay_zero_ms,
+            cancellation: cancellation.map(|c| (c, Mutex::new(ChaCha8Rng::seed_from_u64(c.seed)))),
+        });
+        let mut tasks = JoinSet::new();
+        match scheduler.next_arrival() {
+            Arrival::WhenSlotFree => self.issue_closed_loop(&state, &slots, &mut tasks).await,
+            Arrival::Exhausted => {}
+            first => {
+                self.issue_open_loop(scheduler, first, &state, &slots, &mut tasks)
+                    .await
+            }
+        }
+        let sending_end = Instant::now();
+        let (cancelled, grace_expired) = self.drain(&mut tasks, &state, grace_period).await;
+        for ramp in [slot_ramp, prefill_ramp_task].into_iter().flatten() {
+            ramp.abort();
+        }
+        let sent = state.sent.load(Ordering::Relaxed);
+        PhaseStats {
+            phase,
+            start_ns: self.clock.perf_ns(start),
+            sending_end_ns: self.clock.perf_ns(sending_end),
+            end_ns: self.clock.perf_ns(Instant::now()),
+            sent,
+            completed: sent.saturating_sub(cancelled),
+            cancelled,
+            grace_expired,
+        }
+    }
+
+    /// Closed loop: start a session whenever a slot frees, until a stop condition holds.
+    async fn issue_closed_loop(
+        &self,
+        state: &Arc<PhaseState>,
+        slots: &Arc<Semaphore>,
+        tasks: &mut JoinSet<()>,
+    ) {
+        let deadline = sleep_until_opt(state.deadline);
+        tokio::pin!(deadline);
+        loop {
+            let permit = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => break,
+                _ = &mut deadline => break,
+                permit = Arc::clone(slots).acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
+            };
+            let Some((credit_id, session_index)) = state.reserve_session() else {
+                break;
+            };
+            let Some(conversation) = self.pick(None) else {
+                break;
+            };
+            let start = SessionStart {
+                credit_id,
+                session_index,
+                scheduled_at: Instant::now(),
+                conversation,
+                planned: PlannedSession::default(),
+            };
+            reap_finished(tasks);
+            tasks.spawn(
+                self.clone_for_task()
+                    .session(start, permit, Arc::clone(state)),
+            );
+        }
+    }
+
+    /// Open loop: a timing thread wakes at each arrival, picks its conversation and hands
+    /// it over; its session task then waits for a slot if a concurrency cap is set. Late
+    /// sends are recorded as schedule lag; no arrival is dropped.
+    async fn issue_open_loop(
+        &self,
+        mut scheduler: Box<dyn Scheduler>,
+        first: Arrival,
+        state: &Arc<PhaseState>,
+        slots: &Arc<Semaphore>,
+        tasks: &mut JoinSet<()>,
+    ) {
+        let (arrivals_tx, mut arrivals) = mpsc::unbounded_channel::<SessionStart>();
+        let timer_state = Arc::clone(state);
+        let cancel = self.cancel.clone();
+        let sampler = Arc::clone(&self.sampler);
+        let timer = std::thread::spawn(move || {
+            let mut arrival = first;
+            loop {
+                let planned = match arrival {
+                    Arrival::At(at) => PlannedSession {
+                        at,
+                        ..PlannedSession::default()
+                    },
+                    Arrival::Planned(planned) => planned,
+                    Arrival::WhenSlotFree | Arrival::Exhausted => break,
+                };
+                let due = timer_state.start + planned.at;
+                if timer_state.deadline.is_some_and(|d| due >= d) {
+                    break;
+                }
+                if !sleep_precisely_until(due, &cancel) {
+                    break;
+                }
+                let Some((credit_id, session_index)) = timer_state.reserve_session() else {
+                    break;
+                };
+                let Some(conversation) = pick(&sampler, planned.conversation) else {
+                    break;
+                };
+                let start = SessionStart {
+                    credit_id,
+                    session_index,
+                    scheduled_at: due,
+                    conversation,
+                    planned,
+                };
+                if arrivals_tx.send(start).is_err() {
+                    break;
+                }
+                arrival = scheduler.next_arrival();
+            }
+        });
+        while let Some(start) = arrivals.recv().await {
+            let slots = Arc::clone(slots);
+            let runner = self.clone_for_task();
+            let state = Arc::clone(state);
+            reap_finished(tasks);
+            tasks.spawn(async move {
+                let Ok(permit) = slots.acquire_owned().await else {
+                    return;
+                };
+                runner.session(start, permit, state).await;
+            });
+        }
+        // The timer thread has finished once the channel closed.
+        if timer.join().is_err() {
+            tracing::error!("the arrival timer thread panicked");
+        }
+    }
+
+    fn pick(&self, index: Option<usize>) -> Option<Arc<Conversation>> {
+        pick(&self.sampler, index)
+    }
+
+    pub(super) fn clone_for_task(&self) -> PhaseRunner {
+        PhaseRunner {
+            shared: Arc::clone(&self.shared),
+            sampler: Arc::clone(&self.sampler),
+            results: self.results.clone(),
+            cancel: self.cancel.clone(),
+            progress: Arc::clone(&self.progress),
+            clock: self.clock,
+        }
+    }
+
+    /// Waits for in-flight requests: without a duration until they all return; with one,
+    /// until the duration plus the grace period, then cancels the rest. Ctrl-C cancels at
+    /// once. Returns (requests cancelled, whether the grace period expired).
+    async fn drain(
+        &self,
+        tasks: &mut JoinSet<()>,
+        state: &PhaseState,
+        grace: Duration,
+    ) -> (u64, bool) {
+        let give_up_at = state.deadline.and_then(|d| d.checked_add(grace));
+        let give_up = sleep_until_opt(give_up_at);
+        tokio::pin!(give_up);
+        let mut grace_expired = false;
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => break,
+                _ = &mut give_up => { grace_expired = true; break }
+                next = tasks.join_next() => if next.is_none() { return (0, false) },
+            }
+        }
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+        let cancelled = state.sent.load(Ordering::Relaxed) - state.returned.load(Ordering::Relaxed);
+        (cancelled, grace_expired)
+    }
+}
+
+/// The conversation at `index` (a planned session), else the sampler's next one.
+fn pick(sampler: &Mutex<ConversationSampler>, index: Option<usize>) -> Option<Arc<Conversation>> {
+    let mut sampler = sampler.lock().ok()?;
+    match index {
+        Some(index) => sampler.get(index),
+        None => sampler.next_conversation(),
+    }
+}
+
+/// A semaphore of `limit` slots (unlimited when `None`). With a ramp it starts at one
+/// slot and gains one at a time, evenly spaced, until the limit at `start + ramp`; the
+/// returned task does that and is aborted when the phase ends.
+fn limited_slots(
+    limit: Option<usize>,
+    ramp: Option<Duration>,
+    start: Instant,
+) -> (Arc<Semaphore>, Option<JoinHandle<()>>) {
+    let Some(limit) = limit else {
+        return (Arc::new(Semaphore::new(Semaphore::MAX_PERMITS)), None);
+    };
+    let ramp = ramp.filter(|_| limit > 1);
+    let Some(ramp) = ramp else {
+        return (Arc::new(Semaphore::new(limit)), None);
+    };
+    let slots = Arc::new(Semaphore::new(1));
+    let raiser = Arc::clone(&slots);
+    let steps = (limit - 1) as u32;
+    let task = tokio::spawn(async move {
+        for step in 1..=steps {
+            let at = start + ramp.mul_f64(f64::from(step) / f64::from(steps));
+            tokio::time::sleep_until(at.into()).await;
+            raiser.add_permits(1);
+        }
+    });
+    (slots, Some(task))
+}
+
+/// Drops the tasks that already finished: a `JoinSet` keeps every finished task until it
+/// is joined, which would grow by one session per request over a long run.
+fn reap_finished(tasks: &mut JoinSet<()>) {
+    while tasks.try_join_next().is_some() {}
+}
+
+/// Sleeps until `at`, or forever when `None`.
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sleeps the current OS thread until `due`, waking early to notice cancellation.
+/// Returns false when cancelled.
+fn sleep_precisely_until(due: Instant, cancel: &CancellationToken) -> bool {
+    const CHECK_EVERY: Duration = Duration::from_millis(50);
+    loop {
+        if cancel.is_cancelled() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(CHECK_EVERY));
+    }
+}

@@ -1,0 +1,281 @@
+//! [`PhasePlan`]: the load shape and stop conditions of one phase, and how a
+//! configuration becomes the warmup and profiling plans.
+
+use std::time::Duration;
+
+use crate::config::{ArrivalPattern, BenchmarkConfig};
+use crate::conversation::Conversation;
+use crate::record::Phase;
+use crate::schedule::{
+    first_timestamp, ClosedLoop, FixedSchedule, RateScheduler, ScheduleError, Scheduler,
+    UserCentricSchedule,
+};
+use crate::seed::derive_seed;
+
+/// One phase of a run: its load shape and its stop conditions.
+///
+/// Start from [`PhasePlan::new`] and set the fields that apply.
+pub struct PhasePlan {
+    /// Warmup or profiling.
+    pub phase: Phase,
+    /// When each session starts.
+    pub scheduler: Box<dyn Scheduler>,
+    /// Maximum sessions in flight (`None`: unlimited).
+    pub concurrency: Option<usize>,
+    /// Raise the concurrency limit from 1 to `concurrency` in even steps over this long.
+    pub concurrency_ramp: Option<Duration>,
+    /// Maximum requests sent but without a first body chunk yet (`None`: unlimited).
+    pub prefill_concurrency: Option<usize>,
+    /// Raise the prefill limit from 1 to `prefill_concurrency` over this long.
+    pub prefill_ramp: Option<Duration>,
+    /// Stop after this many requests (every turn counts).
+    pub request_count: Option<u64>,
+    /// Start no more sessions after this many; started ones send all their turns.
+    pub session_count: Option<u64>,
+    /// Stop sending after this long.
+    pub duration: Option<Duration>,
+    /// After the duration, wait this long for in-flight requests, then cancel them.
+    pub grace_period: Duration,
+    /// A session's later turns go this long after the previous turn was scheduled (or
+    /// when it returned, if later) instead of after their own delays (user-centric rate).
+    pub turn_gap: Option<Duration>,
+    /// Later turns with a trace timestamp are sent at `timestamp − zero` ms into the
+    /// phase (fixed schedule).
+    pub replay_zero_ms: Option<f64>,
+    /// Simulated client cancellation of some requests.
+    pub cancellation: Option<Cancellation>,
+}
+
+/// `--request-cancellation-rate`/`-delay`: which requests the client aborts on purpose.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cancellation {
+    /// Probability that a request is cancelled, 0 to 1.
+    pub probability: f64,
+    /// How long after sending it is cancelled.
+    pub delay: Duration,
+    /// Seed of the draws.
+    pub seed: u64,
+}
+
+impl std::fmt::Debug for PhasePlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PhasePlan")
+            .field("phase", &self.phase)
+            .field("concurrency", &self.concurrency)
+            .field("prefill_concurrency", &self.prefill_concurrency)
+            .field("request_count", &self.request_count)
+            .field("session_count", &self.session_count)
+            .field("duration", &self.duration)
+            .field("grace_period", &self.grace_period)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PhasePlan {
+    /// A phase with `scheduler` and nothing else: no limits, no stop condition, an
+    /// unbounded grace period.
+    pub fn new(phase: Phase, scheduler: Box<dyn Scheduler>) -> Self {
+        Self {
+            phase,
+            scheduler,
+            concurrency: None,
+            concurrency_ramp: None,
+            prefill_concurrency: None,
+            prefill_ramp: None,
+            request_count: None,
+            session_count: None,
+            duration: None,
+            grace_period: Duration::MAX,
+            turn_gap: None,
+            replay_zero_ms: None,
+            cancellation: None,
+        }
+    }
+
+    /// The phases a validated configuration asks for when the dataset does not matter
+    /// (no fixed schedule, no user-centric rate); see [`PhasePlan::for_dataset`].
+    pub fn from_config(config: &BenchmarkConfig) -> Result<Vec<PhasePlan>, ScheduleError> {
+        Self::for_dataset(config, &[])
+    }
+
+    /// The phases a validated configuration asks for: warmup (when any warmup stop
+    /// condition is set) then profiling. A fixed schedule replays `conversations`' first
+    /// timestamps (index `i` of the schedule is `conversations[i]`, so pass the same list
+    /// to the builder with sequential sampling); a user-centric rate sizes its users'
+    /// lifetimes by their average turn count.
+    pub fn for_dataset(
+        config: &BenchmarkConfig,
+        conversations: &[Conversation],
+    ) -> Result<Vec<PhasePlan>, ScheduleError> {
+        let seed = config.input.random_seed.unwrap_or_else(rand::random);
+        let mut plans = Vec::new();
+        if config.load.warmup.is_enabled() {
+            plans.push(warmup_plan(config, seed)?);
+        }
+        plans.push(profiling_plan(config, conversations, seed)?);
+        Ok(plans)
+    }
+}
+
+fn warmup_plan(config: &BenchmarkConfig, seed: u64) -> Result<PhasePlan, ScheduleError> {
+    let load = &config.load;
+    let warmup = &load.warmup;
+    let concurrency = warmup.concurrency.or(load.concurrency);
+    let rate = warmup.request_rate.or(load.request_rate);
+    let pattern = warmup
+        .arrival_pattern
+        .or(load.arrival_pattern)
+        .filter(|p| *p != ArrivalPattern::ConcurrencyBurst)
+        .unwrap_or(ArrivalPattern::Poisson);
+    let rate_ramp = warmup
+        .request_rate_ramp_duration
+        .or(load.request_rate_ramp_duration);
+    let (scheduler, concurrency) = rate_or_closed_loop(
+        rate,
+        pattern,
+        load.arrival_smoothness,
+        rate_ramp,
+        concurrency,
+        derive_seed(seed, "timing.warmup.interval"),
+    )?;
+    Ok(PhasePlan {
+        concurrency,
+        concurrency_ramp: secs(
+            warmup
+                .concurrency_ramp_duration
+                .or(load.concurrency_ramp_duration),
+        ),
+        prefill_concurrency: warmup.prefill_concurrency.or(load.prefill_concurrency),
+        prefill_ramp: secs(load.prefill_concurrency_ramp_duration),
+        request_count: warmup.request_count,
+        session_count: warmup.num_sessions,
+        duration: secs(warmup.duration),
+        grace_period: secs_or_forever(warmup.grace_period_secs()),
+        ..PhasePlan::new(Phase::Warmup, scheduler)
+    })
+}
+
+fn profiling_plan(
+    config: &BenchmarkConfig,
+    conversations: &[Conversation],
+    seed: u64,
+) -> Result<PhasePlan, ScheduleError> {
+    let load = &config.load;
+    let mut turn_gap = None;
+    let mut replay_zero_ms = None;
+    let (scheduler, concurrency): (Box<dyn Scheduler>, Option<usize>) =
+        if load.fixed_schedule.is_enabled() {
+            let fixed = &load.fixed_schedule;
+            let zero = if let Some(start) = fixed.start_offset_ms {
+                start as f64
+            } else if fixed.auto_offset {
+                conversations
+                    .iter()
+                    .filter_map(first_timestamp)
+                    .fold(f64::INFINITY, f64::min)
+                    .min(f64::MAX)
+            } else {
+                0.0
+            };
+            if conversations.is_empty() {
+                return Err(ScheduleError(
+                    "a fixed schedule needs the trace's conversations".into(),
+                ));
+            }
+            replay_zero_ms = Some(zero);
+            (
+                Box::new(FixedSchedule::new(conversations, zero)?),
+                load.concurrency,
+            )
+        } else if let Some(user) = load.user_centric {
+            let turns = average_turns(conversations);
+            let schedule = UserCentricSchedule::new(user.rate, user.num_users, turns)?;
+            turn_gap = Some(schedule.turn_gap());
+            (Box::new(schedule), load.concurrency)
+        } else {
+            rate_or_closed_loop(
+                load.request_rate,
+                load.arrival_pattern.unwrap_or(ArrivalPattern::Poisson),
+                load.arrival_smoothness,
+                load.request_rate_ramp_duration,
+                load.concurrency,
+                derive_seed(
+                    seed,
+                    load.arrival_pattern
+                        .unwrap_or(ArrivalPattern::Poisson)
+                        .seed_stream(),
+                ),
+            )?
+        };
+    let request_count = match load.request_count {
+        Some(count) => Some(count),
+        None if load.fixed_schedule.is_enabled() && load.benchmark_duration.is_none() => {
+            Some(conversations.iter().map(|c| c.turns.len() as u64).sum())
+        }
+        None => None,
+    };
+    Ok(PhasePlan {
+        concurrency,
+        concurrency_ramp: secs(load.concurrency_ramp_duration),
+        prefill_concurrency: load.prefill_concurrency,
+        prefill_ramp: secs(load.prefill_concurrency_ramp_duration),
+        request_count,
+        session_count: load.num_sessions,
+        duration: secs(load.benchmark_duration),
+        grace_period: config.grace_period(),
+        turn_gap,
+        replay_zero_ms,
+        cancellation: load.request_cancellation_rate.map(|percent| Cancellation {
+            probability: percent / 100.0,
+            delay: Duration::from_secs_f64(load.request_cancellation_delay.unwrap_or(0.0)),
+            seed: derive_seed(seed, "timing.request.cancellation"),
+        }),
+        ..PhasePlan::new(Phase::Profiling, scheduler)
+    })
+}
+
+/// Open loop at `rate` (capped by `concurrency` if set), else closed loop at
+/// `concurrency` (default 1).
+fn rate_or_closed_loop(
+    rate: Option<f64>,
+    pattern: ArrivalPattern,
+    smoothness: Option<f64>,
+    ramp: Option<f64>,
+    concurrency: Option<usize>,
+    seed: u64,
+) -> Result<(Box<dyn Scheduler>, Option<usize>), ScheduleError> {
+    Ok(match rate {
+        Some(rate) => {
+            let mut scheduler = RateScheduler::new(rate, pattern, smoothness, seed)?;
+            if let Some(ramp) = secs(ramp) {
+                scheduler = scheduler.with_ramp(ramp);
+            }
+            (Box::new(scheduler), concurrency)
+        }
+        None => (Box::new(ClosedLoop), Some(concurrency.unwrap_or(1))),
+    })
+}
+
+/// The dataset's average turn count, rounded (2 for an empty dataset: the minimum a
+/// user-centric run allows).
+fn average_turns(conversations: &[Conversation]) -> usize {
+    if conversations.is_empty() {
+        return 2;
+    }
+    let total: usize = conversations.iter().map(|c| c.turns.len()).sum();
+    (total as f64 / conversations.len() as f64).round().max(1.0) as usize
+}
+
+fn secs(value: Option<f64>) -> Option<Duration> {
+    value
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+fn secs_or_forever(value: f64) -> Duration {
+    if value.is_finite() {
+        Duration::from_secs_f64(value.max(0.0))
+    } else {
+        Duration::MAX
+    }
+}

@@ -1,0 +1,232 @@
+//! One session: the turns of a conversation in order, each sent, stamped and handed to
+//! the processor, with the history, pacing and per-request controls its phase asks for.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
+
+use super::phase::{PhaseRunner, PhaseState};
+use super::{random_uuid, Finished, Outcome};
+use crate::conversation::{ContextMode, Conversation, Turn};
+use crate::endpoint::{build_request, RequestInput};
+use crate::record::{Credit, ErrorDetails};
+use crate::schedule::PlannedSession;
+use crate::transport::{HttpMethod, HttpRequest, SendControl};
+
+/// What the issuer decided about a new session.
+pub(super) struct SessionStart {
+    /// The credit of its first request.
+    pub(super) credit_id: u64,
+    /// Sessions started before this one in the phase (picks the URL round-robin).
+    pub(super) session_index: u64,
+    /// When the first request was meant to go.
+    pub(super) scheduled_at: Instant,
+    pub(super) conversation: Arc<Conversation>,
+    /// Turn limit and correlation id fixed by the schedule, if any.
+    pub(super) planned: PlannedSession,
+}
+
+impl PhaseRunner {
+    /// One conversation: its first turn under the start's credit, later turns each
+    /// reserving a credit of their own, all holding the same concurrency slot.
+    pub(super) async fn session(
+        self,
+        start: SessionStart,
+        permit: OwnedSemaphorePermit,
+        state: Arc<PhaseState>,
+    ) {
+        let _permit = permit;
+        let SessionStart {
+            credit_id,
+            session_index,
+            scheduled_at,
+            conversation,
+            planned,
+        } = start;
+        let url = &self.shared.urls[session_index as usize % self.shared.urls.len()];
+        let correlation_id = planned.correlation_id.unwrap_or_else(random_uuid);
+        let turn_count = planned.max_turns.map_or(conversation.turns.len(), |max| {
+            max.min(conversation.turns.len())
+        });
+        let carries_history = conversation.context_mode == ContextMode::DeltasWithoutResponses;
+        let (mut credit_id, mut scheduled_at) = (credit_id, scheduled_at);
+        // Later turns carry the conversation so far: earlier user turns and the
+        // assistant's replies as the server gave them.
+        let mut history: Vec<Turn> = Vec::new();
+        for turn_index in 0..turn_count {
+            if turn_index > 0 {
+                scheduled_at = self
+                    .wait_for_turn(&state, &conversation.turns[turn_index], scheduled_at)
+                    .await;
+                match state.reserve() {
+                    Some(id) if !self.cancel.is_cancelled() => credit_id = id,
+                    _ => return,
+                }
+            }
+            let credit = Credit {
+                id: credit_id,
+                phase: state.phase,
+                conversation: Arc::clone(&conversation),
+                turn_index,
+                correlation_id: correlation_id.clone(),
+                request_id: random_uuid(),
+                scheduled_at,
+                issued_at: Instant::now(),
+            };
+            self.progress.sent.fetch_add(1, Ordering::Relaxed);
+            let is_last = turn_index + 1 == turn_count;
+            let want_reply = carries_history && !is_last;
+            history.push(conversation.turns[turn_index].clone());
+            let turns: &[Turn] = if carries_history {
+                &history
+            } else {
+                std::slice::from_ref(&conversation.turns[turn_index])
+            };
+            let reply = self.send_turn(credit, url, turns, want_reply, &state).await;
+            state.returned.fetch_add(1, Ordering::Relaxed);
+            if !carries_history {
+                history.clear();
+            } else if let Some(reply) = reply.filter(|r| !r.is_empty()) {
+                history.push(Turn {
+                    role: Some("assistant".into()),
+                    texts: vec![reply],
+                    ..Turn::default()
+                });
+            }
+        }
+    }
+
+    /// Waits until a later turn is due and returns the instant it was due: one turn gap
+    /// after the previous turn was due (user-centric; never before the previous reply),
+    /// its trace timestamp (fixed schedule), or its think time after the previous reply.
+    async fn wait_for_turn(
+        &self,
+        state: &PhaseState,
+        turn: &Turn,
+        previous_due: Instant,
+    ) -> Instant {
+        let now = Instant::now();
+        let due = if let Some(gap) = state.turn_gap {
+            (previous_due + gap).max(now)
+        } else if let (Some(zero), Some(timestamp)) = (state.replay_zero_ms, turn.timestamp_ms) {
+            let offset = Duration::from_secs_f64((timestamp - zero).max(0.0) / 1000.0);
+            (state.start + offset).max(now)
+        } else {
+            now + Duration::from_secs_f64(turn.delay_ms.unwrap_or(0.0).max(0.0) / 1000.0)
+        };
+        if due > now {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        due
+    }
+
+    /// Builds, sends and hands over one request: the hot path. `turns` is what the
+    /// request carries (the history, then the turn). When `want_reply`, the reply text is
+    /// read out of the response for the next turn's history; the stamps are taken by then.
+    async fn send_turn(
+        &self,
+        credit: Credit,
+        url: &str,
+        turns: &[Turn],
+        want_reply: bool,
+        state: &PhaseState,
+    ) -> Option<String> {
+        let shared = &self.shared;
+        let conversation = Arc::clone(&credit.conversation);
+        let current = &conversation.turns[credit.turn_index];
+        let model = current
+            .model
+            .clone()
+            .unwrap_or_else(|| shared.model.clone());
+        let input = RequestInput {
+            model: &model,
+            system_message: conversation.system_message.as_deref(),
+            user_context_message: conversation.user_context_message.as_deref(),
+            turns,
+            streaming: shared.streaming,
+        };
+        let input_text = (turns.len() > 1).then(|| conversation.input_text(turns));
+        let built = match build_request(shared.endpoint.as_ref(), &input) {
+            Ok(built) => built,
+            Err(error) => {
+                let finished = Finished {
+                    credit,
+                    model,
+                    payload: Bytes::new(),
+                    input_text,
+                    outcome: Outcome::NotSent {
+                        at: Instant::now(),
+                        error: ErrorDetails {
+                            code: None,
+                            kind: Some("EndpointError".into()),
+                            message: error.to_string(),
+                        },
+                    },
+                };
+                let _ = self.results.send(finished).await;
+                return None;
+            }
+        };
+        let mut headers = built.headers;
+        headers.extend(shared.headers.iter().cloned());
+        headers.push(("X-Request-ID".into(), credit.request_id.clone()));
+        headers.push(("X-Correlation-ID".into(), credit.correlation_id.clone()));
+        let request = HttpRequest {
+            method: HttpMethod::Post,
+            url: url.to_owned(),
+            headers,
+            body: built.body.clone(),
+            timeout: shared.timeout,
+        };
+        let prefill_slot = match &state.prefill {
+            Some(slots) => Arc::clone(slots).acquire_owned().await.ok(),
+            None => None,
+        };
+        let first_chunk = prefill_slot.as_ref().map(|_| Arc::new(Notify::new()));
+        let control = SendControl {
+            cancel_after: state.draw_cancellation(),
+            first_chunk: first_chunk.clone(),
+        };
+        let send = shared.transport.send_controlled(request, control);
+        let exchange = match (prefill_slot, first_chunk) {
+            (Some(slot), Some(first_chunk)) => {
+                tokio::pin!(send);
+                // The prefill slot frees at the first body chunk or when the exchange ends.
+                tokio::select! {
+                    biased;
+                    exchange = &mut send => exchange,
+                    _ = first_chunk.notified() => {
+                        drop(slot);
+                        send.await
+                    }
+                }
+            }
+            _ => send.await,
+        };
+        let reply = want_reply.then(|| {
+            shared
+                .endpoint
+                .parse(&exchange)
+                .responses
+                .iter()
+                .map(|r| r.text.as_str())
+                .collect::<String>()
+        });
+        // The processor only goes away after every phase ended; a send error means the
+        // run is shutting down and the record has nowhere to go.
+        let _ = self
+            .results
+            .send(Finished {
+                credit,
+                model,
+                payload: built.body,
+                input_text,
+                outcome: Outcome::Exchanged(exchange),
+            })
+            .await;
+        reply
+    }
+}

@@ -1,0 +1,71 @@
+//! Trace replay (`--fixed-schedule`): sessions start at their trace timestamps.
+
+use std::time::Duration;
+
+use super::{Arrival, PlannedSession, ScheduleError, Scheduler};
+use crate::conversation::Conversation;
+
+/// Trace replay: each conversation starts at its first turn's timestamp minus time zero.
+#[derive(Debug)]
+pub struct FixedSchedule {
+    arrivals: std::vec::IntoIter<PlannedSession>,
+}
+
+impl FixedSchedule {
+    /// The schedule of `conversations` (which all must have a first-turn timestamp), in
+    /// timestamp order, with `zero_ms` as the phase start.
+    pub fn new(conversations: &[Conversation], zero_ms: f64) -> Result<Self, ScheduleError> {
+        let mut arrivals = Vec::with_capacity(conversations.len());
+        for (index, conversation) in conversations.iter().enumerate() {
+            let timestamp = first_timestamp(conversation).ok_or_else(|| {
+                ScheduleError(format!(
+                    "conversation {} has no timestamp on its first turn: a fixed schedule \
+                     needs one on every entry",
+                    conversation.session_id
+                ))
+            })?;
+            arrivals.push(PlannedSession {
+                at: Duration::from_secs_f64((timestamp - zero_ms).max(0.0) / 1000.0),
+                conversation: Some(index),
+                ..PlannedSession::default()
+            });
+        }
+        // Stable: entries with equal timestamps keep their file order.
+        arrivals.sort_by_key(|arrival| arrival.at);
+        Ok(Self {
+            arrivals: arrivals.into_iter(),
+        })
+    }
+}
+
+impl Scheduler for FixedSchedule {
+    fn next_arrival(&mut self) -> Arrival {
+        self.arrivals
+            .next()
+            .map_or(Arrival::Exhausted, Arrival::Planned)
+    }
+}
+
+/// A conversation's replay instant: its first turn's trace timestamp in ms.
+pub fn first_timestamp(conversation: &Conversation) -> Option<f64> {
+    conversation.turns.first()?.timestamp_ms
+}
+
+/// The conversations a replay window keeps: first-turn timestamp within
+/// `[start_ms, end_ms]` (either bound optional), in their original order.
+pub fn replay_window(
+    conversations: Vec<Conversation>,
+    start_ms: Option<u64>,
+    end_ms: Option<u64>,
+) -> Vec<Conversation> {
+    conversations
+        .into_iter()
+        .filter(|conversation| {
+            let Some(ts) = first_timestamp(conversation) else {
+                return true; // reported by FixedSchedule::new
+            };
+            start_ms.is_none_or(|start| ts >= start as f64)
+                && end_ms.is_none_or(|end| ts <= end as f64)
+        })
+        .collect()
+}

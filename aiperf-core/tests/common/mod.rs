@@ -1,0 +1,186 @@
+//! The in-memory endpoints and transport the engine tests drive.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use aiperf_core::{
+    BoxFuture, BuiltRequest, Chunk, Conversation, Endpoint, EndpointError, EndpointInfo,
+    HttpRequest, ParsedExchange, ParsedResponse, RawExchange, RequestInput, SendControl, Transport,
+    TransportError, Turn,
+};
+
+pub const INFO: EndpointInfo = EndpointInfo {
+    name: "echo",
+    default_path: "/echo",
+    streaming_path: None,
+    supports_streaming: false,
+    produces_tokens: true,
+    tokenizes_input: true,
+};
+
+/// Sends the current (last) turn's text as the body; every chunk parses to one response.
+pub struct Echo;
+
+impl Endpoint for Echo {
+    fn info(&self) -> &EndpointInfo {
+        &INFO
+    }
+    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
+        Ok(BuiltRequest {
+            body: input
+                .turns
+                .last()
+                .map(Turn::joined_text)
+                .unwrap_or_default()
+                .into_bytes()
+                .into(),
+            headers: vec![],
+        })
+    }
+    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+        ParsedExchange {
+            responses: exchange
+                .chunks
+                .iter()
+                .map(|c| ParsedResponse {
+                    at: c.at,
+                    text: String::from_utf8_lossy(&c.bytes).into_owned(),
+                    reasoning: String::new(),
+                    has_other_data: false,
+                    usage: None,
+                })
+                .collect(),
+            error: None,
+        }
+    }
+}
+
+/// Sends `role=text` of every turn, joined by `|`; replies `re:` + the last entry.
+pub struct Transcript;
+
+impl Endpoint for Transcript {
+    fn info(&self) -> &EndpointInfo {
+        &INFO
+    }
+    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
+        let entries: Vec<String> = input
+            .turns
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}={}",
+                    t.role.as_deref().unwrap_or("user"),
+                    t.joined_text()
+                )
+            })
+            .collect();
+        Ok(BuiltRequest {
+            body: entries.join("|").into_bytes().into(),
+            headers: vec![],
+        })
+    }
+    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+        let body = String::from_utf8_lossy(&exchange.body()).into_owned();
+        let last = body.rsplit('|').next().unwrap_or_default();
+        ParsedExchange {
+            responses: vec![ParsedResponse {
+                at: exchange.ended_at,
+                text: format!("re:{last}"),
+                reasoning: String::new(),
+                has_other_data: false,
+                usage: None,
+            }],
+            error: None,
+        }
+    }
+}
+
+/// Answers every request with its body: a first chunk after `ttft` (when set), the
+/// whole body after `latency`. Honours the engine's cancellation and first-chunk
+/// controls and tracks peak concurrency, overall and before the first chunk.
+#[derive(Default)]
+pub struct SlowEcho {
+    pub latency: Duration,
+    pub ttft: Option<Duration>,
+    pub in_flight: AtomicUsize,
+    pub peak: AtomicUsize,
+    pub in_prefill: AtomicUsize,
+    pub peak_prefill: AtomicUsize,
+}
+
+impl SlowEcho {
+    async fn exchange(&self, request: HttpRequest, control: SendControl) -> RawExchange {
+        let started_at = Instant::now();
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+        let mut exchange = RawExchange {
+            started_at,
+            head_at: None,
+            status: None,
+            content_type: None,
+            headers: Vec::new(),
+            chunks: Vec::new(),
+            ended_at: started_at,
+            error: None,
+        };
+        if let Some(cancel_after) = control.cancel_after.filter(|c| *c < self.latency) {
+            tokio::time::sleep(cancel_after).await;
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            exchange.ended_at = Instant::now();
+            exchange.error = Some(TransportError::CancelledByClient(cancel_after));
+            return exchange;
+        }
+        let mut body = request.body;
+        if let Some(ttft) = self.ttft {
+            let prefilling = self.in_prefill.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak_prefill.fetch_max(prefilling, Ordering::SeqCst);
+            tokio::time::sleep(ttft).await;
+            self.in_prefill.fetch_sub(1, Ordering::SeqCst);
+            let at = Instant::now();
+            exchange.head_at = Some(at);
+            exchange.chunks.push(Chunk {
+                at,
+                bytes: body.split_to(body.len().min(1)),
+            });
+            if let Some(notify) = &control.first_chunk {
+                notify.notify_one();
+            }
+        }
+        tokio::time::sleep_until((started_at + self.latency).into()).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        let at = Instant::now();
+        exchange.head_at.get_or_insert(at);
+        exchange.status = Some(200);
+        if !body.is_empty() {
+            exchange.chunks.push(Chunk { at, bytes: body });
+        }
+        exchange.ended_at = at;
+        exchange
+    }
+}
+
+impl Transport for SlowEcho {
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, RawExchange> {
+        Box::pin(self.exchange(request, SendControl::default()))
+    }
+
+    fn send_controlled(
+        &self,
+        request: HttpRequest,
+        control: SendControl,
+    ) -> BoxFuture<'_, RawExchange> {
+        Box::pin(self.exchange(request, control))
+    }
+}
+
+/// `n` single-turn conversations `c0`… saying `hello <i>`.
+pub fn dataset(n: usize) -> Vec<Conversation> {
+    (0..n)
+        .map(|i| Conversation {
+            session_id: format!("c{i}"),
+            turns: vec![Turn::text(format!("hello {i}"))],
+            ..Conversation::default()
+        })
+        .collect()
+}
