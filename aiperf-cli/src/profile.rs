@@ -20,7 +20,7 @@ use aiperf_mock_server::{MockConfig, MockServer};
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use crate::args::{ConnectionReuse, ProfileArgs, RankingsArgs};
+use crate::args::{ConnectionReuse, EndpointArgs, ProfileArgs, RankingsArgs};
 use crate::assemble::MOCK_URL;
 use crate::ui;
 
@@ -50,7 +50,7 @@ pub async fn profile(
         .random_seed
         .get_or_insert_with(rand::random::<u64>);
 
-    let transport = Arc::new(build_transport(args.endpoint.connection_reuse_strategy)?);
+    let transport = Arc::new(build_transport(&args.endpoint)?);
     let endpoint = endpoint_for(
         &config.endpoint.endpoint_type,
         EndpointOptions {
@@ -184,16 +184,24 @@ fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
 
 /// `never` keeps no idle connection, so every request opens its own (and pays the TCP
 /// handshake inside its TTFT, as a client without keep-alive would).
-fn build_transport(reuse: ConnectionReuse) -> anyhow::Result<HttpTransport> {
-    let builder = match reuse {
+fn build_transport(args: &EndpointArgs) -> anyhow::Result<HttpTransport> {
+    let mut builder = match args.connection_reuse_strategy {
         ConnectionReuse::Pooled => HttpTransport::builder(),
         ConnectionReuse::Never => HttpTransport::builder().pool_max_idle_per_host(0),
-        ConnectionReuse::StickyUserSessions => anyhow::bail!(
-            "--connection-reuse-strategy sticky-user-sessions is not supported yet; \
-             use pooled or never"
-        ),
+        ConnectionReuse::StickyUserSessions => HttpTransport::builder().sticky_sessions(true),
     };
-    Ok(builder.build()?)
+    if let Some(ca_file) = &args.tls_ca_file {
+        builder = builder.ca_file(ca_file);
+    }
+    let verify_off_by_env = std::env::var("AIPERF_HTTP_SSL_VERIFY")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "no"));
+    if args.tls_insecure_skip_verify || verify_off_by_env {
+        eprintln!(
+            "warning: TLS certificate verification is off: any server certificate is accepted"
+        );
+        builder = builder.insecure_skip_verify(true);
+    }
+    Ok(builder.http2(args.http2).build()?)
 }
 
 /// `--url mock`: start the embedded mock server (TTFT 20 ms, ITL 5 ms, like the Python

@@ -109,7 +109,8 @@ pub use sink::{CollectRecords, RecordSink};
 pub use tokens::TokenCounter;
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{
-    BoxFuture, Chunk, HttpMethod, HttpRequest, RawExchange, SendControl, Transport, TransportError,
+    BoxFuture, Chunk, HttpMethod, HttpRequest, RawExchange, SendControl, SessionKey, Transport,
+    TransportError,
 };
 
 /// What happened in a run, phase by phase (filled by the engine).

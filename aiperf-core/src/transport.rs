@@ -178,4 +178,16 @@ pub struct SendControl {
     /// Notified once, right after the first body chunk was stamped (the engine frees a
     /// `--prefill-concurrency` slot on it).
     pub first_chunk: Option<Arc<Notify>>,
+    /// The conversation this request belongs to, for transports that give each
+    /// conversation a connection of its own.
+    pub session: Option<SessionKey>,
+}
+
+/// Which conversation a request belongs to, and whether it is the conversation's last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionKey {
+    /// The conversation's correlation id.
+    pub id: String,
+    /// True for the final turn: a per-conversation connection can close after it.
+    pub last: bool,
 }

@@ -7,13 +7,15 @@
 //! arrives, and every body frame the moment hyper yields it, before its bytes are looked at.
 //! Failures become a [`TransportError`] in [`RawExchange::error`]; `send` never fails.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use aiperf_core::transport::BoxFuture;
 use aiperf_core::{
-    Chunk, HttpMethod, HttpRequest, RawExchange, SendControl, Transport, TransportError,
+    Chunk, HttpMethod, HttpRequest, RawExchange, SendControl, SessionKey, Transport, TransportError,
 };
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
@@ -71,9 +73,15 @@ const DEFAULT_TCP_KEEPALIVE: Duration = Duration::from_secs(60);
 /// # Ok(()) }
 /// ```
 pub struct HttpTransport {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: HyperClient,
+    /// With sticky sessions: a client (and so a connection) per conversation, by
+    /// correlation id, dropped after the conversation's last turn or a failure.
+    sessions: Option<Mutex<HashMap<String, HyperClient>>>,
+    connector: HttpsConnector<HttpConnector>,
     settings: HttpTransportBuilder,
 }
+
+type HyperClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 impl std::fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,6 +101,7 @@ pub struct HttpTransportBuilder {
     http2: bool,
     ca_file: Option<PathBuf>,
     insecure_skip_verify: bool,
+    sticky_sessions: bool,
 }
 
 impl Default for HttpTransportBuilder {
@@ -105,6 +114,7 @@ impl Default for HttpTransportBuilder {
             http2: false,
             ca_file: None,
             insecure_skip_verify: false,
+            sticky_sessions: false,
         }
     }
 }
@@ -155,6 +165,15 @@ impl HttpTransportBuilder {
         self
     }
 
+    /// Give every conversation a connection of its own, closed after its last turn or a
+    /// failure (`--connection-reuse-strategy sticky-user-sessions`: what a server sees
+    /// from real users with their own clients). Requests without a session key use the
+    /// shared pool.
+    pub fn sticky_sessions(mut self, sticky: bool) -> Self {
+        self.sticky_sessions = sticky;
+        self
+    }
+
     /// Builds the transport. Must be called inside a Tokio runtime only when sending,
     /// not when building.
     pub fn build(self) -> Result<HttpTransport, TransportBuildError> {
@@ -176,15 +195,21 @@ impl HttpTransportBuilder {
         } else {
             https.wrap_connector(tcp)
         };
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_max_idle_per_host(self.pool_max_idle_per_host)
-            .pool_idle_timeout(self.pool_idle_timeout)
-            .build(connector);
+        let client = self.client(connector.clone(), self.pool_max_idle_per_host);
         Ok(HttpTransport {
             client,
+            sessions: self.sticky_sessions.then(Mutex::default),
+            connector,
             settings: self,
         })
+    }
+
+    fn client(&self, connector: HttpsConnector<HttpConnector>, max_idle: usize) -> HyperClient {
+        Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_max_idle_per_host(max_idle)
+            .pool_idle_timeout(self.pool_idle_timeout)
+            .build(connector)
     }
 }
 
@@ -195,8 +220,53 @@ impl HttpTransport {
         HttpTransportBuilder::default()
     }
 
-    /// Sends one request; see [`Transport::send_controlled`].
+    /// The client for a request: the conversation's own with sticky sessions, else the
+    /// shared pool.
+    fn client_for(&self, session: Option<&SessionKey>) -> HyperClient {
+        match (&self.sessions, session) {
+            (Some(sessions), Some(key)) => {
+                let mut sessions = match sessions.lock() {
+                    Ok(sessions) => sessions,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                sessions
+                    .entry(key.id.clone())
+                    .or_insert_with(|| self.settings.client(self.connector.clone(), 1))
+                    .clone()
+            }
+            _ => self.client.clone(),
+        }
+    }
+
+    /// Closes a conversation's connection after its last turn or a failure.
+    fn end_session(&self, session: Option<&SessionKey>, failed: bool) {
+        if let (Some(sessions), Some(key)) = (&self.sessions, session) {
+            if key.last || failed {
+                let mut sessions = match sessions.lock() {
+                    Ok(sessions) => sessions,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                sessions.remove(&key.id);
+            }
+        }
+    }
+
+    /// Sends one request, then releases a finished conversation's connection.
     async fn exchange(&self, request: HttpRequest, control: SendControl) -> RawExchange {
+        let session = control.session.clone();
+        let client = self.client_for(session.as_ref());
+        let exchange = self.exchange_on(&client, request, control).await;
+        self.end_session(session.as_ref(), exchange.error.is_some());
+        exchange
+    }
+
+    /// Sends one request on `client`; see [`Transport::send_controlled`].
+    async fn exchange_on(
+        &self,
+        client: &HyperClient,
+        request: HttpRequest,
+        control: SendControl,
+    ) -> RawExchange {
         let timeout = request.timeout;
         let url = request.url.clone();
         let http_request = match to_hyper(request) {
@@ -223,7 +293,7 @@ impl HttpTransport {
             ended_at: started_at,
             error: None,
         };
-        let response = match within(&deadline, self.client.request(http_request)).await {
+        let response = match within(&deadline, client.request(http_request)).await {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {
                 let error = classify(&error);

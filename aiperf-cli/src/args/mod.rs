@@ -84,13 +84,28 @@ pub struct EndpointArgs {
     #[arg(long = "request-timeout-seconds", default_value_t = 21_600.0)]
     pub request_timeout_seconds: f64,
 
-    /// pooled: reuse keep-alive connections; never: a new connection for every request.
+    /// pooled: reuse keep-alive connections; never: a new connection for every request;
+    /// sticky-user-sessions: one connection per conversation, closed after its last turn.
     #[arg(
         long = "connection-reuse-strategy",
         value_enum,
         default_value = "pooled"
     )]
     pub connection_reuse_strategy: ConnectionReuse,
+
+    /// A PEM file of CA certificates to trust for https:// URLs, besides the bundled and
+    /// system roots.
+    #[arg(long = "tls-ca-file", visible_alias = "ssl-ca-file")]
+    pub tls_ca_file: Option<PathBuf>,
+
+    /// Accept any server certificate (self-signed test servers). Never the default; a
+    /// warning is printed. AIPERF_HTTP_SSL_VERIFY=false does the same.
+    #[arg(long = "tls-insecure-skip-verify")]
+    pub tls_insecure_skip_verify: bool,
+
+    /// Offer HTTP/2 on https:// URLs (used when the server agrees); http:// stays HTTP/1.1.
+    #[arg(long)]
+    pub http2: bool,
 
     /// Send `max_tokens` instead of `max_completion_tokens` on chat requests.
     #[arg(long = "use-legacy-max-tokens")]
@@ -107,7 +122,7 @@ pub struct EndpointArgs {
 pub enum ConnectionReuse {
     Pooled,
     Never,
-    /// One connection per conversation (`sticky-user-sessions`): not supported yet.
+    /// One connection per conversation, closed after its last turn.
     #[value(name = "sticky-user-sessions")]
     StickyUserSessions,
 }

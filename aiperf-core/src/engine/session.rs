@@ -14,7 +14,7 @@ use crate::conversation::{ContextMode, Conversation, Turn};
 use crate::endpoint::{build_request, RequestInput};
 use crate::record::{Credit, ErrorDetails};
 use crate::schedule::PlannedSession;
-use crate::transport::{HttpMethod, HttpRequest, SendControl};
+use crate::transport::{HttpMethod, HttpRequest, SendControl, SessionKey};
 
 /// What the issuer decided about a new session.
 pub(super) struct SessionStart {
@@ -85,7 +85,9 @@ impl PhaseRunner {
             } else {
                 std::slice::from_ref(&conversation.turns[turn_index])
             };
-            let reply = self.send_turn(credit, url, turns, want_reply, &state).await;
+            let reply = self
+                .send_turn(credit, url, turns, want_reply, is_last, &state)
+                .await;
             state.returned.fetch_add(1, Ordering::Relaxed);
             if !carries_history {
                 history.clear();
@@ -132,6 +134,7 @@ impl PhaseRunner {
         url: &str,
         turns: &[Turn],
         want_reply: bool,
+        last_turn: bool,
         state: &PhaseState,
     ) -> Option<String> {
         let shared = &self.shared;
@@ -189,6 +192,10 @@ impl PhaseRunner {
         let control = SendControl {
             cancel_after: state.draw_cancellation(),
             first_chunk: first_chunk.clone(),
+            session: Some(SessionKey {
+                id: credit.correlation_id.clone(),
+                last: last_turn,
+            }),
         };
         let send = shared.transport.send_controlled(request, control);
         let exchange = match (prefill_slot, first_chunk) {

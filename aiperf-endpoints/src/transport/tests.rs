@@ -280,6 +280,44 @@ async fn the_first_chunk_is_signalled_once_it_is_stamped() {
 }
 
 #[tokio::test]
+async fn sticky_sessions_keep_a_connection_per_conversation_until_its_last_turn() {
+    let server = server(Behaviour::Ok).await;
+    let transport = HttpTransport::builder()
+        .sticky_sessions(true)
+        .build()
+        .unwrap();
+    let turn = |id: &str, last: bool| SendControl {
+        session: Some(SessionKey {
+            id: id.into(),
+            last,
+        }),
+        ..SendControl::default()
+    };
+    for control in [
+        turn("a", false),
+        turn("b", false),
+        turn("a", false),
+        turn("b", true),
+        turn("a", true),
+    ] {
+        let exchange = transport
+            .send_controlled(post(&server.url, None), control)
+            .await;
+        assert_eq!(exchange.error, None);
+    }
+    assert_eq!(
+        server.accepted.load(Ordering::SeqCst),
+        2,
+        "one connection per conversation, reused across its turns"
+    );
+    // A new conversation with a finished one's id gets a fresh connection.
+    transport
+        .send_controlled(post(&server.url, None), turn("a", true))
+        .await;
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
 async fn sequential_requests_reuse_one_connection() {
     let server = server(Behaviour::Ok).await;
     let transport = transport();
