@@ -9,6 +9,7 @@ mod args;
 mod assemble;
 mod kv;
 mod profile;
+mod readiness;
 mod ui;
 
 use std::process::ExitCode;

@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 
 use crate::args::{ConnectionReuse, EndpointArgs, ProfileArgs, RankingsArgs};
 use crate::assemble::MOCK_URL;
+use crate::readiness::{wait_until_ready, Readiness, Target};
 use crate::ui;
 
 /// How a profile run ended, as the process exit status says it.
@@ -67,6 +68,33 @@ pub async fn profile(
         );
     }
     config.endpoint.streaming = streaming;
+
+    let request_urls: Vec<String> = config
+        .endpoint
+        .urls
+        .iter()
+        .map(|base| {
+            build_url(
+                base,
+                config.endpoint.custom_endpoint.as_deref(),
+                endpoint.info().path(streaming),
+            )
+        })
+        .collect();
+    let mut headers = config.endpoint.headers.clone();
+    if let Some(key) = &config.endpoint.api_key {
+        headers.insert(0, ("Authorization".into(), format!("Bearer {key}")));
+    }
+    if let Some(readiness) = Readiness::from_args(&args.endpoint)? {
+        let target = Target {
+            base_urls: &config.endpoint.urls,
+            request_urls: &request_urls,
+            model: config.primary_model(),
+            endpoint: endpoint.as_ref(),
+            headers: &headers,
+        };
+        wait_until_ready(transport.as_ref(), &target, readiness).await?;
+    }
 
     let tokenizer = load_run_tokenizer(&config, transport.as_ref()).await?;
     let conversations = SyntheticDataset::new(
@@ -126,17 +154,10 @@ pub async fn profile(
         )
         .cancel_token(cancel.clone())
         .progress(Arc::clone(&progress));
-    for base in &config.endpoint.urls {
-        builder = builder.url(build_url(
-            base,
-            config.endpoint.custom_endpoint.as_deref(),
-            endpoint.info().path(streaming),
-        ));
+    for url in &request_urls {
+        builder = builder.url(url.clone());
     }
-    if let Some(key) = &config.endpoint.api_key {
-        builder = builder.header("Authorization", format!("Bearer {key}"));
-    }
-    for (name, value) in &config.endpoint.headers {
+    for (name, value) in &headers {
         builder = builder.header(name.clone(), value.clone());
     }
     builder = builder.phases(PhasePlan::from_config(&config)?);

@@ -93,6 +93,20 @@ pub struct EndpointArgs {
     )]
     pub connection_reuse_strategy: ConnectionReuse,
 
+    /// Before benchmarking, wait up to this many seconds for the server to serve the
+    /// model (0: do not wait).
+    #[arg(long = "wait-for-model-timeout", default_value_t = 0.0)]
+    pub wait_for_model_timeout: f64,
+
+    /// What "ready" means: the model list names the model, a one-token request
+    /// succeeds, or both.
+    #[arg(long = "wait-for-model-mode", value_enum, default_value = "inference")]
+    pub wait_for_model_mode: crate::readiness::WaitMode,
+
+    /// Seconds between readiness probes.
+    #[arg(long = "wait-for-model-interval", default_value_t = 5.0)]
+    pub wait_for_model_interval: f64,
+
     /// A PEM file of CA certificates to trust for https:// URLs, besides the bundled and
     /// system roots.
     #[arg(long = "tls-ca-file", visible_alias = "ssl-ca-file")]
