@@ -13,6 +13,7 @@ use aiperf_datasets::{
     Tokenizer,
 };
 use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_metrics::catalogue::ConsoleGroup;
 use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
 use aiperf_metrics::slo::Slo;
 use aiperf_metrics::{MetricsSink, Summary};
@@ -135,7 +136,9 @@ pub async fn profile(
     let mut sink = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer))?
         .with_cli_command(cli_command);
     if config.output.export_level != ExportLevel::Summary {
-        sink = sink.export_records_to(&paths.jsonl)?;
+        sink = sink
+            .export_records_to(&paths.jsonl)?
+            .export_http_trace(args.output.export_http_trace);
     }
 
     let cancel = CancellationToken::new();
@@ -171,6 +174,11 @@ pub async fn profile(
 
     write_summary_files(&summary, &paths)?;
     print!("{}", console::render_console(&summary));
+    if args.output.show_trace_timing {
+        if let Some(table) = console::metrics_table(&summary, ConsoleGroup::HttpTrace) {
+            print!("{}", table.render());
+        }
+    }
     print_footer(&summary, &paths.csv, &paths.json, &artifact_dir);
     let slos_met = slos.is_empty() || {
         let report = summary.check_slos(slos);

@@ -42,6 +42,7 @@
 //!             RawExchange {
 //!                 started_at, head_at: Some(at), status: Some(200), content_type: None,
 //!                 headers: Vec::new(), chunks: vec![Chunk { at, bytes: request.body }], ended_at: at, error: None,
+//!                 trace: None,
 //!             }
 //!         })
 //!     }
@@ -99,7 +100,7 @@ pub use endpoint::{
     ParsedResponse, RequestInput, Usage,
 };
 pub use engine::{Benchmark, BenchmarkBuilder, Cancellation, EngineError, PhasePlan, Progress};
-pub use record::{Credit, ErrorDetails, Phase, RequestRecord, TimedResponse};
+pub use record::{Credit, ErrorDetails, HttpTiming, Phase, RequestRecord, TimedResponse};
 pub use schedule::{
     Arrival, ClosedLoop, FixedSchedule, PlannedSession, RateScheduler, Scheduler,
     UserCentricSchedule,
@@ -109,8 +110,8 @@ pub use sink::{CollectRecords, RecordSink};
 pub use tokens::TokenCounter;
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{
-    BoxFuture, Chunk, HttpMethod, HttpRequest, RawExchange, SendControl, SessionKey, Transport,
-    TransportError,
+    BoxFuture, Chunk, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl, SessionKey,
+    Transport, TransportError,
 };
 
 /// What happened in a run, phase by phase (filled by the engine).

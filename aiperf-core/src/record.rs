@@ -126,6 +126,26 @@ pub struct RequestRecord {
     pub chunk_count: usize,
     /// Number of body bytes read.
     pub body_bytes: usize,
+    /// The connection-level stamps, when the transport traced the exchange.
+    pub http: Option<HttpTiming>,
+}
+
+/// What the connection layer saw of a request, in perf nanoseconds: the inputs of the
+/// `http_req_*` metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HttpTiming {
+    /// The request went over a connection opened before it started.
+    pub connection_reused: bool,
+    /// For a new connection: when connecting started and ended.
+    pub connect_ns: Option<(u64, u64)>,
+    /// When the body was handed to the connection.
+    pub request_sent_ns: Option<u64>,
+    /// When the first body byte arrived.
+    pub first_chunk_ns: Option<u64>,
+    /// Request line, headers and body.
+    pub request_bytes: u64,
+    /// Status line and headers of the response.
+    pub response_head_bytes: u64,
 }
 
 /// A parsed response with its stamp converted to perf nanoseconds.

@@ -63,6 +63,24 @@ pub struct RawExchange {
     pub ended_at: Instant,
     /// Set when the exchange failed below HTTP (connect, TLS, timeout, reset).
     pub error: Option<TransportError>,
+    /// What the connection layer saw, when the transport traces it.
+    pub trace: Option<HttpTrace>,
+}
+
+/// What the connection layer saw of one exchange: the inputs of the `http_req_*`
+/// metrics. Stamps are taken on the hot path; nothing here is computed there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpTrace {
+    /// The request went over a connection opened before it started.
+    pub connection_reused: bool,
+    /// For a new connection: when connecting (DNS, TCP and TLS) started and ended.
+    pub connect: Option<(Instant, Instant)>,
+    /// When the request body was handed to the connection; `None` for an empty body.
+    pub request_sent_at: Option<Instant>,
+    /// Request bytes as written: request line, headers and body.
+    pub request_bytes: u64,
+    /// Response head bytes: status line and headers.
+    pub response_head_bytes: u64,
 }
 
 impl RawExchange {

@@ -1125,6 +1125,7 @@ mod tests {
                         chunks: Vec::new(),
                         ended_at: now,
                         error: Some(error.clone()),
+                        trace: None,
                     };
                 }
                 let (status, body) = answer.unwrap_or((404, b"Entry not found".to_vec()));
@@ -1140,6 +1141,7 @@ mod tests {
                     }],
                     ended_at: now,
                     error: None,
+                    trace: None,
                 }
             })
         }

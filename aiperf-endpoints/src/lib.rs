@@ -59,6 +59,7 @@
 //!     }],
 //!     ended_at: now,
 //!     error: None,
+//!     trace: None,
 //! };
 //! let parsed = chat.parse(&exchange);
 //! assert_eq!(parsed.error, None);

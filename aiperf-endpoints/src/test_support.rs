@@ -47,6 +47,7 @@ pub(crate) fn exchange(status: u16, content_type: Option<&str>, chunks: &[&str])
             .collect(),
         ended_at: base + Duration::from_secs(1),
         error: None,
+        trace: None,
     }
 }
 
@@ -61,6 +62,7 @@ pub(crate) fn failed(error: TransportError) -> RawExchange {
         status: None,
         head_at: None,
         error: Some(error),
+        trace: None,
         ..exchange(200, None, &[])
     }
 }

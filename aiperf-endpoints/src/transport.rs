@@ -10,16 +10,17 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use aiperf_core::transport::BoxFuture;
 use aiperf_core::{
-    Chunk, HttpMethod, HttpRequest, RawExchange, SendControl, SessionKey, Transport, TransportError,
+    Chunk, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl, SessionKey, Transport,
+    TransportError,
 };
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -27,6 +28,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 pub use crate::tls::TransportBuildError;
 use crate::tls::{client_config, TlsOptions};
+use traced::{request_size, response_head_size, ConnectTiming, SentBody, TimedConnector};
 
 /// Frames smaller than this are copied out of hyper's read buffer (see [`compact`]).
 const COMPACT_BELOW: usize = 4096;
@@ -77,11 +79,12 @@ pub struct HttpTransport {
     /// With sticky sessions: a client (and so a connection) per conversation, by
     /// correlation id, dropped after the conversation's last turn or a failure.
     sessions: Option<Mutex<HashMap<String, HyperClient>>>,
-    connector: HttpsConnector<HttpConnector>,
+    connector: Connector,
     settings: HttpTransportBuilder,
 }
 
-type HyperClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+type Connector = TimedConnector<HttpsConnector<HttpConnector>>;
+type HyperClient = Client<Connector, SentBody>;
 
 impl std::fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -190,11 +193,11 @@ impl HttpTransportBuilder {
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1();
-        let connector = if self.http2 {
+        let connector = TimedConnector::new(if self.http2 {
             https.enable_http2().wrap_connector(tcp)
         } else {
             https.wrap_connector(tcp)
-        };
+        });
         let client = self.client(connector.clone(), self.pool_max_idle_per_host);
         Ok(HttpTransport {
             client,
@@ -204,7 +207,7 @@ impl HttpTransportBuilder {
         })
     }
 
-    fn client(&self, connector: HttpsConnector<HttpConnector>, max_idle: usize) -> HyperClient {
+    fn client(&self, connector: Connector, max_idle: usize) -> HyperClient {
         Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .pool_max_idle_per_host(max_idle)
@@ -269,10 +272,12 @@ impl HttpTransport {
     ) -> RawExchange {
         let timeout = request.timeout;
         let url = request.url.clone();
-        let http_request = match to_hyper(request) {
-            Ok(http_request) => http_request,
+        let body_len = request.body.len();
+        let (http_request, sent_at) = match to_hyper(request) {
+            Ok(converted) => converted,
             Err(error) => return failed_before_sending(error),
         };
+        let request_bytes = request_size(&http_request, body_len);
         let started_at = Instant::now();
         let deadline = Deadline::earliest(
             Deadline::after(started_at, timeout, TransportError::Timeout),
@@ -292,6 +297,7 @@ impl HttpTransport {
             chunks: Vec::new(),
             ended_at: started_at,
             error: None,
+            trace: None,
         };
         let response = match within(&deadline, client.request(http_request)).await {
             Ok(Ok(response)) => response,
@@ -303,8 +309,20 @@ impl HttpTransport {
             Err(timeout) => return finish(exchange, Some(timeout)),
         };
         exchange.head_at = Some(Instant::now());
-        exchange.status = Some(response.status().as_u16());
-        let head = response.headers();
+        let (head, mut body) = response.into_parts();
+        exchange.status = Some(head.status.as_u16());
+        let connection = head.extensions.get::<ConnectTiming>().copied();
+        let connection_reused = connection.is_some_and(|c| c.connected <= started_at);
+        exchange.trace = Some(HttpTrace {
+            connection_reused,
+            connect: connection
+                .filter(|_| !connection_reused)
+                .map(|c| (c.started, c.connected)),
+            request_sent_at: sent_at.get().copied(),
+            request_bytes,
+            response_head_bytes: response_head_size(&head),
+        });
+        let head = &head.headers;
         exchange.content_type = head
             .get(CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
@@ -318,7 +336,6 @@ impl HttpTransport {
                 )
             })
             .collect();
-        let mut body = response.into_body();
         let error = loop {
             match within(&deadline, body.frame()).await {
                 Ok(Some(Ok(frame))) => {
@@ -420,12 +437,15 @@ fn failed_before_sending(error: TransportError) -> RawExchange {
         chunks: Vec::new(),
         ended_at: now,
         error: Some(error),
+        trace: None,
     }
 }
 
 /// Converts the request, checking the URL and headers (header values never appear in
 /// errors: they may hold secrets).
-fn to_hyper(request: HttpRequest) -> Result<http::Request<Full<Bytes>>, TransportError> {
+fn to_hyper(
+    request: HttpRequest,
+) -> Result<(http::Request<SentBody>, Arc<OnceLock<Instant>>), TransportError> {
     let invalid = |reason: String| TransportError::InvalidUrl {
         url: request.url.clone(),
         reason,
@@ -456,9 +476,11 @@ fn to_hyper(request: HttpRequest) -> Result<http::Request<Full<Bytes>>, Transpor
         })?;
         builder = builder.header(header, value);
     }
-    builder
-        .body(Full::new(request.body.clone()))
-        .map_err(|e| TransportError::InvalidRequest(e.to_string()))
+    let (body, sent_at) = SentBody::new(request.body.clone());
+    let request = builder
+        .body(body)
+        .map_err(|e| TransportError::InvalidRequest(e.to_string()))?;
+    Ok((request, sent_at))
 }
 
 /// Maps a client error to the transport error it stands for.
@@ -509,6 +531,8 @@ fn causes<'a>(
         }
     })
 }
+
+mod traced;
 
 #[cfg(test)]
 mod tests;

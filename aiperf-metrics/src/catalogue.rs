@@ -31,6 +31,9 @@ pub enum ConsoleGroup {
     Active,
     /// "…: Usage" (server-reported usage fields).
     Usage,
+    /// "…: HTTP Trace" (`http_req_*`): on the console with `--show-trace-timing` only, in
+    /// the JSON summary and records, not in the CSV (as the Python AIPerf).
+    HttpTrace,
     /// Not shown on the console (still exported).
     Hidden,
 }
@@ -164,7 +167,7 @@ impl MetricsContext {
     }
 }
 
-use ConsoleGroup::{Active, Default as Main, Effective, Hidden, Usage};
+use ConsoleGroup::{Active, Default as Main, Effective, Hidden, HttpTrace, Usage};
 use MetricKind::{Aggregate, Derived, Record, TimeWeighted};
 
 const STO: MetricFlags = MetricFlags::STREAMING_TOKENS_ONLY;
@@ -734,6 +737,133 @@ pub static CATALOGUE: &[MetricDef] = &[
         Hidden,
         HIDDEN_ORDER,
         or(PTO, NIR),
+    ),
+    // HTTP trace (k6 names; stamped by the transport)
+    m(
+        "http_req_blocked",
+        "HTTP Blocked",
+        "ms",
+        Record,
+        HttpTrace,
+        2000,
+        NONE,
+    ),
+    m(
+        "http_req_dns_lookup",
+        "HTTP DNS Lookup",
+        "ms",
+        Record,
+        HttpTrace,
+        2010,
+        NONE,
+    ),
+    m(
+        "http_req_connecting",
+        "HTTP Connecting",
+        "ms",
+        Record,
+        HttpTrace,
+        2020,
+        NONE,
+    ),
+    m(
+        "http_req_sending",
+        "HTTP Sending",
+        "ms",
+        Record,
+        HttpTrace,
+        2030,
+        NONE,
+    ),
+    m(
+        "http_req_waiting",
+        "HTTP Waiting (TTFB)",
+        "ms",
+        Record,
+        HttpTrace,
+        2040,
+        NONE,
+    ),
+    m(
+        "http_req_receiving",
+        "HTTP Receiving",
+        "ms",
+        Record,
+        HttpTrace,
+        2050,
+        NONE,
+    ),
+    m(
+        "http_req_connection_reused",
+        "HTTP Connection Reused",
+        "ratio",
+        Record,
+        HttpTrace,
+        2060,
+        INT,
+    ),
+    m(
+        "http_req_data_sent",
+        "HTTP Data Sent",
+        "KB",
+        Record,
+        HttpTrace,
+        2070,
+        NONE,
+    ),
+    m(
+        "http_req_chunks_sent",
+        "HTTP Chunks Sent",
+        "count",
+        Record,
+        HttpTrace,
+        2080,
+        INT,
+    ),
+    m(
+        "http_req_data_received",
+        "HTTP Data Received",
+        "KB",
+        Record,
+        HttpTrace,
+        2090,
+        NONE,
+    ),
+    m(
+        "http_req_chunks_received",
+        "HTTP Chunks Received",
+        "count",
+        Record,
+        HttpTrace,
+        2100,
+        INT,
+    ),
+    m(
+        "http_req_connection_overhead",
+        "HTTP Connection Overhead",
+        "ms",
+        Record,
+        HttpTrace,
+        2110,
+        NONE,
+    ),
+    m(
+        "http_req_duration",
+        "HTTP Duration (excl. conn)",
+        "ms",
+        Record,
+        HttpTrace,
+        2120,
+        NONE,
+    ),
+    m(
+        "http_req_total",
+        "HTTP Total Time",
+        "ms",
+        Record,
+        HttpTrace,
+        2130,
+        NONE,
     ),
     // concurrency-aware, time-weighted (AIPerf 0.13)
     m(

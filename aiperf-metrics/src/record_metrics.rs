@@ -204,6 +204,60 @@ pub fn usage_fields(u: &Usage) -> [(&'static str, Option<u64>); 9] {
     ]
 }
 
+/// The `http_req_*` metrics (k6's phases) from the transport's stamps. DNS resolution is
+/// not stamped apart from connecting, so `http_req_dns_lookup` is 0 and the lookup time
+/// counts in `http_req_connecting`.
+fn push_http_trace(out: &mut RecordMetrics, ctx: &MetricsContext, record: &RequestRecord) {
+    let Some(http) = record.http else {
+        return;
+    };
+    let start = record.start_ns;
+    let span = |from: u64, to: u64| ms(i128::from(to.saturating_sub(from)));
+    let (blocked, connecting, send_start) = match http.connect_ns {
+        Some((connect_start, connected)) => (
+            span(start, connect_start),
+            span(connect_start, connected),
+            connected.max(start),
+        ),
+        None => (0.0, 0.0, start),
+    };
+    let sent = http.request_sent_ns.unwrap_or(send_start).max(send_start);
+    let first_byte = http
+        .first_chunk_ns
+        .or(record.head_ns)
+        .unwrap_or(record.end_ns)
+        .max(sent);
+    let end = record.end_ns.max(first_byte);
+    let (sending, waiting, receiving) = (
+        span(send_start, sent),
+        span(sent, first_byte),
+        span(first_byte, end),
+    );
+    let overhead = blocked + connecting;
+    let received = http.response_head_bytes + record.body_bytes as u64;
+    for (tag, value) in [
+        ("http_req_blocked", blocked),
+        ("http_req_dns_lookup", 0.0),
+        ("http_req_connecting", connecting),
+        ("http_req_sending", sending),
+        ("http_req_waiting", waiting),
+        ("http_req_receiving", receiving),
+        (
+            "http_req_connection_reused",
+            f64::from(u8::from(http.connection_reused)),
+        ),
+        ("http_req_data_sent", http.request_bytes as f64 / 1024.0),
+        ("http_req_chunks_sent", 1.0),
+        ("http_req_data_received", received as f64 / 1024.0),
+        ("http_req_chunks_received", record.chunk_count as f64),
+        ("http_req_connection_overhead", overhead),
+        ("http_req_duration", sending + waiting + receiving),
+        ("http_req_total", overhead + sending + waiting + receiving),
+    ] {
+        out.push(ctx, tag, Some(value));
+    }
+}
+
 fn diff_pct(server: Option<u64>, client: Option<u64>) -> Option<f64> {
     let (s, c) = (server? as f64, client? as f64);
     (c > 0.0).then(|| (s - c).abs() / c * 100.0)
@@ -312,6 +366,8 @@ pub fn compute_record_metrics(
         "effective_latency",
         non_negative(diff_ns(last, record.scheduled_ns.min(start))).map(ms),
     );
+
+    push_http_trace(&mut out, ctx, record);
 
     // token counts
     out.push(ctx, "output_sequence_length", osl.map(|v| v as f64));
@@ -447,6 +503,7 @@ pub(crate) mod testkit {
             payload: Default::default(),
             chunk_count: 0,
             body_bytes: 0,
+            http: None,
         }
     }
 
@@ -466,6 +523,7 @@ pub(crate) mod testkit {
 mod tests {
     use super::testkit::*;
     use super::*;
+    use aiperf_core::HttpTiming;
 
     const MS: u64 = 1_000_000;
 
@@ -495,6 +553,51 @@ mod tests {
         r.scheduled_ns = 5 * MS;
         r.requested_max_tokens = Some(8);
         r
+    }
+
+    #[test]
+    fn http_trace_phases_follow_the_transport_stamps() {
+        let mut r = streamed();
+        // start 10 ms; connect 10.1 → 12.1 ms; body handed over at 12.6 ms; first byte at
+        // 19.6 ms; end (the usage chunk) at 270 ms + 1 ns.
+        r.end_ns = 29 * MS + 600_000;
+        r.chunk_count = 5;
+        r.body_bytes = 924;
+        r.http = Some(HttpTiming {
+            connection_reused: false,
+            connect_ns: Some((10 * MS + 100_000, 12 * MS + 100_000)),
+            request_sent_ns: Some(12 * MS + 600_000),
+            first_chunk_ns: Some(19 * MS + 600_000),
+            request_bytes: 1024,
+            response_head_bytes: 100,
+        });
+        let m = metrics(&r, &MetricsContext::streaming_chat());
+        let got = |tag| (m.scalar(tag).unwrap() * 1e6).round() / 1e6;
+        assert_eq!(got("http_req_blocked"), 0.1);
+        assert_eq!(got("http_req_dns_lookup"), 0.0);
+        assert_eq!(got("http_req_connecting"), 2.0);
+        assert_eq!(got("http_req_sending"), 0.5);
+        assert_eq!(got("http_req_waiting"), 7.0);
+        assert_eq!(got("http_req_receiving"), 10.0);
+        assert_eq!(got("http_req_connection_reused"), 0.0);
+        assert_eq!(got("http_req_data_sent"), 1.0);
+        assert_eq!(got("http_req_chunks_sent"), 1.0);
+        assert_eq!(got("http_req_data_received"), 1.0);
+        assert_eq!(got("http_req_chunks_received"), 5.0);
+        assert_eq!(got("http_req_connection_overhead"), 2.1);
+        assert_eq!(got("http_req_duration"), 17.5);
+        assert_eq!(got("http_req_total"), 19.6);
+
+        // A reused connection: no blocking or connecting; sending starts at the start.
+        r.http = Some(HttpTiming {
+            connection_reused: true,
+            connect_ns: None,
+            ..r.http.unwrap()
+        });
+        let m = metrics(&r, &MetricsContext::streaming_chat());
+        assert_eq!(m.scalar("http_req_connection_reused"), Some(1.0));
+        assert_eq!(m.scalar("http_req_connecting"), Some(0.0));
+        assert_eq!(m.scalar("http_req_sending"), Some(2.6));
     }
 
     #[test]

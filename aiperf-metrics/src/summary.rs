@@ -432,6 +432,13 @@ impl MetricsSink {
         Ok(self)
     }
 
+    /// Adds the transport's stamps of each request to its JSONL line as `trace_data`
+    /// (`--export-http-trace`); no effect without [`MetricsSink::export_records_to`].
+    pub fn export_http_trace(mut self, enabled: bool) -> Self {
+        self.writer = self.writer.map(|w| w.with_http_trace(enabled));
+        self
+    }
+
     /// The command line to echo in `run_info.cli_command`.
     pub fn with_cli_command(mut self, command: impl Into<String>) -> Self {
         self.cli_command = Some(command.into());

@@ -272,13 +272,14 @@ async fn rankings_runs_compose_a_query_and_passages_per_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_are_pooled_by_default_and_new_per_request_with_never() {
     // Pooled: one connection per concurrent slot; a slot may briefly open another while
-    // hyper returns the previous connection to the pool, hence a small margin.
+    // hyper returns the previous connection to the pool, hence a small margin. The HTTP
+    // trace of each record says whether it opened one: exactly the server's count.
     for (strategy, connections) in [("pooled", 2..=4), ("never", 12..=12)] {
         let server = MockServer::start(MockConfig::fast()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let mut argv = args(&format!(
             "-m mock-model --url {url} --concurrency 2 --request-count 12 --isl 8 --osl 2 \
-             --connection-reuse-strategy {strategy}",
+             --connection-reuse-strategy {strategy} --export-http-trace --show-trace-timing",
             url = server.url()
         ));
         argv.extend(artifact_args(dir.path()));
@@ -286,6 +287,38 @@ async fn connections_are_pooled_by_default_and_new_per_request_with_never() {
         assert_exit(&output, 0);
         let accepted = server.stats().connections_accepted;
         assert!(connections.contains(&accepted), "{strategy}: {accepted}");
+
+        let records = read_jsonl(&dir.path().join("profile_export.jsonl"));
+        let opened = records
+            .iter()
+            .filter(|r| r["metrics"]["http_req_connection_reused"]["value"] == 0)
+            .count() as u64;
+        assert_eq!(
+            opened, accepted,
+            "{strategy}: records that opened a connection"
+        );
+        for record in &records {
+            let trace = &record["trace_data"];
+            assert_eq!(
+                trace["connection_reused"] == true,
+                record["metrics"]["http_req_connection_reused"]["value"] == 1
+            );
+            let start = trace["request_send_start_ns"].as_u64().unwrap();
+            let sent = trace["request_send_end_ns"].as_u64().unwrap();
+            let end = trace["response_receive_end_ns"].as_u64().unwrap();
+            assert!(start <= sent && sent <= end, "{trace}");
+            assert!(trace["request_bytes_total"].as_u64().unwrap() > 100);
+        }
+        let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+        assert_eq!(summary["http_req_total"]["unit"], "ms");
+        assert_eq!(summary["http_req_data_sent"]["unit"], "KB");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains("HTTP Trace") && stdout.contains("HTTP Waiting (TTFB)"));
+        let csv = std::fs::read_to_string(dir.path().join("profile_export_aiperf.csv")).unwrap();
+        assert!(
+            !csv.contains("HTTP"),
+            "the CSV leaves the trace metrics out, as 0.13 does"
+        );
     }
 }
 

@@ -163,6 +163,14 @@ pub struct OutputArgs {
     )]
     pub export_level: ExportLevelArg,
 
+    /// Add each request's connection-level stamps (`trace_data`) to profile_export.jsonl.
+    #[arg(long = "export-http-trace")]
+    pub export_http_trace: bool,
+
+    /// Print the HTTP trace metrics (http_req_*: connecting, sending, waiting, …) table.
+    #[arg(long = "show-trace-timing")]
+    pub show_trace_timing: bool,
+
     /// Live display: none, or simple (a progress bar with rate and errors).
     #[arg(long = "ui-type", visible_alias = "ui", value_enum)]
     pub ui_type: Option<UiType>,

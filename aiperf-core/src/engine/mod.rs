@@ -29,7 +29,7 @@ use crate::clock::Clock;
 use crate::conversation::Conversation;
 use crate::dataset::{ConversationSampler, SamplingStrategy};
 use crate::endpoint::Endpoint;
-use crate::record::{Credit, ErrorDetails, Phase, RequestRecord, TimedResponse};
+use crate::record::{Credit, ErrorDetails, HttpTiming, Phase, RequestRecord, TimedResponse};
 use crate::schedule::ScheduleError;
 use crate::sink::{RecordSink, SinkError};
 use crate::transport::{RawExchange, Transport};
@@ -399,6 +399,7 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
         payload,
         chunk_count: 0,
         body_bytes: 0,
+        http: None,
     };
     match outcome {
         Outcome::NotSent { at, error } => {
@@ -411,6 +412,16 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
             record.head_ns = exchange.head_at.map(|at| clock.perf_ns(at));
             record.end_ns = clock.perf_ns(exchange.ended_at);
             record.status = exchange.status;
+            record.http = exchange.trace.map(|trace| HttpTiming {
+                connection_reused: trace.connection_reused,
+                connect_ns: trace
+                    .connect
+                    .map(|(start, end)| (clock.perf_ns(start), clock.perf_ns(end))),
+                request_sent_ns: trace.request_sent_at.map(|at| clock.perf_ns(at)),
+                first_chunk_ns: exchange.chunks.first().map(|c| clock.perf_ns(c.at)),
+                request_bytes: trace.request_bytes,
+                response_head_bytes: trace.response_head_bytes,
+            });
             record.chunk_count = exchange.chunks.len();
             record.body_bytes = exchange.chunks.iter().map(|c| c.bytes.len()).sum();
             let parsed = endpoint.parse(&exchange);

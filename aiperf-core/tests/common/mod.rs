@@ -123,6 +123,7 @@ impl SlowEcho {
             chunks: Vec::new(),
             ended_at: started_at,
             error: None,
+            trace: None,
         };
         if let Some(cancel_after) = control.cancel_after.filter(|c| *c < self.latency) {
             tokio::time::sleep(cancel_after).await;

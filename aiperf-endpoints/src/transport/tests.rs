@@ -318,6 +318,31 @@ async fn sticky_sessions_keep_a_connection_per_conversation_until_its_last_turn(
 }
 
 #[tokio::test]
+async fn the_trace_tells_a_new_connection_from_a_reused_one() {
+    let server = server(Behaviour::Ok).await;
+    let transport = transport();
+    let first = transport.send(post(&server.url, None)).await;
+    let second = transport.send(post(&server.url, None)).await;
+    let (first_trace, second_trace) = (first.trace.unwrap(), second.trace.unwrap());
+    assert!(!first_trace.connection_reused);
+    let (connect_start, connected) = first_trace.connect.unwrap();
+    assert!(first.started_at <= connect_start && connect_start <= connected);
+    assert!(second_trace.connection_reused);
+    assert_eq!(second_trace.connect, None);
+    for (exchange, trace) in [(&first, first_trace), (&second, second_trace)] {
+        let sent = trace.request_sent_at.unwrap();
+        assert!(exchange.started_at <= sent && sent <= exchange.head_at.unwrap());
+        // The request line, host, content-length, the two headers and the 7-byte body.
+        let host = server.url.trim_start_matches("http://");
+        let expected = format!(
+            "POST / HTTP/1.1\r\nhost: {host}\r\ncontent-length: 7\r\ncontent-type: application/json\r\nauthorization: Bearer secret-key\r\n\r\n{{\"x\":1}}"
+        );
+        assert_eq!(trace.request_bytes, expected.len() as u64);
+        assert!(trace.response_head_bytes > "HTTP/1.1 200 OK\r\n\r\n".len() as u64);
+    }
+}
+
+#[tokio::test]
 async fn sequential_requests_reuse_one_connection() {
     let server = server(Behaviour::Ok).await;
     let transport = transport();

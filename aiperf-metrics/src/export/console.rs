@@ -158,6 +158,7 @@ pub fn metrics_table(summary: &Summary, group: ConsoleGroup) -> Option<TextTable
         ConsoleGroup::Effective => format!("NVIDIA AIPerf | {}: Effective", summary.title()),
         ConsoleGroup::Active => format!("NVIDIA AIPerf | {}: Active", summary.title()),
         ConsoleGroup::Usage => format!("NVIDIA AIPerf | {}: Usage", summary.title()),
+        ConsoleGroup::HttpTrace => format!("NVIDIA AIPerf | {}: HTTP Trace", summary.title()),
         ConsoleGroup::Hidden => return None,
     };
     let mut table = TextTable::new(

@@ -5,6 +5,7 @@
 
 use std::io::{self, Write};
 
+use crate::catalogue::ConsoleGroup;
 use crate::summary::{MetricResult, Summary};
 
 /// Header of the distribution table.
@@ -39,16 +40,14 @@ fn field(s: &str) -> String {
 
 /// Writes the CSV to `out`.
 pub fn write_csv(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
-    let mut dists: Vec<&MetricResult> = summary
-        .metrics
-        .iter()
-        .filter(|m| m.has_distribution())
-        .collect();
-    let mut singles: Vec<&MetricResult> = summary
-        .metrics
-        .iter()
-        .filter(|m| !m.has_distribution())
-        .collect();
+    let in_csv = || {
+        summary
+            .metrics
+            .iter()
+            .filter(|m| m.group != ConsoleGroup::HttpTrace)
+    };
+    let mut dists: Vec<&MetricResult> = in_csv().filter(|m| m.has_distribution()).collect();
+    let mut singles: Vec<&MetricResult> = in_csv().filter(|m| !m.has_distribution()).collect();
     dists.sort_by_key(|m| m.tag);
     singles.sort_by_key(|m| m.tag);
     if !dists.is_empty() {

@@ -98,6 +98,57 @@ struct Line<'a> {
     metrics: Metrics<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_data: Option<TraceData>,
+}
+
+/// `--export-http-trace`: the transport's stamps of one request in wall-clock ns, with
+/// the Python AIPerf's field names where we have the same stamp.
+#[derive(Serialize)]
+struct TraceData {
+    trace_type: &'static str,
+    request_send_start_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_send_end_ns: Option<u64>,
+    request_chunks_count: u32,
+    request_bytes_total: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_status_code: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_headers_received_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_receive_start_ns: Option<u64>,
+    response_chunks_count: usize,
+    response_bytes_total: u64,
+    response_receive_end_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp_connect_start_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp_connect_end_ns: Option<u64>,
+    connection_reused: bool,
+}
+
+impl TraceData {
+    fn of(record: &RequestRecord) -> Option<Self> {
+        let http = record.http?;
+        let wall = |ns: u64| record.clock.wall_of_perf(ns);
+        Some(Self {
+            trace_type: "hyper",
+            request_send_start_ns: wall(record.start_ns),
+            request_send_end_ns: http.request_sent_ns.map(wall),
+            request_chunks_count: 1,
+            request_bytes_total: http.request_bytes,
+            response_status_code: record.status,
+            response_headers_received_ns: record.head_ns.map(wall),
+            response_receive_start_ns: http.first_chunk_ns.map(wall),
+            response_chunks_count: record.chunk_count,
+            response_bytes_total: http.response_head_bytes + record.body_bytes as u64,
+            response_receive_end_ns: wall(record.end_ns),
+            tcp_connect_start_ns: http.connect_ns.map(|(start, _)| wall(start)),
+            tcp_connect_end_ns: http.connect_ns.map(|(_, end)| wall(end)),
+            connection_reused: http.connection_reused,
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -109,11 +160,13 @@ struct ErrorJson<'a> {
 }
 
 /// Serialises one record's line (no trailing newline). `phase_index` is the index of the
-/// profiling phase among the phases run (1 after a warmup, else 0).
+/// profiling phase among the phases run (1 after a warmup, else 0); `http_trace` adds the
+/// transport's stamps as `trace_data`.
 pub fn record_line(
     record: &RequestRecord,
     metrics: &RecordMetrics,
     phase_index: u32,
+    http_trace: bool,
 ) -> Result<String, MetricsError> {
     let clock = record.clock;
     let phase = record.credit.phase.to_string();
@@ -156,6 +209,7 @@ pub fn record_line(
         },
         metrics: Metrics(metrics),
         error,
+        trace_data: http_trace.then(|| TraceData::of(record)).flatten(),
     };
     Ok(serde_json::to_string(&line)?)
 }
@@ -166,6 +220,7 @@ pub struct JsonlWriter {
     out: BufWriter<File>,
     path: PathBuf,
     pending: usize,
+    http_trace: bool,
 }
 
 impl JsonlWriter {
@@ -179,7 +234,14 @@ impl JsonlWriter {
             out: BufWriter::new(file),
             path: path.to_path_buf(),
             pending: 0,
+            http_trace: false,
         })
+    }
+
+    /// Adds each record's transport stamps as `trace_data` (`--export-http-trace`).
+    pub fn with_http_trace(mut self, enabled: bool) -> Self {
+        self.http_trace = enabled;
+        self
     }
 
     /// Appends one record; records with neither metrics nor error are skipped.
@@ -192,7 +254,7 @@ impl JsonlWriter {
         if metrics.valid && metrics.values.is_empty() {
             return Ok(());
         }
-        let line = record_line(record, metrics, phase_index)?;
+        let line = record_line(record, metrics, phase_index, self.http_trace)?;
         let io = |e| MetricsError::io(&self.path, e);
         self.out.write_all(line.as_bytes()).map_err(io)?;
         self.out.write_all(b"\n").map_err(io)?;
