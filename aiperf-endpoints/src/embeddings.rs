@@ -119,6 +119,7 @@ impl Endpoint for EmbeddingsEndpoint {
         Ok(finish(
             body,
             &self.options,
+            turn,
             false,
             UsageChunk::WithServerTokenCount,
         ))
