@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use aiperf_core::Endpoint;
+use aiperf_core::{Endpoint, EndpointInfo};
 use serde_json::{Map, Value};
 
 use crate::{
     ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint, HuggingFaceGenerateEndpoint,
-    RankingsEndpoint, ResponsesEndpoint,
+    MessagesEndpoint, RankingsEndpoint, ResponsesEndpoint,
 };
 
 /// The endpoint types [`endpoint_for`] knows (aliases aside: `rankings` is `nim_rankings`).
@@ -21,6 +21,7 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "cohere_rankings",
     "hf_tei_rankings",
     "huggingface_generate",
+    "messages",
 ];
 
 /// Options shared by the request-building formats.
@@ -34,6 +35,24 @@ pub struct EndpointOptions {
     pub use_server_token_count: bool,
     /// `--extra-inputs`, merged shallowly over the built body in order.
     pub extra_inputs: Map<String, Value>,
+}
+
+/// The header that carries `--api-key` for the endpoint `info` describes: `x-api-key` for
+/// the Anthropic Messages API, `Authorization: Bearer <key>` for everything else.
+///
+/// ```
+/// use aiperf_endpoints::{api_key_header, endpoint_for, EndpointOptions};
+///
+/// let chat = endpoint_for("chat", EndpointOptions::default()).unwrap();
+/// assert_eq!(api_key_header(chat.info(), "k"), ("Authorization", "Bearer k".to_string()));
+/// let messages = endpoint_for("messages", EndpointOptions::default()).unwrap();
+/// assert_eq!(api_key_header(messages.info(), "k"), ("x-api-key", "k".to_string()));
+/// ```
+pub fn api_key_header(info: &EndpointInfo, api_key: &str) -> (&'static str, String) {
+    match info.name {
+        "messages" => ("x-api-key", api_key.to_owned()),
+        _ => ("Authorization", format!("Bearer {api_key}")),
+    }
 }
 
 /// An endpoint type name that is not supported.
@@ -73,6 +92,7 @@ pub fn endpoint_for(
         "cohere_rankings" => Ok(Arc::new(RankingsEndpoint::cohere(options))),
         "hf_tei_rankings" => Ok(Arc::new(RankingsEndpoint::hf_tei(options))),
         "huggingface_generate" => Ok(Arc::new(HuggingFaceGenerateEndpoint::new(options))),
+        "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
         other => Err(UnknownEndpoint {
             name: other.to_owned(),
             supported: SUPPORTED_ENDPOINT_TYPES,
@@ -105,7 +125,9 @@ mod tests {
         };
         for name in SUPPORTED_ENDPOINT_TYPES {
             let expected = match *name {
-                "chat" | "completions" | "responses" | "huggingface_generate" => (true, true, true),
+                "chat" | "completions" | "responses" | "huggingface_generate" | "messages" => {
+                    (true, true, true)
+                }
                 _ => (false, false, true),
             };
             assert_eq!(flags(name), expected, "{name}");

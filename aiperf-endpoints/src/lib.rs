@@ -71,6 +71,7 @@ mod completions;
 mod embeddings;
 mod factory;
 mod huggingface;
+mod messages;
 mod openai;
 mod payload;
 mod rankings;
@@ -84,8 +85,11 @@ mod url;
 pub use chat::ChatEndpoint;
 pub use completions::CompletionsEndpoint;
 pub use embeddings::EmbeddingsEndpoint;
-pub use factory::{endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES};
+pub use factory::{
+    api_key_header, endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES,
+};
 pub use huggingface::HuggingFaceGenerateEndpoint;
+pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
 pub use rankings::RankingsEndpoint;
 pub use responses::ResponsesEndpoint;
 pub use transport::{HttpTransport, HttpTransportBuilder, TransportBuildError};

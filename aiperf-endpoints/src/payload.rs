@@ -75,6 +75,8 @@ pub(crate) enum UsageChunk {
     WhenStreaming,
     /// Only with `--use-server-token-count`.
     WithServerTokenCount,
+    /// Never: the API has no `stream_options` (Anthropic Messages always streams usage).
+    Never,
 }
 
 /// Merges the extra inputs and then the turn's `extra` fields (shallow: a key replaces the
@@ -94,6 +96,7 @@ pub(crate) fn finish(
     let wanted = match usage {
         UsageChunk::WhenStreaming => true,
         UsageChunk::WithServerTokenCount => options.use_server_token_count,
+        UsageChunk::Never => false,
     };
     if streaming && wanted {
         request_usage(&mut body);
