@@ -80,7 +80,7 @@ impl Endpoint for ChatEndpoint {
 
 /// System message, user context, then each turn: its `raw_messages` verbatim (a trace's
 /// recorded message list), else one message built from its contents.
-fn messages(input: &RequestInput<'_>) -> Vec<Value> {
+pub(crate) fn messages(input: &RequestInput<'_>) -> Vec<Value> {
     let mut messages = Vec::with_capacity(input.turns.len() + 2);
     let starts_with_system = input.turns.first().is_some_and(|turn| {
         let first_raw_role = turn

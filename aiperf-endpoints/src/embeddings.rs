@@ -151,7 +151,7 @@ struct EmbeddingItem<'a> {
 }
 
 /// Reads [`EmbeddingList`]s.
-struct EmbeddingsFormat;
+pub(crate) struct EmbeddingsFormat;
 
 impl Format for EmbeddingsFormat {
     fn read(&mut self, payload: &[u8]) -> Result<Piece, Unreadable> {

@@ -6,8 +6,8 @@ use aiperf_core::{Endpoint, EndpointInfo};
 use serde_json::{Map, Value};
 
 use crate::{
-    ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint, HuggingFaceGenerateEndpoint,
-    MessagesEndpoint, RankingsEndpoint, ResponsesEndpoint,
+    ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint,
+    HuggingFaceGenerateEndpoint, MessagesEndpoint, RankingsEndpoint, ResponsesEndpoint,
 };
 
 /// The endpoint types [`endpoint_for`] knows (aliases aside: `rankings` is `nim_rankings`).
@@ -16,6 +16,7 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "completions",
     "responses",
     "embeddings",
+    "chat_embeddings",
     "nim_embeddings",
     "nim_rankings",
     "cohere_rankings",
@@ -87,6 +88,7 @@ pub fn endpoint_for(
         "completions" => Ok(Arc::new(CompletionsEndpoint::new(options))),
         "responses" => Ok(Arc::new(ResponsesEndpoint::new(options))),
         "embeddings" => Ok(Arc::new(EmbeddingsEndpoint::new(options))),
+        "chat_embeddings" => Ok(Arc::new(ChatEmbeddingsEndpoint::new(options))),
         "nim_embeddings" => Ok(Arc::new(EmbeddingsEndpoint::nim(options))),
         "nim_rankings" | "rankings" => Ok(Arc::new(RankingsEndpoint::nim(options))),
         "cohere_rankings" => Ok(Arc::new(RankingsEndpoint::cohere(options))),

@@ -67,6 +67,7 @@
 //! ```
 
 mod chat;
+mod chat_embeddings;
 mod completions;
 mod embeddings;
 mod factory;
@@ -83,6 +84,7 @@ mod transport;
 mod url;
 
 pub use chat::ChatEndpoint;
+pub use chat_embeddings::ChatEmbeddingsEndpoint;
 pub use completions::CompletionsEndpoint;
 pub use embeddings::EmbeddingsEndpoint;
 pub use factory::{
