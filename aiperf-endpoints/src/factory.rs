@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 
 use crate::{
     ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint,
-    HuggingFaceGenerateEndpoint, MessagesEndpoint, RankingsEndpoint, ResponsesEndpoint,
+    HuggingFaceGenerateEndpoint, ImageGenerationEndpoint, MessagesEndpoint, RankingsEndpoint,
+    ResponsesEndpoint,
 };
 
 /// The endpoint types [`endpoint_for`] knows (aliases aside: `rankings` is `nim_rankings`).
@@ -22,6 +23,7 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "cohere_rankings",
     "hf_tei_rankings",
     "huggingface_generate",
+    "image_generation",
     "messages",
 ];
 
@@ -94,6 +96,7 @@ pub fn endpoint_for(
         "cohere_rankings" => Ok(Arc::new(RankingsEndpoint::cohere(options))),
         "hf_tei_rankings" => Ok(Arc::new(RankingsEndpoint::hf_tei(options))),
         "huggingface_generate" => Ok(Arc::new(HuggingFaceGenerateEndpoint::new(options))),
+        "image_generation" => Ok(Arc::new(ImageGenerationEndpoint::new(options))),
         "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
         other => Err(UnknownEndpoint {
             name: other.to_owned(),
@@ -130,6 +133,7 @@ mod tests {
                 "chat" | "completions" | "responses" | "huggingface_generate" | "messages" => {
                     (true, true, true)
                 }
+                "image_generation" => (true, false, true),
                 _ => (false, false, true),
             };
             assert_eq!(flags(name), expected, "{name}");

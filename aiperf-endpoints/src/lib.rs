@@ -72,6 +72,7 @@ mod completions;
 mod embeddings;
 mod factory;
 mod huggingface;
+mod image_generation;
 mod messages;
 mod openai;
 mod payload;
@@ -91,6 +92,7 @@ pub use factory::{
     api_key_header, endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES,
 };
 pub use huggingface::HuggingFaceGenerateEndpoint;
+pub use image_generation::ImageGenerationEndpoint;
 pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
 pub use rankings::RankingsEndpoint;
 pub use responses::ResponsesEndpoint;
