@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::{
     ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint,
     HuggingFaceGenerateEndpoint, ImageGenerationEndpoint, MessagesEndpoint, RankingsEndpoint,
-    ResponsesEndpoint,
+    ResponsesEndpoint, TemplateEndpoint,
 };
 
 /// The endpoint types [`endpoint_for`] knows (aliases aside: `rankings` is `nim_rankings`).
@@ -25,6 +25,7 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "huggingface_generate",
     "image_generation",
     "messages",
+    "template",
 ];
 
 /// Options shared by the request-building formats.
@@ -78,8 +79,12 @@ pub struct UnknownEndpoint {
 /// assert_eq!(chat.info().default_path, "/v1/chat/completions");
 /// let rankings = endpoint_for("rankings", EndpointOptions::default()).unwrap();
 /// assert_eq!(rankings.info().name, "nim_rankings");
+/// for name in ["messages", "chat_embeddings", "image_generation", "template"] {
+///     assert_eq!(endpoint_for(name, EndpointOptions::default()).unwrap().info().name, name);
+/// }
 /// let error = endpoint_for("chats", EndpointOptions::default()).err().unwrap();
 /// assert!(error.to_string().contains("chat, completions, responses"));
+/// assert!(error.to_string().ends_with("image_generation, messages, template"));
 /// ```
 pub fn endpoint_for(
     endpoint_type: &str,
@@ -98,6 +103,7 @@ pub fn endpoint_for(
         "huggingface_generate" => Ok(Arc::new(HuggingFaceGenerateEndpoint::new(options))),
         "image_generation" => Ok(Arc::new(ImageGenerationEndpoint::new(options))),
         "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
+        "template" => Ok(Arc::new(TemplateEndpoint::new(options))),
         other => Err(UnknownEndpoint {
             name: other.to_owned(),
             supported: SUPPORTED_ENDPOINT_TYPES,
@@ -130,9 +136,12 @@ mod tests {
         };
         for name in SUPPORTED_ENDPOINT_TYPES {
             let expected = match *name {
-                "chat" | "completions" | "responses" | "huggingface_generate" | "messages" => {
-                    (true, true, true)
-                }
+                "chat"
+                | "completions"
+                | "responses"
+                | "huggingface_generate"
+                | "messages"
+                | "template" => (true, true, true),
                 "image_generation" => (true, false, true),
                 _ => (false, false, true),
             };
