@@ -37,7 +37,9 @@ pub struct EndpointOptions {
     /// Ask streaming servers for usage with `stream_options.include_usage`
     /// (`--use-server-token-count`).
     pub use_server_token_count: bool,
-    /// `--extra-inputs`, merged shallowly over the built body in order.
+    /// `--extra-inputs`, merged shallowly over the built body in order (a turn's own
+    /// `extra` fields are merged after them). The `template` endpoint takes its
+    /// `payload_template` and `response_field` out of them first.
     pub extra_inputs: Map<String, Value>,
 }
 

@@ -139,7 +139,7 @@ fn content(turn: &Turn) -> Result<Value, EndpointError> {
             reason: "the Messages API takes no audio or video input".into(),
         });
     }
-    let has_images = non_empty(&turn.images).count() > 0;
+    let has_images = non_empty(&turn.images).next().is_some();
     match turn.texts.as_slice() {
         [text] if !has_images => return Ok(Value::String(text.clone())),
         [] if !has_images => return Ok(Value::String(String::new())),

@@ -4,7 +4,8 @@
 //! inline, `url` points at a placeholder address. A whole answer is due after the TTFT;
 //! streaming (`"stream": true`) sends `partial_images` (0–3, default 0)
 //! `image_generation.partial_image` events and then `image_generation.completed` (with
-//! `usage`), paced like tokens: the first at the TTFT, the next ones one ITL apart.
+//! `usage`), paced like tokens: the first at the TTFT, the next ones one ITL apart (and
+//! counted as generated tokens in the server's statistics).
 
 use bytes::Bytes;
 use serde::Deserialize;
