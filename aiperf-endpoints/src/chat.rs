@@ -20,8 +20,13 @@ const INFO: EndpointInfo = EndpointInfo {
     tokenizes_input: true,
 };
 
-/// Chat completions: builds `{"messages", "model", "stream", …}` and reads
+/// Chat completions: builds `{"messages", "model", "stream", ["tools"],
+/// ["max_completion_tokens"], …}` and reads
 /// `choices[0].delta` (streamed) or `choices[0].message`.
+///
+/// A turn's `raw_messages` are sent verbatim in place of a message built from its
+/// contents, and the current turn's `raw_tools` become `tools`. `--extra-inputs` and then
+/// the turn's `extra` fields are merged over the body (the turn wins).
 ///
 /// Text is `content` followed by the tool calls' function names and arguments; reasoning
 /// is `reasoning_content` or `reasoning`. See [`crate`] docs for errors.
@@ -48,6 +53,9 @@ impl Endpoint for ChatEndpoint {
         body.insert("messages".into(), Value::Array(messages(input)));
         body.insert("model".into(), model(input, turn).into());
         body.insert("stream".into(), input.streaming.into());
+        if let Some(tools) = &turn.raw_tools {
+            body.insert("tools".into(), Value::Array(tools.clone()));
+        }
         if let Some(max_tokens) = turn.max_tokens {
             let field = if self.options.use_legacy_max_tokens {
                 "max_tokens"
@@ -59,6 +67,7 @@ impl Endpoint for ChatEndpoint {
         Ok(finish(
             body,
             &self.options,
+            turn,
             input.streaming,
             UsageChunk::WhenStreaming,
         ))
@@ -69,13 +78,21 @@ impl Endpoint for ChatEndpoint {
     }
 }
 
-/// System message, user context, then one message per turn.
-fn messages(input: &RequestInput<'_>) -> Vec<Value> {
+/// System message, user context, then each turn: its `raw_messages` verbatim (a trace's
+/// recorded message list), else one message built from its contents.
+pub(crate) fn messages(input: &RequestInput<'_>) -> Vec<Value> {
     let mut messages = Vec::with_capacity(input.turns.len() + 2);
-    let starts_with_system = input
-        .turns
-        .first()
-        .is_some_and(|turn| turn.role.as_deref() == Some("system"));
+    let starts_with_system = input.turns.first().is_some_and(|turn| {
+        let first_raw_role = turn
+            .raw_messages
+            .as_ref()
+            .and_then(|raw| raw.first())
+            .and_then(|message| message.get("role"));
+        match first_raw_role {
+            Some(role) => role == "system",
+            None => turn.role.as_deref() == Some("system"),
+        }
+    });
     if let Some(system) = input.system_message.filter(|_| !starts_with_system) {
         messages.push(json!({"role": "system", "content": system}));
     }
@@ -83,6 +100,10 @@ fn messages(input: &RequestInput<'_>) -> Vec<Value> {
         messages.push(json!({"role": "user", "content": context}));
     }
     for turn in input.turns {
+        if let Some(raw) = &turn.raw_messages {
+            messages.extend(raw.iter().cloned());
+            continue;
+        }
         let role = turn.role.as_deref().unwrap_or("user");
         messages.push(json!({"role": role, "content": content(turn)}));
     }

@@ -80,6 +80,7 @@ impl Endpoint for CompletionsEndpoint {
         Ok(finish(
             body,
             &self.options,
+            turn,
             input.streaming,
             UsageChunk::WhenStreaming,
         ))

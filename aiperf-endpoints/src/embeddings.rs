@@ -119,6 +119,7 @@ impl Endpoint for EmbeddingsEndpoint {
         Ok(finish(
             body,
             &self.options,
+            turn,
             false,
             UsageChunk::WithServerTokenCount,
         ))
@@ -150,7 +151,7 @@ struct EmbeddingItem<'a> {
 }
 
 /// Reads [`EmbeddingList`]s.
-struct EmbeddingsFormat;
+pub(crate) struct EmbeddingsFormat;
 
 impl Format for EmbeddingsFormat {
     fn read(&mut self, payload: &[u8]) -> Result<Piece, Unreadable> {

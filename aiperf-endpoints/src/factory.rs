@@ -2,12 +2,13 @@
 
 use std::sync::Arc;
 
-use aiperf_core::Endpoint;
+use aiperf_core::{Endpoint, EndpointInfo};
 use serde_json::{Map, Value};
 
 use crate::{
-    ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint, HuggingFaceGenerateEndpoint,
-    RankingsEndpoint, ResponsesEndpoint,
+    ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint,
+    HuggingFaceGenerateEndpoint, ImageGenerationEndpoint, MessagesEndpoint, RankingsEndpoint,
+    ResponsesEndpoint, TemplateEndpoint,
 };
 
 /// The endpoint types [`endpoint_for`] knows (aliases aside: `rankings` is `nim_rankings`).
@@ -16,11 +17,15 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "completions",
     "responses",
     "embeddings",
+    "chat_embeddings",
     "nim_embeddings",
     "nim_rankings",
     "cohere_rankings",
     "hf_tei_rankings",
     "huggingface_generate",
+    "image_generation",
+    "messages",
+    "template",
 ];
 
 /// Options shared by the request-building formats.
@@ -32,8 +37,28 @@ pub struct EndpointOptions {
     /// Ask streaming servers for usage with `stream_options.include_usage`
     /// (`--use-server-token-count`).
     pub use_server_token_count: bool,
-    /// `--extra-inputs`, merged shallowly over the built body in order.
+    /// `--extra-inputs`, merged shallowly over the built body in order (a turn's own
+    /// `extra` fields are merged after them). The `template` endpoint takes its
+    /// `payload_template` and `response_field` out of them first.
     pub extra_inputs: Map<String, Value>,
+}
+
+/// The header that carries `--api-key` for the endpoint `info` describes: `x-api-key` for
+/// the Anthropic Messages API, `Authorization: Bearer <key>` for everything else.
+///
+/// ```
+/// use aiperf_endpoints::{api_key_header, endpoint_for, EndpointOptions};
+///
+/// let chat = endpoint_for("chat", EndpointOptions::default()).unwrap();
+/// assert_eq!(api_key_header(chat.info(), "k"), ("Authorization", "Bearer k".to_string()));
+/// let messages = endpoint_for("messages", EndpointOptions::default()).unwrap();
+/// assert_eq!(api_key_header(messages.info(), "k"), ("x-api-key", "k".to_string()));
+/// ```
+pub fn api_key_header(info: &EndpointInfo, api_key: &str) -> (&'static str, String) {
+    match info.name {
+        "messages" => ("x-api-key", api_key.to_owned()),
+        _ => ("Authorization", format!("Bearer {api_key}")),
+    }
 }
 
 /// An endpoint type name that is not supported.
@@ -56,8 +81,12 @@ pub struct UnknownEndpoint {
 /// assert_eq!(chat.info().default_path, "/v1/chat/completions");
 /// let rankings = endpoint_for("rankings", EndpointOptions::default()).unwrap();
 /// assert_eq!(rankings.info().name, "nim_rankings");
+/// for name in ["messages", "chat_embeddings", "image_generation", "template"] {
+///     assert_eq!(endpoint_for(name, EndpointOptions::default()).unwrap().info().name, name);
+/// }
 /// let error = endpoint_for("chats", EndpointOptions::default()).err().unwrap();
 /// assert!(error.to_string().contains("chat, completions, responses"));
+/// assert!(error.to_string().ends_with("image_generation, messages, template"));
 /// ```
 pub fn endpoint_for(
     endpoint_type: &str,
@@ -68,11 +97,15 @@ pub fn endpoint_for(
         "completions" => Ok(Arc::new(CompletionsEndpoint::new(options))),
         "responses" => Ok(Arc::new(ResponsesEndpoint::new(options))),
         "embeddings" => Ok(Arc::new(EmbeddingsEndpoint::new(options))),
+        "chat_embeddings" => Ok(Arc::new(ChatEmbeddingsEndpoint::new(options))),
         "nim_embeddings" => Ok(Arc::new(EmbeddingsEndpoint::nim(options))),
         "nim_rankings" | "rankings" => Ok(Arc::new(RankingsEndpoint::nim(options))),
         "cohere_rankings" => Ok(Arc::new(RankingsEndpoint::cohere(options))),
         "hf_tei_rankings" => Ok(Arc::new(RankingsEndpoint::hf_tei(options))),
         "huggingface_generate" => Ok(Arc::new(HuggingFaceGenerateEndpoint::new(options))),
+        "image_generation" => Ok(Arc::new(ImageGenerationEndpoint::new(options))),
+        "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
+        "template" => Ok(Arc::new(TemplateEndpoint::new(options))),
         other => Err(UnknownEndpoint {
             name: other.to_owned(),
             supported: SUPPORTED_ENDPOINT_TYPES,
@@ -105,7 +138,13 @@ mod tests {
         };
         for name in SUPPORTED_ENDPOINT_TYPES {
             let expected = match *name {
-                "chat" | "completions" | "responses" | "huggingface_generate" => (true, true, true),
+                "chat"
+                | "completions"
+                | "responses"
+                | "huggingface_generate"
+                | "messages"
+                | "template" => (true, true, true),
+                "image_generation" => (true, false, true),
                 _ => (false, false, true),
             };
             assert_eq!(flags(name), expected, "{name}");

@@ -10,7 +10,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::payload::{merge, only_turn, serialize, texts};
+use crate::payload::{merge, merge_turn_extra, only_turn, serialize, texts};
 use crate::response::{parse_with, Format, Piece, Unreadable};
 use crate::EndpointOptions;
 
@@ -67,6 +67,8 @@ impl Endpoint for HuggingFaceGenerateEndpoint {
         let mut body = Map::new();
         body.insert("inputs".into(), inputs.into());
         body.insert("parameters".into(), Value::Object(parameters));
+        // The dataset's per-turn fields go at the top level, beside `parameters`.
+        merge_turn_extra(&mut body, turn);
         Ok(serialize(body, input.streaming))
     }
 

@@ -5,9 +5,12 @@
 //! - an [`Endpoint`](aiperf_core::Endpoint) turns a turn into a request body and a finished
 //!   exchange into parsed responses: [`ChatEndpoint`] (`/v1/chat/completions`),
 //!   [`CompletionsEndpoint`] (`/v1/completions`), [`ResponsesEndpoint`] (`/v1/responses`),
-//!   [`EmbeddingsEndpoint`] (`embeddings`, `nim_embeddings`), [`RankingsEndpoint`]
-//!   (`nim_rankings`, `cohere_rankings`, `hf_tei_rankings`) and
-//!   [`HuggingFaceGenerateEndpoint`] (TGI), chosen by name with [`endpoint_for`]; requests
+//!   [`EmbeddingsEndpoint`] (`embeddings`, `nim_embeddings`), [`ChatEmbeddingsEndpoint`],
+//!   [`RankingsEndpoint`] (`nim_rankings`, `cohere_rankings`, `hf_tei_rankings`),
+//!   [`HuggingFaceGenerateEndpoint`] (TGI), [`ImageGenerationEndpoint`]
+//!   (`/v1/images/generations`), [`MessagesEndpoint`] (Anthropic `/v1/messages`; its API
+//!   key header comes from [`api_key_header`]) and [`TemplateEndpoint`] (a user's Jinja
+//!   template), chosen by name with [`endpoint_for`]; requests
 //!   go to [`EndpointInfo::path`](aiperf_core::EndpointInfo::path) joined to the base
 //!   URL by [`build_url`];
 //! - a [`Transport`](aiperf_core::Transport) sends the bytes: [`HttpTransport`] (hyper,
@@ -68,27 +71,37 @@
 //! ```
 
 mod chat;
+mod chat_embeddings;
 mod completions;
 mod embeddings;
 mod factory;
 mod huggingface;
+mod image_generation;
+mod messages;
 mod openai;
 mod payload;
 mod rankings;
 mod response;
 mod responses;
 pub mod sse;
+mod template;
 mod tls;
 mod transport;
 mod url;
 
 pub use chat::ChatEndpoint;
+pub use chat_embeddings::ChatEmbeddingsEndpoint;
 pub use completions::CompletionsEndpoint;
 pub use embeddings::EmbeddingsEndpoint;
-pub use factory::{endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES};
+pub use factory::{
+    api_key_header, endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES,
+};
 pub use huggingface::HuggingFaceGenerateEndpoint;
+pub use image_generation::ImageGenerationEndpoint;
+pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
 pub use rankings::RankingsEndpoint;
 pub use responses::ResponsesEndpoint;
+pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY, RESPONSE_FIELD_KEY};
 pub use transport::{HttpTransport, HttpTransportBuilder, TransportBuildError};
 pub use url::build_url;
 

@@ -1,5 +1,6 @@
 //! Request pieces shared by the OpenAI-style formats: the turn being sent, the merge of
-//! `--extra-inputs`, `stream_options` and the body's serialisation and headers.
+//! `--extra-inputs` and of the turn's own `extra` fields, `stream_options` and the body's
+//! serialisation and headers.
 
 use aiperf_core::conversation::Turn;
 use aiperf_core::{BuiltRequest, EndpointError, RequestInput};
@@ -74,21 +75,28 @@ pub(crate) enum UsageChunk {
     WhenStreaming,
     /// Only with `--use-server-token-count`.
     WithServerTokenCount,
+    /// Never: the API has no `stream_options` (Anthropic Messages always streams usage).
+    Never,
 }
 
-/// Merges the extra inputs (shallow: a key replaces the whole value, keeping the key's
-/// position when it already exists), adds `stream_options.include_usage` when streaming
-/// as `usage` says (unless the user set it), and serialises the body compactly.
+/// Merges the extra inputs and then the turn's `extra` fields (shallow: a key replaces the
+/// whole value, keeping the key's position when it already exists; the turn wins, as the
+/// dataset knows this one request best), adds `stream_options.include_usage` when
+/// streaming as `usage` says (unless the user or the turn set it), and serialises the
+/// body compactly.
 pub(crate) fn finish(
     mut body: Map<String, Value>,
     options: &EndpointOptions,
+    turn: &Turn,
     streaming: bool,
     usage: UsageChunk,
 ) -> BuiltRequest {
     merge(&mut body, &options.extra_inputs);
+    merge_turn_extra(&mut body, turn);
     let wanted = match usage {
         UsageChunk::WhenStreaming => true,
         UsageChunk::WithServerTokenCount => options.use_server_token_count,
+        UsageChunk::Never => false,
     };
     if streaming && wanted {
         request_usage(&mut body);
@@ -101,6 +109,13 @@ pub(crate) fn finish(
 pub(crate) fn merge(body: &mut Map<String, Value>, extra: &Map<String, Value>) {
     for (key, value) in extra {
         body.insert(key.clone(), value.clone());
+    }
+}
+
+/// Merges the turn's own body fields (a dataset line's `extra`) over `body`, shallowly.
+pub(crate) fn merge_turn_extra(body: &mut Map<String, Value>, turn: &Turn) {
+    if let Some(extra) = &turn.extra {
+        merge(body, extra);
     }
 }
 

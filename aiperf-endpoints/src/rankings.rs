@@ -137,6 +137,7 @@ impl Endpoint for RankingsEndpoint {
         Ok(finish(
             body,
             &self.options,
+            turn,
             false,
             UsageChunk::WithServerTokenCount,
         ))

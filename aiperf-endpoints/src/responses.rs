@@ -87,6 +87,7 @@ impl Endpoint for ResponsesEndpoint {
         Ok(finish(
             body,
             &self.options,
+            turn,
             input.streaming,
             UsageChunk::WithServerTokenCount,
         ))

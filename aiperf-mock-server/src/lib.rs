@@ -1,7 +1,8 @@
 //! An OpenAI-compatible mock inference server with exact timing and fault injection.
 //!
 //! `aiperf-mock-server` answers the inference APIs a benchmark client talks to (OpenAI chat,
-//! completions, embeddings, responses; NIM/TEI/Cohere rankings; Hugging Face TGI) with
+//! completions, embeddings, responses, image generation; Anthropic messages; NIM/TEI/Cohere
+//! rankings; Hugging Face TGI) with
 //! deterministic text, and paces streamed tokens on an absolute schedule: token `k` leaves at
 //! `arrival + TTFT + k × ITL`, whatever else the server is doing. It also serves its own
 //! Prometheus metrics, vLLM-style server metrics and fake DCGM GPU exporters that follow the
@@ -49,6 +50,7 @@ pub use error::{DroppedByFault, MockError};
 pub use faults::{decide as decide_fault, FaultKind};
 pub use record::MASKED_HEADERS;
 pub use routes::embeddings::{embedding, EMBEDDING_DIMS};
+pub use routes::images::TINY_PNG_B64;
 pub use routes::metrics::KV_CACHE_TOKENS;
 pub use routes::rankings::logit as ranking_logit;
 pub use server::{MockServer, SHUTDOWN_GRACE};

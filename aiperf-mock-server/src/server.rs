@@ -225,6 +225,8 @@ fn target(method: &Method, path: &str) -> Target {
         "/rerank" => (Route::TeiRerank, Method::POST),
         "/v2/rerank" => (Route::CohereRerank, Method::POST),
         "/v1/responses" => (Route::Responses, Method::POST),
+        "/v1/messages" => (Route::Messages, Method::POST),
+        "/v1/images/generations" => (Route::ImageGenerations, Method::POST),
         "/generate" => (Route::TgiGenerate, Method::POST),
         "/generate_stream" => (Route::TgiGenerateStream, Method::POST),
         "/v1/models" => (Route::Models, Method::GET),
@@ -353,15 +355,16 @@ fn info_route(state: &State, route: Route) -> Resp {
     }
 }
 
-fn authorized(state: &State, req: &Request<Incoming>) -> bool {
+/// The API key in `Authorization: Bearer`, or in `x-api-key` on the Anthropic route (where
+/// the real API expects it).
+fn authorized(state: &State, route: Route, req: &Request<Incoming>) -> bool {
     let Some(key) = &state.cfg.api_key else {
         return true;
     };
-    req.headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|v| v.trim() == key)
+    let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let bearer = header(AUTHORIZATION.as_str()).and_then(|v| v.strip_prefix("Bearer "));
+    let anthropic = header("x-api-key").filter(|_| route == Route::Messages);
+    bearer.or(anthropic).is_some_and(|v| v.trim() == key)
 }
 
 fn status_fault(kind: FaultKind) -> Option<(StatusCode, &'static str, &'static str)> {
@@ -398,7 +401,7 @@ async fn inference(
     req: Request<Incoming>,
     arrival: Instant,
 ) -> Result<Resp, DroppedByFault> {
-    if !authorized(state, &req) {
+    if !authorized(state, route, &req) {
         let e = ApiError {
             status: StatusCode::UNAUTHORIZED,
             kind: "invalid_request_error",
@@ -453,6 +456,8 @@ async fn inference(
         Route::Chat => routes::chat::handle(ctx, &body),
         Route::Completions => routes::completions::handle(ctx, &body),
         Route::Responses => routes::responses::handle(ctx, &body),
+        Route::Messages => routes::messages::handle(ctx, &body),
+        Route::ImageGenerations => routes::images::handle(ctx, &body),
         Route::TgiGenerate => routes::tgi::handle(ctx, &body, false),
         Route::TgiGenerateStream => routes::tgi::handle(ctx, &body, true),
         Route::Embeddings => routes::embeddings::handle(ctx, &body),

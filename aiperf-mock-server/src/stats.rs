@@ -15,6 +15,8 @@ pub(crate) enum Route {
     TeiRerank,
     CohereRerank,
     Responses,
+    Messages,
+    ImageGenerations,
     TgiGenerate,
     TgiGenerateStream,
     Models,
@@ -27,7 +29,7 @@ pub(crate) enum Route {
 }
 
 impl Route {
-    pub(crate) const ALL: [Route; 16] = [
+    pub(crate) const ALL: [Route; 18] = [
         Route::Chat,
         Route::Completions,
         Route::Embeddings,
@@ -35,6 +37,8 @@ impl Route {
         Route::TeiRerank,
         Route::CohereRerank,
         Route::Responses,
+        Route::Messages,
+        Route::ImageGenerations,
         Route::TgiGenerate,
         Route::TgiGenerateStream,
         Route::Models,
@@ -55,6 +59,8 @@ impl Route {
             Route::TeiRerank => "/rerank",
             Route::CohereRerank => "/v2/rerank",
             Route::Responses => "/v1/responses",
+            Route::Messages => "/v1/messages",
+            Route::ImageGenerations => "/v1/images/generations",
             Route::TgiGenerate => "/generate",
             Route::TgiGenerateStream => "/generate_stream",
             Route::Models => "/v1/models",
@@ -78,6 +84,8 @@ impl Route {
                 | Route::TeiRerank
                 | Route::CohereRerank
                 | Route::Responses
+                | Route::Messages
+                | Route::ImageGenerations
                 | Route::TgiGenerate
                 | Route::TgiGenerateStream
         )

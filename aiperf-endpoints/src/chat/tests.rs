@@ -193,6 +193,77 @@ fn user_stream_options_are_respected_or_completed() {
 }
 
 #[test]
+fn the_turns_extra_wins_over_extra_inputs_and_endpoint_fields() {
+    let turns = [Turn {
+        extra: Some(
+            json!({"temperature": 0.5, "model": "turn-model", "stream_options": {"include_usage": false}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ),
+        ..turn("hi", Some(3))
+    }];
+    let options = EndpointOptions {
+        extra_inputs: json!({"temperature": 1.0, "ignore_eos": true})
+            .as_object()
+            .unwrap()
+            .clone(),
+        ..EndpointOptions::default()
+    };
+    let request = chat(options).build(&input(&turns, true)).unwrap();
+    assert_eq!(
+        body(&request),
+        r#"{"messages":[{"role":"user","content":"hi"}],"model":"turn-model","stream":true,"max_completion_tokens":3,"temperature":0.5,"ignore_eos":true,"stream_options":{"include_usage":false}}"#
+    );
+}
+
+#[test]
+fn raw_messages_are_spliced_verbatim_and_raw_tools_become_tools() {
+    let raw = vec![
+        json!({"role": "system", "content": "be brief"}),
+        json!({"role": "user", "content": [{"type": "text", "text": "weather?"}]}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get", "arguments": "{}"}}]}),
+        json!({"role": "tool", "tool_call_id": "c1", "content": "sunny"}),
+    ];
+    let tools = vec![json!({"type": "function", "function": {"name": "get", "parameters": {}}})];
+    let turns = [Turn {
+        raw_messages: Some(raw),
+        raw_tools: Some(tools),
+        // Contents are ignored when the raw messages are given.
+        ..turn("ignored", Some(4))
+    }];
+    let request = chat(EndpointOptions::default())
+        .build(&RequestInput {
+            // The raw list starts with its own system message: no second one.
+            system_message: Some("shared"),
+            ..input(&turns, false)
+        })
+        .unwrap();
+    assert_eq!(
+        body(&request),
+        r#"{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"weather?"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"sunny"}],"model":"m","stream":false,"tools":[{"type":"function","function":{"name":"get","parameters":{}}}],"max_completion_tokens":4}"#
+    );
+}
+
+#[test]
+fn raw_messages_without_a_system_message_get_the_shared_one() {
+    let turns = [Turn {
+        raw_messages: Some(vec![json!({"role": "user", "content": "hi"})]),
+        ..Turn::default()
+    }];
+    let request = chat(EndpointOptions::default())
+        .build(&RequestInput {
+            system_message: Some("shared"),
+            ..input(&turns, false)
+        })
+        .unwrap();
+    assert_eq!(
+        body(&request),
+        r#"{"messages":[{"role":"system","content":"shared"},{"role":"user","content":"hi"}],"model":"m","stream":false}"#
+    );
+}
+
+#[test]
 fn multi_turn_roles_and_the_turns_model() {
     let turns = [
         Turn::text("q1"),

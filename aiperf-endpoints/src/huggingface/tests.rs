@@ -138,3 +138,16 @@ async fn end_to_end_against_the_mock_streamed_and_whole() {
     assert_eq!(parsed.responses.len(), 1);
     assert_eq!(parsed.responses[0].text, streamed);
 }
+
+#[test]
+fn the_turns_extra_goes_at_the_top_level() {
+    let turns = [Turn {
+        extra: Some(json!({"details": true}).as_object().unwrap().clone()),
+        ..Turn::text("hi")
+    }];
+    let request = tgi().build(&input(&turns, false)).unwrap();
+    assert_eq!(
+        body(&request),
+        r#"{"inputs":"hi","parameters":{},"details":true}"#
+    );
+}

@@ -1,5 +1,7 @@
 //! `POST /v1/embeddings`: deterministic unit vectors (768 dimensions unless `dimensions` says
-//! otherwise), derived from a hash of each input, in the OpenAI response shape.
+//! otherwise), derived from a hash of each input, in the OpenAI response shape. A chat-style
+//! request (`messages` instead of `input`, as vLLM takes for multimodal embeddings) gets one
+//! embedding of all the messages' text.
 
 use std::fmt::Write as _;
 
@@ -7,7 +9,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{json_str, parse, ApiError, Ctx, Reply};
+use super::{content_text, json_str, parse, ApiError, Ctx, Reply};
 use crate::faults::mix64;
 use crate::tokens::fnv1a;
 
@@ -17,8 +19,17 @@ pub const EMBEDDING_DIMS: usize = 768;
 #[derive(Debug, Deserialize)]
 struct EmbeddingsRequest {
     model: Option<String>,
+    #[serde(default)]
     input: Value,
+    /// vLLM's chat-style embeddings request: one embedding of the whole conversation.
+    messages: Option<Vec<Message>>,
     dimensions: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Message {
+    #[serde(default)]
+    content: Value,
 }
 
 /// The embedding of `text`: deterministic, unit length.
@@ -40,22 +51,34 @@ pub fn embedding(text: &str, dims: usize) -> Vec<f32> {
     v.into_iter().map(|x| x as f32).collect()
 }
 
-pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
-    let req: EmbeddingsRequest = parse(body)?;
-    let inputs: Vec<String> = match &req.input {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(items) if !items.is_empty() => items
+/// The texts of an `input`: a string, or a non-empty array (non-strings as their JSON).
+fn texts(input: &Value) -> Result<Vec<String>, ApiError> {
+    match input {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) if !items.is_empty() => Ok(items
             .iter()
             .map(|i| match i {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             })
-            .collect(),
-        _ => {
-            return Err(ApiError::bad_request(
-                "'input' must be a non-empty string or array",
-            ))
+            .collect()),
+        _ => Err(ApiError::bad_request(
+            "'input' (or 'messages') must be a non-empty string or array",
+        )),
+    }
+}
+
+pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
+    let req: EmbeddingsRequest = parse(body)?;
+    let inputs: Vec<String> = match (&req.input, &req.messages) {
+        (Value::Null, Some(messages)) if !messages.is_empty() => {
+            let mut text = String::new();
+            for m in messages {
+                content_text(&m.content, &mut text);
+            }
+            vec![text]
         }
+        (input, _) => texts(input)?,
     };
     let dims = req.dimensions.unwrap_or(EMBEDDING_DIMS).clamp(1, 65_536);
     let prompt_tokens: u64 = inputs.iter().map(|t| u64::from(ctx.count(t))).sum();

@@ -4,6 +4,8 @@ pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod dcgm;
 pub(crate) mod embeddings;
+pub(crate) mod images;
+pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod rankings;
 pub(crate) mod responses;

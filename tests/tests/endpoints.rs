@@ -1,0 +1,198 @@
+//! `aiperf profile`, the built binary, against the in-process mock server for the endpoint
+//! types beyond chat: Anthropic `messages`, `chat_embeddings`, `image_generation` and
+//! `template`. Each run's requests are recorded by the mock, so the tests check exactly what
+//! was sent as well as the metrics that came out.
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use std::path::Path;
+
+use aiperf_mock_server::{MockConfig, MockServer};
+use common::{args, assert_exit, profile, read_json, read_jsonl, stat};
+use serde_json::Value;
+
+/// A fast mock that records every inference request to `dir/requests.jsonl`.
+async fn recording_mock(dir: &Path) -> MockServer {
+    MockServer::start(MockConfig {
+        record_requests: Some(dir.join("requests.jsonl")),
+        ..MockConfig::fast()
+    })
+    .await
+    .unwrap()
+}
+
+/// Runs `aiperf profile <line> --url <mock> --artifact-dir <dir>/out`, stops the mock, and
+/// returns the summary JSON and the recorded requests.
+async fn run(server: MockServer, dir: &Path, line: &str) -> (Value, Vec<Value>) {
+    let mut argv = args(line);
+    argv.extend([
+        "--url".to_owned(),
+        server.url(),
+        "--artifact-dir".to_owned(),
+        dir.join("out").to_str().unwrap().to_owned(),
+    ]);
+    let output = profile(argv).await;
+    server.shutdown().await;
+    assert_exit(&output, 0);
+    let summary = read_json(&dir.join("out").join("profile_export_aiperf.json"));
+    (summary, read_jsonl(&dir.join("requests.jsonl")))
+}
+
+/// A recorded request's header value.
+fn header<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
+    request["headers"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .and_then(|(_, value)| value.as_str())
+}
+
+/// A recorded request's body as JSON.
+fn body(request: &Value) -> Value {
+    match &request["body"] {
+        Value::String(text) => serde_json::from_str(text).unwrap(),
+        other => other.clone(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_streams_with_the_anthropic_headers_and_reads_its_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = recording_mock(dir.path()).await;
+    let (summary, requests) = run(
+        server,
+        dir.path(),
+        "-m mock-model --endpoint-type messages --streaming --concurrency 2 --request-count 6 \
+         --isl 16 --osl 8 --random-seed 3",
+    )
+    .await;
+    assert_eq!(requests.len(), 6);
+    for request in &requests {
+        assert_eq!(request["path"], "/v1/messages");
+        assert_eq!(header(request, "anthropic-version"), Some("2023-06-01"));
+        let sent = body(request);
+        assert_eq!(sent["max_tokens"], 8);
+        assert_eq!(sent["stream"], true);
+        assert!(sent.get("stream_options").is_none());
+        assert_eq!(sent["messages"][0]["role"], "user");
+    }
+    assert_eq!(stat(&summary, "request_count", "avg"), 6.0);
+    for tag in ["output_sequence_length", "usage_completion_tokens"] {
+        assert_eq!(stat(&summary, tag, "min"), 8.0, "{tag}");
+        assert_eq!(stat(&summary, tag, "max"), 8.0, "{tag}");
+    }
+    // message_start's input count survives message_delta's output-only usage.
+    assert!(stat(&summary, "usage_prompt_tokens", "min") > 0.0);
+    for tag in [
+        "time_to_first_token",
+        "inter_token_latency",
+        "request_latency",
+        "output_token_throughput",
+    ] {
+        assert!(summary.get(tag).is_some(), "summary lacks {tag}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_embeddings_sends_chat_messages_to_the_embeddings_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = recording_mock(dir.path()).await;
+    let (summary, requests) = run(
+        server,
+        dir.path(),
+        "-m mock-model --endpoint-type chat_embeddings --request-count 5 --isl 12 --random-seed 4",
+    )
+    .await;
+    assert_eq!(requests.len(), 5);
+    for request in &requests {
+        assert_eq!(request["path"], "/v1/embeddings");
+        let sent = body(request);
+        assert!(sent["messages"][0]["content"].is_string(), "{sent}");
+        assert!(sent.get("stream").is_none() && sent.get("input").is_none());
+    }
+    assert_eq!(stat(&summary, "request_count", "avg"), 5.0);
+    assert!(summary.get("request_latency").is_some());
+    assert!(summary.get("input_sequence_length").is_some());
+    // Embeddings produce no tokens.
+    assert!(summary.get("output_sequence_length").is_none());
+    assert!(summary.get("time_to_first_token").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_generation_streams_partial_images_as_non_token_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = recording_mock(dir.path()).await;
+    let (summary, requests) = run(
+        server,
+        dir.path(),
+        "-m mock-image --endpoint-type image_generation --streaming --request-count 4 \
+         --isl 10 --random-seed 5 --extra-inputs partial_images:2 --extra-inputs size:256x256",
+    )
+    .await;
+    assert_eq!(requests.len(), 4);
+    for request in &requests {
+        assert_eq!(request["path"], "/v1/images/generations");
+        let sent = body(request);
+        assert_eq!(sent["response_format"], "b64_json");
+        assert_eq!(sent["n"], 1);
+        assert_eq!(sent["stream"], true);
+        assert_eq!(sent["partial_images"], 2);
+        assert_eq!(sent["size"], "256x256");
+        assert!(sent["prompt"].as_str().unwrap().len() > 10);
+    }
+    assert_eq!(stat(&summary, "request_count", "avg"), 4.0);
+    assert!(summary.get("request_latency").is_some());
+    assert!(summary.get("output_sequence_length").is_none());
+    let records = read_jsonl(&dir.path().join("out").join("profile_export.jsonl"));
+    assert_eq!(records.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_file_drives_the_chat_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("chat.j2");
+    std::fs::write(
+        &template,
+        r#"{"messages": [{"role": {{ role|tojson }}, "content": {{ text|tojson }}}],
+ "model": {{ model|tojson }},
+ "max_tokens": {{ max_tokens|tojson }},
+ "stream": {{ stream|tojson }}}
+"#,
+    )
+    .unwrap();
+    let server = recording_mock(dir.path()).await;
+    let (summary, requests) = run(
+        server,
+        dir.path(),
+        &format!(
+            "-m mock-model --endpoint-type template --endpoint /v1/chat/completions --streaming \
+             --request-count 5 --isl 16 --osl 6 --random-seed 6 \
+             --extra-inputs payload_template:{} --extra-inputs ignore_eos:true",
+            template.display()
+        ),
+    )
+    .await;
+    assert_eq!(requests.len(), 5);
+    for request in &requests {
+        assert_eq!(request["path"], "/v1/chat/completions");
+        let sent = body(request);
+        let keys: Vec<&str> = sent
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            ["messages", "model", "max_tokens", "stream", "ignore_eos"]
+        );
+        assert_eq!(sent["max_tokens"], 6);
+        assert_eq!(sent["model"], "mock-model");
+    }
+    assert_eq!(stat(&summary, "request_count", "avg"), 5.0);
+    assert_eq!(stat(&summary, "output_sequence_length", "min"), 6.0);
+    assert_eq!(stat(&summary, "output_sequence_length", "max"), 6.0);
+    assert!(summary.get("time_to_first_token").is_some());
+}
