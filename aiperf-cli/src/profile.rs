@@ -12,7 +12,7 @@ use aiperf_datasets::{
     choose_tokenizer, load_tokenizer, HubEnv, RankingsConfig, SyntheticConfig, SyntheticDataset,
     Tokenizer,
 };
-use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_endpoints::{api_key_header, build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::catalogue::ConsoleGroup;
 use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
 use aiperf_metrics::slo::Slo;
@@ -84,7 +84,8 @@ pub async fn profile(
         .collect();
     let mut headers = config.endpoint.headers.clone();
     if let Some(key) = &config.endpoint.api_key {
-        headers.insert(0, ("Authorization".into(), format!("Bearer {key}")));
+        let (name, value) = api_key_header(endpoint.info(), key);
+        headers.insert(0, (name.to_owned(), value));
     }
     if let Some(readiness) = Readiness::from_args(&args.endpoint)? {
         let target = Target {

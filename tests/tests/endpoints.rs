@@ -65,13 +65,16 @@ async fn messages_streams_with_the_anthropic_headers_and_reads_its_usage() {
         server,
         dir.path(),
         "-m mock-model --endpoint-type messages --streaming --concurrency 2 --request-count 6 \
-         --isl 16 --osl 8 --random-seed 3",
+         --isl 16 --osl 8 --random-seed 3 --api-key sk-ant-test",
     )
     .await;
     assert_eq!(requests.len(), 6);
     for request in &requests {
         assert_eq!(request["path"], "/v1/messages");
         assert_eq!(header(request, "anthropic-version"), Some("2023-06-01"));
+        // The key goes as Anthropic expects it (the recorder masks its value).
+        assert_eq!(header(request, "x-api-key"), Some("***"));
+        assert_eq!(header(request, "authorization"), None);
         let sent = body(request);
         assert_eq!(sent["max_tokens"], 8);
         assert_eq!(sent["stream"], true);
