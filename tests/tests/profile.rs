@@ -428,3 +428,22 @@ async fn ctrl_c_mid_run_keeps_complete_artifacts_for_what_finished() {
         "every finished request has its record line"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_urls_share_the_conversations_round_robin() {
+    let first = MockServer::start(MockConfig::fast()).await.unwrap();
+    let second = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {} --url {} --concurrency 3 --request-count 12 --isl 8 --osl 2",
+        first.url(),
+        second.url()
+    ));
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    assert_eq!(first.stats().requests_total, 6);
+    assert_eq!(second.stats().requests_total, 6);
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    assert_eq!(stat(&summary, "request_count", "avg"), 12.0);
+}
