@@ -1,0 +1,49 @@
+//! `multi_turn`: one conversation per line, `{"session_id": …, "turns": [<turn>…]}`;
+//! the turns accumulate history (user deltas plus the live replies).
+
+use std::path::Path;
+
+use aiperf_core::Conversation;
+
+use super::error::{DatasetFileError, DatasetFileErrorKind};
+use super::record::read_records;
+use super::sessions::Sessions;
+use super::turn_fields::parse_turn;
+
+/// The conversations of a `multi_turn` file and whether its first turn has a timestamp.
+/// Lines repeating a `session_id` continue that conversation.
+pub(crate) fn load(path: &Path, seed: u64) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
+    let mut sessions = Sessions::new(seed);
+    let mut timestamped = None;
+    for mut record in read_records(path)? {
+        let session_id = record.take_id("session_id")?;
+        let Some(turns) = record.take_array("turns")? else {
+            return Err(record.missing("turns"));
+        };
+        if turns.is_empty() {
+            return Err(record.error(
+                "turns",
+                DatasetFileErrorKind::Invalid,
+                "at least one turn is required",
+            ));
+        }
+        let mut parsed = Vec::with_capacity(turns.len());
+        for (index, value) in turns.into_iter().enumerate() {
+            let nested = record.nested(&format!("turns[{index}]"), value)?;
+            parsed.push(parse_turn(nested, false)?.turn);
+        }
+        record.finish(&["session_id", "turns"])?;
+        // A fresh id is drawn once per line, so every line without one stays its own
+        // conversation.
+        let mut index = None;
+        for turn in parsed {
+            timestamped.get_or_insert(turn.timestamp_ms.is_some());
+            let id = match index {
+                Some(i) => sessions.get_mut(i).map(|c| c.session_id.clone()),
+                None => session_id.clone(),
+            };
+            index = Some(sessions.push(id, turn));
+        }
+    }
+    Ok((sessions.finish(), timestamped.unwrap_or(false)))
+}
