@@ -12,6 +12,11 @@
 //!   for a given tokenizer, and [`SyntheticDataset`] (an [`aiperf_core::DatasetSource`])
 //!   builds the default workload from it: conversations with sampled input lengths and
 //!   requested output lengths, byte-identical for the same seed.
+//! * **What does the user's file say?** [`load_custom_dataset`] reads `--input-file`
+//!   (single-turn, multi-turn and random-pool JSONL; mooncake, bailian and BurstGPT
+//!   traces, whose `hash_ids` become shared prompt blocks) and [`load_sharegpt`] the
+//!   ShareGPT public dataset; a malformed line is a [`DatasetFileError`] naming the file,
+//!   line and field.
 //!
 //! ```
 //! use aiperf_core::DatasetSource;

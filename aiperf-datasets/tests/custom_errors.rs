@@ -233,7 +233,11 @@ fn bad_csv() {
     );
     assert_eq!(
         burst("Timestamp,Request tokens,Response tokens\n1,2,3\n2,abc,3\n").0,
-        "FILE:3: Request tokens: expected a non-negative number, got \"abc\""
+        "FILE:3: Request tokens: expected a token count, got \"abc\""
+    );
+    assert_eq!(
+        burst("Timestamp,Request tokens,Response tokens\n-1,2,3\n").0,
+        "FILE:2: Timestamp: expected a non-negative number of seconds, got \"-1\""
     );
     assert_eq!(
         burst("Timestamp,Request tokens,Response tokens\n1,\"2,3\n").0,

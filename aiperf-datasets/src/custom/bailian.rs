@@ -9,7 +9,7 @@ use aiperf_core::{Conversation, Turn};
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
-use super::record::read_records;
+use super::record::{for_each_record, Record};
 
 /// Every key a bailian line may have.
 const KEYS: [&str; 8] = [
@@ -38,7 +38,7 @@ pub(crate) fn load(
     prompts: &mut HashIdPrompts,
 ) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
     let mut requests = Vec::new();
-    for mut record in read_records(path)? {
+    for_each_record(path, |mut record| {
         let chat_id = take_i64(&mut record, "chat_id")?.ok_or_else(|| record.missing("chat_id"))?;
         let parent = take_i64(&mut record, "parent_chat_id")?.unwrap_or(-1);
         let input_length = record
@@ -74,7 +74,8 @@ pub(crate) fn load(
                 ..Turn::default()
             },
         });
-    }
+        Ok(())
+    })?;
     let timestamped = requests
         .first()
         .is_some_and(|r| r.turn.timestamp_ms.is_some());
@@ -120,10 +121,7 @@ fn into_sessions(requests: Vec<Request>) -> Vec<Conversation> {
 }
 
 /// An optional integer id (may be -1).
-fn take_i64(
-    record: &mut super::record::Record<'_>,
-    key: &str,
-) -> Result<Option<i64>, DatasetFileError> {
+fn take_i64(record: &mut Record<'_>, key: &str) -> Result<Option<i64>, DatasetFileError> {
     match record.take(key) {
         None => Ok(None),
         Some(value) => value.as_i64().map(Some).ok_or_else(|| {

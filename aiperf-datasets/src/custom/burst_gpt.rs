@@ -53,23 +53,23 @@ pub(crate) fn load(
             continue;
         }
         let row = split_row(&line).map_err(|m| csv_error(line_no, m))?;
-        let cell = |column: usize| {
-            let name = REQUIRED_COLUMNS[column];
-            let text = row.get(columns[column]).map(|s| s.trim()).unwrap_or("");
-            text.parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| {
-                    csv_error(
-                        line_no,
-                        format!("expected a non-negative number, got {text:?}"),
-                    )
-                    .in_field(name)
-                })
+        let cell = |column: usize| row.get(columns[column]).map(|s| s.trim()).unwrap_or("");
+        let bad = |column: usize, expected: &str| {
+            let text = cell(column);
+            csv_error(line_no, format!("expected {expected}, got {text:?}"))
+                .in_field(REQUIRED_COLUMNS[column])
         };
-        let seconds = cell(0)?;
-        let request_tokens = cell(1)? as u64;
-        let response_tokens = cell(2)?;
+        let seconds = cell(0)
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| bad(0, "a non-negative number of seconds"))?;
+        let request_tokens = cell(1)
+            .parse::<u64>()
+            .map_err(|_| bad(1, "a token count"))?;
+        let response_tokens = cell(2)
+            .parse::<u32>()
+            .map_err(|_| bad(2, "a token count"))?;
         let prompt = prompts.prompt(request_tokens, &[]).map_err(|message| {
             DatasetFileError::file(path, DatasetFileErrorKind::Invalid, message)
                 .at_line(line_no)
@@ -77,7 +77,7 @@ pub(crate) fn load(
         })?;
         let turn = Turn {
             texts: vec![prompt],
-            max_tokens: Some(response_tokens.min(f64::from(u32::MAX)) as u32),
+            max_tokens: Some(response_tokens),
             timestamp_ms: Some(seconds * 1000.0),
             ..Turn::default()
         };

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
-use super::record::{read_records, Record};
+use super::record::{for_each_record, Record};
 use super::sessions::Sessions;
 
 /// Every key a mooncake line may have.
@@ -43,7 +43,7 @@ pub(crate) fn load(
     let mut sessions = Sessions::new(seed);
     let mut modes: Vec<Mode> = Vec::new();
     let mut timestamped = None;
-    for record in read_records(path)? {
+    for_each_record(path, |record| {
         let line = record.line;
         let (turn, mode, session_id) = parse_line(record, prompts)?;
         timestamped.get_or_insert(turn.timestamp_ms.is_some());
@@ -66,7 +66,8 @@ pub(crate) fn load(
             // Each line already carries the whole history.
             conversation.context_mode = ContextMode::MessageArrayWithResponses;
         }
-    }
+        Ok(())
+    })?;
     Ok((sessions.finish(), timestamped.unwrap_or(false)))
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use aiperf_core::Conversation;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
-use super::record::read_records;
+use super::record::for_each_record;
 use super::sessions::Sessions;
 use super::turn_fields::parse_turn;
 
@@ -15,7 +15,7 @@ use super::turn_fields::parse_turn;
 pub(crate) fn load(path: &Path, seed: u64) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
     let mut sessions = Sessions::new(seed);
     let mut timestamped = None;
-    for mut record in read_records(path)? {
+    for_each_record(path, |mut record| {
         let session_id = record.take_id("session_id")?;
         let Some(turns) = record.take_array("turns")? else {
             return Err(record.missing("turns"));
@@ -44,6 +44,7 @@ pub(crate) fn load(path: &Path, seed: u64) -> Result<(Vec<Conversation>, bool), 
             };
             index = Some(sessions.push(id, turn));
         }
-    }
+        Ok(())
+    })?;
     Ok((sessions.finish(), timestamped.unwrap_or(false)))
 }

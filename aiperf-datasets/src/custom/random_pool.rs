@@ -7,7 +7,7 @@ use aiperf_core::{Conversation, Turn};
 use rand::RngExt;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
-use super::record::read_records;
+use super::record::for_each_record;
 use super::turn_fields::parse_turn;
 use crate::seed::{derive_rng, SESSION_ID};
 use crate::synthetic::session_uuid;
@@ -74,8 +74,10 @@ fn pool_files(path: &Path) -> Result<Vec<PathBuf>, DatasetFileError> {
 
 /// The entries of one pool file (never empty).
 fn load_pool(path: &Path) -> Result<Vec<Turn>, DatasetFileError> {
-    read_records(path)?
-        .into_iter()
-        .map(|record| parse_turn(record, true).map(|parsed| parsed.turn))
-        .collect()
+    let mut entries = Vec::new();
+    for_each_record(path, |record| {
+        entries.push(parse_turn(record, true)?.turn);
+        Ok(())
+    })?;
+    Ok(entries)
 }

@@ -9,10 +9,14 @@ use serde_json::{Map, Value};
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 
-/// The non-blank lines of a JSONL file, parsed as objects, with their 1-based numbers.
-pub(crate) fn read_records(path: &Path) -> Result<Vec<Record<'_>>, DatasetFileError> {
+/// Streams the non-blank lines of a JSONL file, parsed as objects, into `visit` (so a
+/// large trace is never held twice). An empty file is an error.
+pub(crate) fn for_each_record<'p>(
+    path: &'p Path,
+    mut visit: impl FnMut(Record<'p>) -> Result<(), DatasetFileError>,
+) -> Result<(), DatasetFileError> {
     let file = File::open(path).map_err(|e| DatasetFileError::io(path, e))?;
-    let mut records = Vec::new();
+    let mut any = false;
     for (index, line) in BufReader::new(file).lines().enumerate() {
         let line_no = index + 1;
         let text = line.map_err(|e| DatasetFileError::io(path, e).at_line(line_no))?;
@@ -20,16 +24,17 @@ pub(crate) fn read_records(path: &Path) -> Result<Vec<Record<'_>>, DatasetFileEr
         if text.is_empty() {
             continue;
         }
-        records.push(Record::parse(path, line_no, text)?);
+        any = true;
+        visit(Record::parse(path, line_no, text)?)?;
     }
-    if records.is_empty() {
+    if !any {
         return Err(DatasetFileError::file(
             path,
             DatasetFileErrorKind::Empty,
             "the file holds no records (it is empty or has only blank lines)",
         ));
     }
-    Ok(records)
+    Ok(())
 }
 
 /// One JSON object being taken apart: every `take_*` removes its key, so what

@@ -6,7 +6,7 @@ use std::path::Path;
 use aiperf_core::{ContextMode, Conversation};
 
 use super::error::DatasetFileError;
-use super::record::read_records;
+use super::record::for_each_record;
 use super::sessions::Sessions;
 use super::turn_fields::parse_turn;
 
@@ -14,7 +14,7 @@ use super::turn_fields::parse_turn;
 pub(crate) fn load(path: &Path, seed: u64) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
     let mut sessions = Sessions::new(seed);
     let mut timestamped = None;
-    for record in read_records(path)? {
+    for_each_record(path, |record| {
         let parsed = parse_turn(record, false)?;
         timestamped.get_or_insert(parsed.turn.timestamp_ms.is_some());
         let named = parsed.session_id.is_some();
@@ -22,6 +22,7 @@ pub(crate) fn load(path: &Path, seed: u64) -> Result<(Vec<Conversation>, bool), 
         if let (true, Some(conversation)) = (named, sessions.get_mut(index)) {
             conversation.context_mode = ContextMode::MessageArrayWithResponses;
         }
-    }
+        Ok(())
+    })?;
     Ok((sessions.finish(), timestamped.unwrap_or(false)))
 }
