@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -77,21 +77,29 @@ pub async fn fetch_sharegpt(
         Some(status) => return Err(failed(format!("HTTP {status}{}", fetched.redirect_note()))),
         None => return Err(failed("no response from the server".to_string())),
     }
-    let body = exchange.body();
     // A proxy's HTML page must not be cached as the dataset.
-    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
+    let first_byte = exchange
+        .chunks
+        .iter()
+        .flat_map(|chunk| chunk.bytes.iter())
+        .find(|b| !b.is_ascii_whitespace());
+    if first_byte != Some(&b'[') {
         return Err(failed("the response is not a JSON array".to_string()));
     }
-    let write = |path: &Path, bytes: &[u8]| -> std::io::Result<()> {
-        if let Some(parent) = path.parent() {
+    // Written chunk by chunk: the file is ~650 MB, so no second copy in memory.
+    let partial = dest.with_extension("json.part");
+    let write = || -> std::io::Result<()> {
+        if let Some(parent) = partial.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        std::fs::write(path, bytes)
+        let mut file = std::io::BufWriter::new(File::create(&partial)?);
+        for chunk in &exchange.chunks {
+            file.write_all(&chunk.bytes)?;
+        }
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&partial, dest)
     };
-    let partial = dest.with_extension("json.part");
-    write(&partial, &body)
-        .and_then(|()| std::fs::rename(&partial, dest))
-        .map_err(|e| failed(format!("cannot write the file: {e}")))
+    write().map_err(|e| failed(format!("cannot write the file: {e}")))
 }
 
 /// The conversations of a ShareGPT file. With `osl_given` (`--osl`), replies shorter
@@ -142,8 +150,15 @@ struct Entry {
 struct Message {
     #[serde(default)]
     from: Option<String>,
+    /// A few entries hold `null`: an empty message.
     #[serde(default)]
-    value: String,
+    value: Option<String>,
+}
+
+impl Message {
+    fn text(&self) -> &str {
+        self.value.as_deref().unwrap_or("")
+    }
 }
 
 /// Turns the array's elements into conversations one by one, so only the kept
@@ -190,10 +205,10 @@ impl EntriesVisitor<'_> {
                 .filter(|w| {
                     w[0].from.as_deref() == Some("human") && w[1].from.as_deref() == Some("gpt")
                 })
-                .map(|w| (w[0].value.as_str(), w[1].value.as_str()))
+                .map(|w| (w[0].text(), w[1].text()))
                 .collect()
         } else {
-            vec![(messages[0].value.as_str(), messages[1].value.as_str())]
+            vec![(messages[0].text(), messages[1].text())]
         };
         if pairs.is_empty() {
             return None;

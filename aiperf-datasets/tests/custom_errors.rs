@@ -211,6 +211,14 @@ fn hash_ids_with_a_bad_final_block() {
 }
 
 #[test]
+fn absurd_prompt_lengths_are_rejected_not_allocated() {
+    assert_eq!(
+        mooncake("{\"input_length\": 20000000}\n"),
+        "FILE:1: input_length: input_length 20000000 is more than the 16777216 tokens a prompt may have"
+    );
+}
+
+#[test]
 fn empty_files() {
     for dataset_type in CustomDatasetType::ALL {
         let (message, kind) = error_of("empty.jsonl", "\n  \n", dataset_type);

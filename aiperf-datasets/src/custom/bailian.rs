@@ -45,9 +45,14 @@ pub(crate) fn load(
             .take_u64("input_length")?
             .ok_or_else(|| record.missing("input_length"))?;
         let hash_ids = record.take_u64_list("hash_ids")?.unwrap_or_default();
-        let prompt = prompts
-            .prompt(input_length, &hash_ids)
-            .map_err(|message| record.error("hash_ids", DatasetFileErrorKind::Invalid, message))?;
+        let prompt = prompts.prompt(input_length, &hash_ids).map_err(|message| {
+            let field = if hash_ids.is_empty() {
+                "input_length"
+            } else {
+                "hash_ids"
+            };
+            record.error(field, DatasetFileErrorKind::Invalid, message)
+        })?;
         let max_tokens = match record.take_u64("output_length")? {
             None => None,
             Some(n) => Some(u32::try_from(n).map_err(|_| {

@@ -8,6 +8,10 @@ use crate::prompt::{BlockSeparator, PromptGenerator};
 use crate::seed::{derive_seed, PROMPT_CORPUS};
 use crate::{SyntheticError, Tokenizer};
 
+/// The longest prompt a trace line may ask for, in tokens: far beyond any model's
+/// context, and small enough that a typo such as an extra digit cannot exhaust memory.
+pub const MAX_PROMPT_TOKENS: u64 = 1 << 24;
+
 /// Makes the prompts of a trace: one cached token block per hash id, and independent
 /// exact-length prompts for lines without hash ids. Same seed and tokenizer, same
 /// prompts.
@@ -60,6 +64,7 @@ impl HashIdPrompts {
     /// `input_length − (n−1)·block size`, which must be in `1..=block size`. `Err` is the
     /// reason, for an error naming the line.
     pub fn tokens(&mut self, input_length: u64, hash_ids: &[u64]) -> Result<Vec<u32>, String> {
+        check_length(input_length)?;
         let block = self.block_size as u64;
         let full_blocks = hash_ids.len().saturating_sub(1) as u64;
         let final_block = i128::from(input_length) - i128::from(full_blocks) * i128::from(block);
@@ -103,9 +108,8 @@ impl HashIdPrompts {
     /// of exactly `input_length` tokens.
     pub fn prompt(&mut self, input_length: u64, hash_ids: &[u64]) -> Result<String, String> {
         if hash_ids.is_empty() {
-            let length = usize::try_from(input_length)
-                .map_err(|_| format!("input_length {input_length} is too large"))?;
-            return Ok(self.generator.generate(length));
+            check_length(input_length)?;
+            return Ok(self.generator.generate(input_length as usize));
         }
         let tokens = self.tokens(input_length, hash_ids)?;
         Ok(self.decode(&tokens))
@@ -135,4 +139,15 @@ impl HashIdPrompts {
                 .join(&separator.text),
         }
     }
+}
+
+/// Rejects prompt lengths over [`MAX_PROMPT_TOKENS`].
+fn check_length(input_length: u64) -> Result<(), String> {
+    if input_length > MAX_PROMPT_TOKENS {
+        return Err(format!(
+            "input_length {input_length} is more than the {MAX_PROMPT_TOKENS} tokens a prompt \
+             may have"
+        ));
+    }
+    Ok(())
 }

@@ -110,9 +110,14 @@ fn parse_line(
     let mut mode = Mode::Text;
     if let Some(length) = record.take_u64("input_length")? {
         let hash_ids = record.take_u64_list("hash_ids")?.unwrap_or_default();
-        let prompt = prompts
-            .prompt(length, &hash_ids)
-            .map_err(|message| record.error("hash_ids", DatasetFileErrorKind::Invalid, message))?;
+        let prompt = prompts.prompt(length, &hash_ids).map_err(|message| {
+            let field = if hash_ids.is_empty() {
+                "input_length"
+            } else {
+                "hash_ids"
+            };
+            record.error(field, DatasetFileErrorKind::Invalid, message)
+        })?;
         turn.texts.push(prompt);
     } else if let Some(text) = record.take_str("text_input")? {
         turn.texts.push(text);
