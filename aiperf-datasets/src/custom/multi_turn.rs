@@ -33,16 +33,15 @@ pub(crate) fn load(path: &Path, seed: u64) -> Result<(Vec<Conversation>, bool), 
             parsed.push(parse_turn(nested, false)?.turn);
         }
         record.finish(&["session_id", "turns"])?;
-        // A fresh id is drawn once per line, so every line without one stays its own
-        // conversation.
-        let mut index = None;
-        for turn in parsed {
-            timestamped.get_or_insert(turn.timestamp_ms.is_some());
-            let id = match index {
-                Some(i) => sessions.get_mut(i).map(|c| c.session_id.clone()),
-                None => session_id.clone(),
-            };
-            index = Some(sessions.push(id, turn));
+        // The line's turns go to one conversation: its session (continued when the id
+        // was seen before) or, without an id, a fresh one.
+        let mut parsed = parsed.into_iter();
+        if let Some(first) = parsed.next() {
+            timestamped.get_or_insert(first.timestamp_ms.is_some());
+            let index = sessions.push(session_id, first);
+            if let Some(conversation) = sessions.get_mut(index) {
+                conversation.turns.extend(parsed);
+            }
         }
         Ok(())
     })?;

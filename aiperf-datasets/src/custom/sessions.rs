@@ -40,9 +40,7 @@ impl Sessions {
                 }
             },
             None => {
-                // Registered too, so a caller can append more turns by this id.
                 let id = session_uuid(&mut self.ids);
-                self.by_id.insert(id.clone(), self.conversations.len());
                 self.open(id)
             }
         };
