@@ -12,6 +12,11 @@
 //!   for a given tokenizer, and [`SyntheticDataset`] (an [`aiperf_core::DatasetSource`])
 //!   builds the default workload from it: conversations with sampled input lengths and
 //!   requested output lengths, byte-identical for the same seed.
+//! * **What does the user's file say?** [`load_custom_dataset`] reads `--input-file`
+//!   (single-turn, multi-turn and random-pool JSONL; mooncake, bailian and BurstGPT
+//!   traces, whose `hash_ids` become shared prompt blocks) and [`load_sharegpt`] the
+//!   ShareGPT public dataset; a malformed line is a [`DatasetFileError`] naming the file,
+//!   line and field.
 //!
 //! ```
 //! use aiperf_core::DatasetSource;
@@ -35,16 +40,23 @@
 #![warn(missing_docs)]
 
 mod corpus;
+pub mod custom;
 pub mod error;
 pub mod prompt;
+pub mod public;
 pub mod resolve;
 pub mod seed;
 pub mod synthetic;
 pub mod tokenizer;
 pub mod trace_analysis;
 
+pub use custom::{
+    detect_dataset_type, load_custom_dataset, CustomDataset, CustomDatasetOptions,
+    DatasetFileError, DatasetFileErrorKind, LoadedDataset,
+};
 pub use error::{SyntheticError, TokenizerError};
-pub use prompt::PromptGenerator;
+pub use prompt::{BlockSeparator, PromptGenerator};
+pub use public::{fetch_sharegpt, load_sharegpt, sharegpt_cache_path, SHAREGPT_URL};
 pub use resolve::{
     choose_tokenizer, find_cached_tokenizer, is_placeholder_model_name, load_tokenizer,
     load_tokenizer_offline, repo_cache_dir, HubEnv, TokenizerChoice, TokenizerSpec,

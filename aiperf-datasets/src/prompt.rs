@@ -282,6 +282,19 @@ impl PromptGenerator {
         }
     }
 
+    /// `len` consecutive corpus tokens from a random word start (not corrected to any
+    /// text length): the raw material of hash-id prompt blocks, which are concatenated
+    /// as tokens and decoded once.
+    pub fn token_block(&mut self, len: usize) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(len);
+        if len > 0 {
+            let word = self.fresh_start();
+            self.corpus
+                .take(self.corpus.word_starts[word] as usize, len, &mut ids);
+        }
+        ids
+    }
+
     /// A random prompt start, preferring one no earlier prompt used.
     /// Returns an index into the corpus' words.
     fn fresh_start(&mut self) -> usize {
@@ -352,6 +365,42 @@ impl PromptGenerator {
     }
 }
 
+/// A special token that opens every hash-id block so blocks never merge across their
+/// boundaries: the tokenizer's BOS token, else its EOS token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockSeparator {
+    /// The token id.
+    pub id: u32,
+    /// The token's text (decoding skips special tokens, so the text is put back by hand).
+    pub text: String,
+}
+
+impl BlockSeparator {
+    /// The separator of `tokenizer`: `bos_token`, else `eos_token`, of the
+    /// `tokenizer_config.json` beside its `tokenizer.json`, when that token encodes to a
+    /// single id. `None` for the embedded tiktoken encodings and tokenizers without a
+    /// config (their blocks are sampled tokens only).
+    pub fn of(tokenizer: &Tokenizer) -> Option<Self> {
+        let config = tokenizer
+            .source_path()?
+            .with_file_name("tokenizer_config.json");
+        let config: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(config).ok()?).ok()?;
+        ["bos_token", "eos_token"].iter().find_map(|key| {
+            // Either a string or an `AddedToken` object with `content`.
+            let value = config.get(*key)?;
+            let text = value.as_str().or_else(|| value.get("content")?.as_str())?;
+            match tokenizer.try_encode(text).ok()?.as_slice() {
+                [id] => Some(Self {
+                    id: *id,
+                    text: text.to_string(),
+                }),
+                _ => None,
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,6 +463,18 @@ mod tests {
         let mut generator = PromptGenerator::new(Tokenizer::builtin(), 11).unwrap();
         let prompts: HashSet<String> = (0..2000).map(|_| generator.generate(20)).collect();
         assert_eq!(prompts.len(), 2000);
+    }
+
+    #[test]
+    fn token_blocks_are_seeded_corpus_windows() {
+        let generator = PromptGenerator::new(Tokenizer::builtin(), 4).unwrap();
+        let (mut a, mut b) = (generator.fork(1), generator.fork(1));
+        let block = a.token_block(100);
+        assert_eq!(block.len(), 100);
+        assert_eq!(block, b.token_block(100));
+        assert_ne!(a.token_block(100), block);
+        assert!(a.token_block(0).is_empty());
+        assert_eq!(BlockSeparator::of(&Tokenizer::builtin()), None);
     }
 
     #[test]

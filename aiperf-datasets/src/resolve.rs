@@ -613,9 +613,9 @@ async fn resolve_commit(
 }
 
 /// The outcome of [`get_following_redirects`].
-struct Fetched {
+pub(crate) struct Fetched {
     /// The last exchange: not a redirect (or a failed one).
-    exchange: RawExchange,
+    pub(crate) exchange: RawExchange,
     /// The URLs requested, in order: the original first.
     visited: Vec<String>,
     /// The commit sha in the first response's `x-repo-commit` header, when valid.
@@ -624,7 +624,7 @@ struct Fetched {
 
 impl Fetched {
     /// `""`, or where the redirects led, for error messages.
-    fn redirect_note(&self) -> String {
+    pub(crate) fn redirect_note(&self) -> String {
         match self.visited.get(1..) {
             Some(rest) if !rest.is_empty() => {
                 format!(" (after redirects to {})", describe_urls(rest))
@@ -640,7 +640,7 @@ impl Fetched {
 /// sent to a CDN. `Err` is a reason for an error message: a redirect without a
 /// `Location`, a loop, or too many hops. A transport failure or any other status comes
 /// back in [`Fetched::exchange`].
-async fn get_following_redirects(
+pub(crate) async fn get_following_redirects(
     mut request: HttpRequest,
     transport: &dyn Transport,
 ) -> Result<Fetched, String> {

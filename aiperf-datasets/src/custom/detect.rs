@@ -1,0 +1,84 @@
+//! Guessing the format of `--input-file` when `--custom-dataset-type` is not given: a
+//! folder is a random pool, a CSV with the BurstGPT columns a BurstGPT trace, otherwise
+//! the keys of the first non-blank line decide.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use aiperf_core::config::CustomDatasetType;
+use serde_json::Value;
+
+use super::burst_gpt::is_burst_header;
+use super::error::{DatasetFileError, DatasetFileErrorKind};
+
+/// Keys that only mooncake lines have.
+const MOONCAKE_KEYS: [&str; 5] = [
+    "input_length",
+    "text_input",
+    "hash_ids",
+    "messages",
+    "payload",
+];
+/// Keys of single-turn lines.
+const SINGLE_TURN_KEYS: [&str; 8] = [
+    "text", "texts", "image", "images", "audio", "audios", "video", "videos",
+];
+
+/// The format of the file or folder at `path`.
+pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFileError> {
+    if path.is_dir() {
+        return Ok(CustomDatasetType::RandomPool);
+    }
+    let first = first_line(path)?;
+    let unknown = |why: &str| {
+        let types: Vec<&str> = CustomDatasetType::ALL.iter().map(|t| t.as_str()).collect();
+        DatasetFileError::file(
+            path,
+            DatasetFileErrorKind::UnknownFormat,
+            format!(
+                "cannot tell the dataset type ({why}); pass --custom-dataset-type with one \
+                 of: {}",
+                types.join(", ")
+            ),
+        )
+    };
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(&first) else {
+        if is_burst_header(&first) {
+            return Ok(CustomDatasetType::BurstGptTrace);
+        }
+        return Err(unknown(
+            "the first line is neither a JSON object nor a BurstGPT CSV header",
+        ));
+    };
+    let has = |key: &str| fields.contains_key(key);
+    if has("chat_id") && has("parent_chat_id") {
+        Ok(CustomDatasetType::BailianTrace)
+    } else if has("turns") {
+        Ok(CustomDatasetType::MultiTurn)
+    } else if MOONCAKE_KEYS.iter().any(|key| has(key)) {
+        Ok(CustomDatasetType::MooncakeTrace)
+    } else if SINGLE_TURN_KEYS.iter().any(|key| has(key)) {
+        Ok(CustomDatasetType::SingleTurn)
+    } else {
+        Err(unknown(
+            "the first line has none of the keys of a known format",
+        ))
+    }
+}
+
+/// The first non-blank line of the file.
+fn first_line(path: &Path) -> Result<String, DatasetFileError> {
+    let file = File::open(path).map_err(|e| DatasetFileError::io(path, e))?;
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(|e| DatasetFileError::io(path, e))?;
+        if !line.trim().is_empty() {
+            return Ok(line.trim().to_string());
+        }
+    }
+    Err(DatasetFileError::file(
+        path,
+        DatasetFileErrorKind::Empty,
+        "the file holds no records (it is empty or has only blank lines)",
+    ))
+}

@@ -1,0 +1,184 @@
+//! Custom dataset files (`--input-file`, SPEC §4.4): JSONL single-turn, multi-turn and
+//! random-pool datasets, and mooncake, bailian and BurstGPT traces.
+//!
+//! [`load_custom_dataset`] reads a file (or a folder, for random pools) into
+//! conversations, detecting the format with [`detect_dataset_type`] when none is given.
+//! Every line is validated: a typo in a key, a wrong type or a trace line whose
+//! `hash_ids` do not fit its `input_length` is a [`DatasetFileError`] naming the file,
+//! line and field.
+//!
+//! ```
+//! use aiperf_core::config::CustomDatasetType;
+//! use aiperf_datasets::custom::{load_custom_dataset, CustomDatasetOptions};
+//! use aiperf_datasets::Tokenizer;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("trace.jsonl");
+//! std::fs::write(&path, "{\"timestamp\": 0, \"input_length\": 20, \"output_length\": 5, \"hash_ids\": [7]}\n")?;
+//! let options = CustomDatasetOptions { seed: 1, ..Default::default() };
+//! let loaded = load_custom_dataset(&path, &options, &Tokenizer::builtin())?;
+//! assert_eq!(loaded.dataset_type, CustomDatasetType::MooncakeTrace);
+//! assert!(loaded.timestamped);
+//! assert_eq!(loaded.conversations[0].turns[0].max_tokens, Some(5));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod bailian;
+mod burst_gpt;
+mod detect;
+pub mod error;
+mod hash_prompts;
+mod media;
+mod mooncake;
+mod multi_turn;
+mod random_pool;
+mod record;
+mod sessions;
+mod single_turn;
+mod turn_fields;
+
+use std::path::{Path, PathBuf};
+
+use aiperf_core::config::CustomDatasetType;
+use aiperf_core::dataset::DatasetError;
+use aiperf_core::{Conversation, DatasetSource, SamplingStrategy};
+
+pub use detect::detect_dataset_type;
+pub use error::{DatasetFileError, DatasetFileErrorKind};
+pub use hash_prompts::HashIdPrompts;
+
+use crate::Tokenizer;
+
+/// Tokens per `hash_ids` block of mooncake traces (and BurstGPT) when
+/// `--isl-block-size` is not given.
+pub const MOONCAKE_BLOCK_SIZE: u32 = 512;
+/// Tokens per `hash_ids` block of bailian traces when `--isl-block-size` is not given.
+pub const BAILIAN_BLOCK_SIZE: u32 = 16;
+/// Conversations drawn from a random pool when `--num-conversations` is not given.
+pub const DEFAULT_POOL_CONVERSATIONS: usize = 100;
+
+/// How to read a custom dataset file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustomDatasetOptions {
+    /// `--custom-dataset-type`; `None` detects it from the file.
+    pub dataset_type: Option<CustomDatasetType>,
+    /// `--isl-block-size`: tokens per trace `hash_ids` block; `None` takes the format's
+    /// default ([`MOONCAKE_BLOCK_SIZE`], [`BAILIAN_BLOCK_SIZE`]).
+    pub block_size: Option<u32>,
+    /// `--num-conversations` of a random pool; `None` means
+    /// [`DEFAULT_POOL_CONVERSATIONS`].
+    pub num_conversations: Option<usize>,
+    /// The run's root seed (`--random-seed`): prompts, pool draws and session ids.
+    pub seed: u64,
+}
+
+/// A loaded custom dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedDataset {
+    /// The conversations, in file order (sessions in order of first appearance).
+    pub conversations: Vec<Conversation>,
+    /// The format the file was read as (given or detected).
+    pub dataset_type: CustomDatasetType,
+    /// The format's sampling strategy, for when `--dataset-sampling-strategy` is not
+    /// given: sequential for all but random pools (shuffle).
+    pub preferred_sampling: SamplingStrategy,
+    /// The first record has a timestamp: the file can be replayed on a fixed schedule.
+    pub timestamped: bool,
+}
+
+/// Loads the custom dataset at `path` (SPEC §4.4). Blocking: reads the file and builds
+/// prompts with `tokenizer`.
+pub fn load_custom_dataset(
+    path: &Path,
+    options: &CustomDatasetOptions,
+    tokenizer: &Tokenizer,
+) -> Result<LoadedDataset, DatasetFileError> {
+    if !path.exists() {
+        return Err(DatasetFileError::file(
+            path,
+            DatasetFileErrorKind::Io,
+            "no such file or folder; check --input-file",
+        ));
+    }
+    let dataset_type = match options.dataset_type {
+        Some(given) => given,
+        None => detect_dataset_type(path)?,
+    };
+    let seed = options.seed;
+    let prompts = |default_block: u32| {
+        let block = options.block_size.unwrap_or(default_block);
+        HashIdPrompts::new(tokenizer.clone(), seed, block)
+            .map_err(|e| DatasetFileError::file(path, DatasetFileErrorKind::Invalid, e.to_string()))
+    };
+    let (conversations, timestamped) = match dataset_type {
+        CustomDatasetType::SingleTurn => single_turn::load(path, seed)?,
+        CustomDatasetType::MultiTurn => multi_turn::load(path, seed)?,
+        CustomDatasetType::RandomPool => {
+            let count = options
+                .num_conversations
+                .unwrap_or(DEFAULT_POOL_CONVERSATIONS);
+            (random_pool::load(path, count, seed)?, false)
+        }
+        CustomDatasetType::MooncakeTrace => {
+            mooncake::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?, seed)?
+        }
+        CustomDatasetType::BailianTrace => bailian::load(path, &mut prompts(BAILIAN_BLOCK_SIZE)?)?,
+        CustomDatasetType::BurstGptTrace => (
+            burst_gpt::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?, seed)?,
+            true,
+        ),
+    };
+    tracing::debug!(
+        path = %path.display(),
+        dataset_type = dataset_type.as_str(),
+        conversations = conversations.len(),
+        "loaded custom dataset"
+    );
+    Ok(LoadedDataset {
+        conversations,
+        dataset_type,
+        preferred_sampling: match dataset_type {
+            CustomDatasetType::RandomPool => SamplingStrategy::Shuffle,
+            _ => SamplingStrategy::Sequential,
+        },
+        timestamped,
+    })
+}
+
+/// A custom dataset file as an [`aiperf_core::DatasetSource`].
+///
+/// [`DatasetSource::load`] returns only the conversations; call
+/// [`CustomDataset::load_dataset`] for the detected type, preferred sampling and
+/// whether the file is timestamped.
+#[derive(Debug, Clone)]
+pub struct CustomDataset {
+    path: PathBuf,
+    options: CustomDatasetOptions,
+    tokenizer: Tokenizer,
+}
+
+impl CustomDataset {
+    /// A source reading `path` with `options`; nothing is read until it is loaded.
+    pub fn new(
+        path: impl Into<PathBuf>,
+        options: CustomDatasetOptions,
+        tokenizer: Tokenizer,
+    ) -> Self {
+        Self {
+            path: path.into(),
+            options,
+            tokenizer,
+        }
+    }
+
+    /// Loads the file with everything known about it.
+    pub fn load_dataset(&self) -> Result<LoadedDataset, DatasetFileError> {
+        load_custom_dataset(&self.path, &self.options, &self.tokenizer)
+    }
+}
+
+impl DatasetSource for CustomDataset {
+    fn load(&mut self) -> Result<Vec<Conversation>, DatasetError> {
+        Ok(self.load_dataset()?.conversations)
+    }
+}

@@ -1,0 +1,178 @@
+//! `mooncake_trace`: one request per line in one of four input modes (`input_length`
+//! with optional `hash_ids`, `text_input`, `messages`, `payload`); lines sharing a
+//! `session_id` form one multi-turn session in file order.
+
+use std::path::Path;
+
+use aiperf_core::{ContextMode, Conversation, Turn};
+use serde_json::Value;
+
+use super::error::{DatasetFileError, DatasetFileErrorKind};
+use super::hash_prompts::HashIdPrompts;
+use super::record::{for_each_record, Record};
+use super::sessions::Sessions;
+
+/// Every key a mooncake line may have.
+const KEYS: [&str; 11] = [
+    "input_length",
+    "text_input",
+    "messages",
+    "tools",
+    "payload",
+    "output_length",
+    "hash_ids",
+    "timestamp",
+    "delay",
+    "session_id",
+    "extra",
+];
+
+/// Whether a line's prompt is text (synthesized or literal) or sent verbatim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Text,
+    Verbatim,
+}
+
+/// The conversations of a mooncake trace and whether its first line has a timestamp.
+pub(crate) fn load(
+    path: &Path,
+    prompts: &mut HashIdPrompts,
+    seed: u64,
+) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
+    let mut sessions = Sessions::new(seed);
+    let mut modes: Vec<Mode> = Vec::new();
+    let mut timestamped = None;
+    for_each_record(path, |record| {
+        let line = record.line;
+        let (turn, mode, session_id) = parse_line(record, prompts)?;
+        timestamped.get_or_insert(turn.timestamp_ms.is_some());
+        let index = sessions.push(session_id, turn);
+        match modes.get(index) {
+            None => modes.push(mode),
+            Some(first) if *first != mode => {
+                return Err(DatasetFileError::file(
+                    path,
+                    DatasetFileErrorKind::Invalid,
+                    "a session cannot mix messages/payload lines with input_length/text_input \
+                     lines",
+                )
+                .at_line(line)
+                .in_field("session_id"))
+            }
+            Some(_) => {}
+        }
+        if let (Mode::Verbatim, Some(conversation)) = (mode, sessions.get_mut(index)) {
+            // Each line already carries the whole history.
+            conversation.context_mode = ContextMode::MessageArrayWithResponses;
+        }
+        Ok(())
+    })?;
+    Ok((sessions.finish(), timestamped.unwrap_or(false)))
+}
+
+fn parse_line(
+    mut record: Record<'_>,
+    prompts: &mut HashIdPrompts,
+) -> Result<(Turn, Mode, Option<String>), DatasetFileError> {
+    let given = ["input_length", "text_input", "messages", "payload"]
+        .into_iter()
+        .filter(|key| record.has(key))
+        .count();
+    if given == 0 {
+        return Err(record.record_error(
+            DatasetFileErrorKind::MissingField,
+            "exactly one of input_length, text_input, messages or payload is required",
+        ));
+    }
+    if given > 1 {
+        return Err(record.record_error(
+            DatasetFileErrorKind::Invalid,
+            "input_length, text_input, messages and payload are mutually exclusive: use one",
+        ));
+    }
+    if record.has("hash_ids") && !record.has("input_length") {
+        return Err(record.error(
+            "hash_ids",
+            DatasetFileErrorKind::Invalid,
+            "hash_ids are only allowed with input_length",
+        ));
+    }
+    if record.has("tools") && !record.has("messages") {
+        return Err(record.error(
+            "tools",
+            DatasetFileErrorKind::Invalid,
+            "tools are only allowed with messages",
+        ));
+    }
+
+    let mut turn = Turn::default();
+    let mut mode = Mode::Text;
+    if let Some(length) = record.take_u64("input_length")? {
+        let hash_ids = record.take_u64_list("hash_ids")?.unwrap_or_default();
+        let prompt = prompts.prompt(length, &hash_ids).map_err(|message| {
+            let field = if hash_ids.is_empty() {
+                "input_length"
+            } else {
+                "hash_ids"
+            };
+            record.error(field, DatasetFileErrorKind::Invalid, message)
+        })?;
+        turn.texts.push(prompt);
+    } else if let Some(text) = record.take_str("text_input")? {
+        turn.texts.push(text);
+    } else if let Some(messages) = record.take_array("messages")? {
+        check_messages(&record, &messages)?;
+        turn.raw_messages = Some(messages);
+        turn.raw_tools = record.take_array("tools")?;
+        mode = Mode::Verbatim;
+    } else if let Some(payload) = record.take_object("payload")? {
+        if payload.is_empty() {
+            return Err(record.error(
+                "payload",
+                DatasetFileErrorKind::Invalid,
+                "must be a non-empty object",
+            ));
+        }
+        turn.raw_payload = Some(Value::Object(payload));
+        mode = Mode::Verbatim;
+    }
+    turn.max_tokens = match record.take_u64("output_length")? {
+        None => None,
+        Some(n) => Some(u32::try_from(n).map_err(|_| {
+            record.error(
+                "output_length",
+                DatasetFileErrorKind::WrongType,
+                "too large (at most 4294967295)",
+            )
+        })?),
+    };
+    turn.timestamp_ms = record.take_ms("timestamp")?;
+    turn.delay_ms = record.take_ms("delay")?;
+    turn.extra = record.take_object("extra")?;
+    let session_id = record.take_id("session_id")?;
+    record.finish(&KEYS)?;
+    Ok((turn, mode, session_id))
+}
+
+/// A non-empty list of message objects, each with a `role`.
+fn check_messages(record: &Record<'_>, messages: &[Value]) -> Result<(), DatasetFileError> {
+    if messages.is_empty() {
+        return Err(record.error(
+            "messages",
+            DatasetFileErrorKind::Invalid,
+            "must be a non-empty list",
+        ));
+    }
+    match messages
+        .iter()
+        .position(|m| m.get("role").and_then(Value::as_str).is_none())
+    {
+        Some(index) => Err(record.error(
+            &format!("messages[{index}]"),
+            DatasetFileErrorKind::WrongType,
+            "expected a message object with a string role",
+        )),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,239 @@
+//! Public datasets (`--public-dataset`, SPEC §4.6): ShareGPT.
+//!
+//! [`fetch_sharegpt`] downloads the ShareGPT file once to [`sharegpt_cache_path`];
+//! [`load_sharegpt`] streams it (it is a ~650 MB JSON array) into conversations: every
+//! `human` → `gpt` message pair is one turn, filtered by vLLM's length rule, with the
+//! reply's token count as the turn's requested output length.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use aiperf_core::transport::{HttpMethod, HttpRequest};
+use aiperf_core::{Conversation, Transport, Turn};
+use serde::de::{Deserializer as _, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use crate::custom::{DatasetFileError, DatasetFileErrorKind};
+use crate::resolve::get_following_redirects;
+use crate::Tokenizer;
+
+/// Where ShareGPT is downloaded from.
+pub const SHAREGPT_URL: &str = "https://huggingface.co/datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/resolve/main/ShareGPT_V3_unfiltered_cleaned_split.json";
+/// The file's name in the cache folder.
+const SHAREGPT_FILE: &str = "ShareGPT_V3_unfiltered_cleaned_split.json";
+
+/// vLLM's benchmark filter: shortest prompt and reply, longest prompt, longest total.
+const MIN_TOKENS: usize = 4;
+const MAX_PROMPT_TOKENS: usize = 1024;
+const MAX_TOTAL_TOKENS: usize = 2048;
+
+/// `.cache/aiperf/datasets/ShareGPT_V3_unfiltered_cleaned_split.json`, relative to the
+/// current folder (where the Python AIPerf keeps it too).
+pub fn sharegpt_cache_path() -> PathBuf {
+    Path::new(".cache")
+        .join("aiperf")
+        .join("datasets")
+        .join(SHAREGPT_FILE)
+}
+
+/// Downloads ShareGPT to `dest` (following the hub's redirects), bounded by `timeout`;
+/// the file appears only when complete. The error says where to put the file by hand.
+pub async fn fetch_sharegpt(
+    transport: &dyn Transport,
+    dest: &Path,
+    timeout: Duration,
+) -> Result<(), DatasetFileError> {
+    let failed = |reason: String| {
+        DatasetFileError::file(
+            dest,
+            DatasetFileErrorKind::Download,
+            format!(
+                "could not download ShareGPT from {SHAREGPT_URL}: {reason}; put the file at {} \
+                 or pass --input-file",
+                dest.display()
+            ),
+        )
+    };
+    let request = HttpRequest {
+        method: HttpMethod::Get,
+        url: SHAREGPT_URL.to_string(),
+        headers: vec![("User-Agent".to_string(), "aiperf-rs".to_string())],
+        body: bytes::Bytes::new(),
+        timeout: Some(timeout),
+    };
+    tracing::info!(url = SHAREGPT_URL, dest = %dest.display(), "downloading ShareGPT");
+    let fetched = get_following_redirects(request, transport)
+        .await
+        .map_err(failed)?;
+    let exchange = &fetched.exchange;
+    if let Some(error) = &exchange.error {
+        return Err(failed(format!("{error}{}", fetched.redirect_note())));
+    }
+    match exchange.status {
+        Some(200) => {}
+        Some(status) => return Err(failed(format!("HTTP {status}{}", fetched.redirect_note()))),
+        None => return Err(failed("no response from the server".to_string())),
+    }
+    // A proxy's HTML page must not be cached as the dataset.
+    let first_byte = exchange
+        .chunks
+        .iter()
+        .flat_map(|chunk| chunk.bytes.iter())
+        .find(|b| !b.is_ascii_whitespace());
+    if first_byte != Some(&b'[') {
+        return Err(failed("the response is not a JSON array".to_string()));
+    }
+    // Written chunk by chunk: the file is ~650 MB, so no second copy in memory.
+    let partial = dest.with_extension("json.part");
+    let write = || -> std::io::Result<()> {
+        if let Some(parent) = partial.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut file = std::io::BufWriter::new(File::create(&partial)?);
+        for chunk in &exchange.chunks {
+            file.write_all(&chunk.bytes)?;
+        }
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&partial, dest)
+    };
+    write().map_err(|e| failed(format!("cannot write the file: {e}")))
+}
+
+/// The conversations of a ShareGPT file. With `osl_given` (`--osl`), replies shorter
+/// than 4 tokens are kept (their length is not what will be asked for).
+pub fn load_sharegpt(
+    path: &Path,
+    osl_given: bool,
+    tokenizer: &Tokenizer,
+) -> Result<Vec<Conversation>, DatasetFileError> {
+    let file = File::open(path).map_err(|e| DatasetFileError::io(path, e))?;
+    let mut deserializer =
+        serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, file));
+    let json_error = |e: serde_json::Error| {
+        DatasetFileError::file(
+            path,
+            DatasetFileErrorKind::Syntax,
+            format!("invalid ShareGPT JSON at column {}: {e}", e.column()),
+        )
+        .at_line(e.line())
+    };
+    let visitor = EntriesVisitor {
+        tokenizer,
+        osl_given,
+    };
+    let conversations = (&mut deserializer)
+        .deserialize_seq(visitor)
+        .map_err(json_error)?;
+    deserializer.end().map_err(json_error)?;
+    if conversations.is_empty() {
+        return Err(DatasetFileError::file(
+            path,
+            DatasetFileErrorKind::Empty,
+            "no ShareGPT conversation passed the length filter",
+        ));
+    }
+    tracing::info!(conversations = conversations.len(), "loaded ShareGPT");
+    Ok(conversations)
+}
+
+/// One element of the ShareGPT array (other keys ignored).
+#[derive(Debug, Deserialize)]
+struct Entry {
+    #[serde(default)]
+    conversations: Vec<Message>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Message {
+    #[serde(default)]
+    from: Option<String>,
+    /// A few entries hold `null`: an empty message.
+    #[serde(default)]
+    value: Option<String>,
+}
+
+impl Message {
+    fn text(&self) -> &str {
+        self.value.as_deref().unwrap_or("")
+    }
+}
+
+/// Turns the array's elements into conversations one by one, so only the kept
+/// conversations stay in memory.
+struct EntriesVisitor<'a> {
+    tokenizer: &'a Tokenizer,
+    osl_given: bool,
+}
+
+impl<'de> Visitor<'de> for EntriesVisitor<'_> {
+    type Value = Vec<Conversation>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON array of ShareGPT entries")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut conversations = Vec::new();
+        let mut index = 0usize;
+        while let Some(entry) = seq.next_element::<Entry>()? {
+            if let Some(turns) = self.turns(&entry.conversations) {
+                conversations.push(Conversation {
+                    session_id: format!("sharegpt-{index}"),
+                    turns,
+                    ..Conversation::default()
+                });
+            }
+            index += 1;
+        }
+        Ok(conversations)
+    }
+}
+
+impl EntriesVisitor<'_> {
+    /// The turns of one entry, or `None` when it is skipped: fewer than two messages, no
+    /// `human` → `gpt` pair, or a pair failing the length filter.
+    fn turns(&self, messages: &[Message]) -> Option<Vec<Turn>> {
+        if messages.len() < 2 {
+            return None;
+        }
+        let pairs: Vec<(&str, &str)> = if messages.iter().any(|m| m.from.is_some()) {
+            messages
+                .windows(2)
+                .filter(|w| {
+                    w[0].from.as_deref() == Some("human") && w[1].from.as_deref() == Some("gpt")
+                })
+                .map(|w| (w[0].text(), w[1].text()))
+                .collect()
+        } else {
+            vec![(messages[0].text(), messages[1].text())]
+        };
+        if pairs.is_empty() {
+            return None;
+        }
+        pairs
+            .into_iter()
+            .map(|(prompt, reply)| self.turn(prompt, reply))
+            .collect()
+    }
+
+    /// One turn, if the pair passes vLLM's filter.
+    fn turn(&self, prompt: &str, reply: &str) -> Option<Turn> {
+        let prompt_tokens = self.tokenizer.count(prompt);
+        let reply_tokens = self.tokenizer.count(reply);
+        let too_short =
+            prompt_tokens < MIN_TOKENS || (!self.osl_given && reply_tokens < MIN_TOKENS);
+        let too_long =
+            prompt_tokens > MAX_PROMPT_TOKENS || prompt_tokens + reply_tokens > MAX_TOTAL_TOKENS;
+        if too_short || too_long {
+            return None;
+        }
+        Some(Turn {
+            texts: vec![prompt.to_string()],
+            max_tokens: Some(u32::try_from(reply_tokens).unwrap_or(u32::MAX)),
+            ..Turn::default()
+        })
+    }
+}

@@ -1,0 +1,150 @@
+//! Trace prompts from `hash_ids`: equal hash ids give identical token blocks, the seed
+//! decides the blocks, the real Qwen3 tokenizer separates blocks with its EOS token, and
+//! the real mooncake trace loads.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use aiperf_core::config::CustomDatasetType;
+use aiperf_datasets::custom::HashIdPrompts;
+use aiperf_datasets::{load_custom_dataset, CustomDatasetOptions, LoadedDataset, Tokenizer};
+
+const TRACE: &str = "{\"input_length\": 48, \"hash_ids\": [1, 2, 3]}\n\
+                     {\"input_length\": 40, \"hash_ids\": [1, 2, 4]}\n\
+                     {\"input_length\": 20, \"hash_ids\": [5, 2]}\n";
+
+fn load_trace(tokenizer: &Tokenizer, seed: u64) -> LoadedDataset {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(TRACE.as_bytes()).unwrap();
+    let options = CustomDatasetOptions {
+        dataset_type: Some(CustomDatasetType::MooncakeTrace),
+        block_size: Some(16),
+        seed,
+        ..CustomDatasetOptions::default()
+    };
+    load_custom_dataset(file.path(), &options, tokenizer).unwrap()
+}
+
+fn prompts(loaded: &LoadedDataset) -> Vec<String> {
+    loaded
+        .conversations
+        .iter()
+        .map(|c| c.turns[0].texts[0].clone())
+        .collect()
+}
+
+#[test]
+fn shared_leading_hash_ids_share_exactly_those_token_blocks() {
+    let tokenizer = Tokenizer::builtin();
+    let texts = prompts(&load_trace(&tokenizer, 11));
+    let tokens: Vec<Vec<u32>> = texts.iter().map(|t| tokenizer.encode(t)).collect();
+    // Blocks start at word boundaries, so the decoded text re-encodes to the same tokens.
+    let mut expected = HashIdPrompts::new(tokenizer.clone(), 11, 16).unwrap();
+    assert_eq!(tokens[0], expected.tokens(48, &[1, 2, 3]).unwrap());
+    assert_eq!(tokens[1], expected.tokens(40, &[1, 2, 4]).unwrap());
+    assert_eq!(tokens[2], expected.tokens(20, &[5, 2]).unwrap());
+    assert_eq!(
+        tokens.iter().map(Vec::len).collect::<Vec<_>>(),
+        [48, 40, 20]
+    );
+
+    // [1, 2, 3] and [1, 2, 4]: the first two blocks (32 tokens) and nothing more.
+    assert_eq!(tokens[0][..32], tokens[1][..32]);
+    assert_ne!(tokens[0][32..40], tokens[1][32..40]);
+    assert!(texts[1].starts_with(&tokenizer.decode(&tokens[0][..32])));
+    // Hash id 2 is the same block at another position; hash id 5 is a new block.
+    assert_eq!(tokens[2][16..], tokens[0][16..20]);
+    assert_ne!(tokens[2][..16], tokens[0][..16]);
+}
+
+#[test]
+fn the_seed_decides_the_blocks() {
+    let tokenizer = Tokenizer::builtin();
+    let a = prompts(&load_trace(&tokenizer, 1));
+    assert_eq!(a, prompts(&load_trace(&tokenizer, 1)));
+    let b = prompts(&load_trace(&tokenizer, 2));
+    for (a, b) in a.iter().zip(&b) {
+        assert_ne!(a, b);
+    }
+}
+
+/// The Qwen3 `tokenizer.json` (beside its `tokenizer_config.json`), or `None` when
+/// `AIPERF_TEST_TOKENIZER_DIR` is unset outside CI.
+fn qwen3_path() -> Option<PathBuf> {
+    match std::env::var("AIPERF_TEST_TOKENIZER_DIR") {
+        Ok(dir) => Some(PathBuf::from(dir).join("qwen3").join("tokenizer.json")),
+        Err(_) => {
+            assert!(
+                !std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true")),
+                "CI=true but AIPERF_TEST_TOKENIZER_DIR is not set"
+            );
+            eprintln!("skipping Qwen3 block-separator test: AIPERF_TEST_TOKENIZER_DIR is not set");
+            None
+        }
+    }
+}
+
+#[test]
+fn qwen3_blocks_open_with_its_eos_token() {
+    let Some(path) = qwen3_path() else {
+        return;
+    };
+    let tokenizer = Tokenizer::from_file(&path).unwrap();
+    // Qwen3's tokenizer_config.json: no bos_token, eos_token <|im_end|>.
+    let im_end = tokenizer.encode("<|im_end|>");
+    assert_eq!(im_end.len(), 1);
+    let generator = HashIdPrompts::new(tokenizer.clone(), 11, 16).unwrap();
+    let separator = generator.separator().unwrap();
+    assert_eq!(
+        (separator.id, separator.text.as_str()),
+        (im_end[0], "<|im_end|>")
+    );
+
+    let texts = prompts(&load_trace(&tokenizer, 11));
+    assert_eq!(texts[0].matches("<|im_end|>").count(), 3);
+    assert!(texts[0].starts_with("<|im_end|>"));
+    let tokens: Vec<Vec<u32>> = texts.iter().map(|t| tokenizer.encode(t)).collect();
+    for (tokens, length) in tokens.iter().zip([48, 40, 20]) {
+        assert_eq!(tokens.len(), length);
+    }
+    // Every block starts with the separator, so blocks re-encode independently.
+    for start in [0, 16, 32] {
+        assert_eq!(tokens[0][start], im_end[0]);
+    }
+    assert_eq!(tokens[0][..32], tokens[1][..32]);
+    assert_ne!(tokens[0][33..40], tokens[1][33..40]);
+}
+
+#[test]
+fn the_real_mooncake_trace_loads_one_conversation_per_line() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/traces/mooncake_synthetic_trace.jsonl");
+    if !path.exists() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{} is missing and CI=true",
+            path.display()
+        );
+        eprintln!("skipping: {} not found", path.display());
+        return;
+    }
+    let lines = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    let options = CustomDatasetOptions {
+        seed: 42,
+        ..CustomDatasetOptions::default()
+    };
+    let loaded = load_custom_dataset(&path, &options, &Tokenizer::builtin()).unwrap();
+    assert_eq!(loaded.dataset_type, CustomDatasetType::MooncakeTrace);
+    assert!(loaded.timestamped);
+    assert_eq!(loaded.conversations.len(), lines);
+    assert_eq!(lines, 3993);
+    let first = &loaded.conversations[0].turns[0];
+    assert_eq!(first.max_tokens, Some(6));
+    assert_eq!(first.timestamp_ms, Some(0.0));
+}
