@@ -11,6 +11,7 @@ mod kv;
 mod profile;
 mod readiness;
 mod ui;
+mod workload;
 
 use std::process::ExitCode;
 
@@ -62,7 +63,11 @@ fn main() -> ExitCode {
                 Ok(Outcome::Cancelled) => ExitCode::from(130),
                 Err(error) => {
                     eprintln!("error: {error:#}");
-                    ExitCode::FAILURE
+                    if error.is::<workload::UsageError>() {
+                        ExitCode::from(2)
+                    } else {
+                        ExitCode::FAILURE
+                    }
                 }
             }
         }

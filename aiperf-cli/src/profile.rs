@@ -5,13 +5,10 @@ use std::sync::Arc;
 
 use aiperf_core::config::ExportLevel;
 use aiperf_core::{
-    derive_seed, Benchmark, BenchmarkConfig, CancellationToken, DatasetSource, Endpoint, PhasePlan,
-    Progress, RequestInput, SamplingStrategy,
+    derive_seed, Benchmark, BenchmarkConfig, CancellationToken, Endpoint, PhasePlan, Progress,
+    RequestInput,
 };
-use aiperf_datasets::{
-    choose_tokenizer, load_tokenizer, HubEnv, RankingsConfig, SyntheticConfig, SyntheticDataset,
-    Tokenizer,
-};
+use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
 use aiperf_endpoints::{api_key_header, build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::catalogue::ConsoleGroup;
 use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
@@ -21,10 +18,11 @@ use aiperf_mock_server::{MockConfig, MockServer};
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use crate::args::{ConnectionReuse, EndpointArgs, ProfileArgs, RankingsArgs};
+use crate::args::{ConnectionReuse, EndpointArgs, ProfileArgs};
 use crate::assemble::MOCK_URL;
 use crate::readiness::{wait_until_ready, Readiness, Target};
 use crate::ui;
+use crate::workload;
 
 /// How a profile run ended, as the process exit status says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,25 +97,15 @@ pub async fn profile(
     }
 
     let tokenizer = load_run_tokenizer(&config, transport.as_ref()).await?;
-    let conversations = SyntheticDataset::new(
-        SyntheticConfig {
-            isl_mean: config.input.isl_mean,
-            isl_stddev: config.input.isl_stddev,
-            osl_mean: config.input.osl_mean,
-            osl_stddev: config.input.osl_stddev,
-            num_entries: config.input.num_dataset_entries,
-            seed: Some(seed),
-            model: None,
-            rankings: endpoint
-                .info()
-                .name
-                .ends_with("rankings")
-                .then(|| rankings_config(&args.rankings)),
-        },
-        tokenizer.clone(),
-    )?
-    .load()
-    .map_err(|e| anyhow::anyhow!("cannot build the synthetic dataset: {e}"))?;
+    let workload = workload::load(
+        args,
+        &mut config,
+        endpoint.info().name,
+        &tokenizer,
+        transport.as_ref(),
+    )
+    .await?;
+    let conversations = workload.conversations;
 
     let artifact_dir = resolve_artifact_dir(&config);
     std::fs::create_dir_all(&artifact_dir).with_context(|| {
@@ -142,6 +130,7 @@ pub async fn profile(
             .export_http_trace(args.output.export_http_trace);
     }
 
+    let plans = PhasePlan::for_dataset(&config, &conversations)?;
     let cancel = CancellationToken::new();
     spawn_ctrl_c_handler(cancel.clone());
     let progress = Arc::new(Progress::default());
@@ -153,7 +142,7 @@ pub async fn profile(
         .request_timeout(config.endpoint.request_timeout)
         .conversations(
             conversations,
-            SamplingStrategy::Shuffle,
+            workload.sampling,
             derive_seed(seed, "dataset.sampling"),
         )
         .cancel_token(cancel.clone())
@@ -164,7 +153,7 @@ pub async fn profile(
     for (name, value) in &headers {
         builder = builder.header(name.clone(), value.clone());
     }
-    builder = builder.phases(PhasePlan::from_config(&config)?);
+    builder = builder.phases(plans);
 
     let display = ui::spawn_progress(ui::default_ui(args.output.ui_type), &config, progress);
     let result = builder.sink(sink)?.run().await;
@@ -187,17 +176,6 @@ pub async fn profile(
         report.passed()
     };
     Ok(outcome(&summary, slos_met))
-}
-
-fn rankings_config(args: &RankingsArgs) -> RankingsConfig {
-    RankingsConfig {
-        passages_mean: args.passages_mean,
-        passages_stddev: args.passages_stddev,
-        passage_tokens_mean: args.passage_tokens_mean,
-        passage_tokens_stddev: args.passage_tokens_stddev,
-        query_tokens_mean: args.query_tokens_mean,
-        query_tokens_stddev: args.query_tokens_stddev,
-    }
 }
 
 fn outcome(summary: &Summary, slos_met: bool) -> Outcome {

@@ -1,0 +1,196 @@
+//! What a run sends: the synthetic workload, a user's dataset file or a public dataset,
+//! and the replay decisions that depend on the data (fixed schedule, offsets, counts).
+
+use std::time::Duration;
+
+use aiperf_core::config::PublicDataset;
+use aiperf_core::schedule::replay_window;
+use aiperf_core::{BenchmarkConfig, Conversation, DatasetSource, SamplingStrategy, Transport};
+use aiperf_datasets::{
+    fetch_sharegpt, load_custom_dataset, load_sharegpt, sharegpt_cache_path, CustomDatasetOptions,
+    DatasetFileError, RankingsConfig, SyntheticConfig, SyntheticDataset, SyntheticError, Tokenizer,
+};
+
+use crate::args::{ProfileArgs, RankingsArgs};
+
+/// A problem with what the user asked for that only shows once the data is read (a
+/// malformed dataset line, a replay window with nothing in it): exit status 2.
+#[derive(Debug)]
+pub struct UsageError(String);
+
+impl UsageError {
+    fn message(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+impl From<DatasetFileError> for UsageError {
+    fn from(error: DatasetFileError) -> Self {
+        Self(error.to_string())
+    }
+}
+
+impl From<SyntheticError> for UsageError {
+    fn from(error: SyntheticError) -> Self {
+        Self(format!("cannot build the synthetic dataset: {error}"))
+    }
+}
+
+/// How long the ShareGPT download may take before the run gives up (the Python AIPerf's
+/// timeout).
+const SHAREGPT_DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The conversations of a run and how they are drawn.
+#[derive(Debug)]
+pub struct Workload {
+    /// In dataset order (a fixed schedule indexes into it).
+    pub conversations: Vec<Conversation>,
+    /// How the engine draws them.
+    pub sampling: SamplingStrategy,
+}
+
+/// Loads the workload `config` describes and settles what depends on the data: a
+/// timestamped trace turns on the fixed schedule (unless `--no-fixed-schedule`), the
+/// replay window drops entries outside the offsets, and a replay without a stop condition
+/// sends every entry once. `config` is updated (and re-validated) accordingly.
+pub async fn load(
+    args: &ProfileArgs,
+    config: &mut BenchmarkConfig,
+    endpoint_name: &str,
+    tokenizer: &Tokenizer,
+    transport: &dyn Transport,
+) -> Result<Workload, UsageError> {
+    let input = &config.input;
+    let seed = input.random_seed.unwrap_or_default();
+    let (mut conversations, preferred, timestamped) = if let Some(path) = &input.input_file {
+        let options = CustomDatasetOptions {
+            dataset_type: input.custom_dataset_type,
+            block_size: input.isl_block_size,
+            num_conversations: config.load.num_sessions.map(|n| n as usize),
+            seed,
+        };
+        let loaded = load_custom_dataset(path, &options, tokenizer).map_err(UsageError::from)?;
+        (
+            loaded.conversations,
+            loaded.preferred_sampling,
+            loaded.timestamped,
+        )
+    } else if input.public_dataset == Some(PublicDataset::Sharegpt) {
+        let path = sharegpt_cache_path();
+        if !path.exists() {
+            eprintln!(
+                "Downloading ShareGPT to {} (once; up to {} s)…",
+                path.display(),
+                SHAREGPT_DOWNLOAD_TIMEOUT.as_secs()
+            );
+            fetch_sharegpt(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT)
+                .await
+                .map_err(UsageError::from)?;
+        }
+        let conversations =
+            load_sharegpt(&path, input.osl_mean.is_some(), tokenizer).map_err(UsageError::from)?;
+        (conversations, SamplingStrategy::Sequential, false)
+    } else {
+        let conversations = SyntheticDataset::new(
+            SyntheticConfig {
+                isl_mean: input.isl_mean,
+                isl_stddev: input.isl_stddev,
+                osl_mean: input.osl_mean,
+                osl_stddev: input.osl_stddev,
+                num_entries: input.num_dataset_entries,
+                seed: Some(seed),
+                model: None,
+                rankings: endpoint_name
+                    .ends_with("rankings")
+                    .then(|| rankings_config(&args.rankings)),
+            },
+            tokenizer.clone(),
+        )?
+        .load()
+        .map_err(|e| UsageError::message(format!("cannot build the synthetic dataset: {e}")))?;
+        (conversations, SamplingStrategy::Shuffle, false)
+    };
+
+    if timestamped && config.load.fixed_schedule.enabled.is_none() {
+        promote_to_fixed_schedule(args, config)?;
+    }
+    let load = &mut config.load;
+    if load.fixed_schedule.is_enabled() {
+        let fixed = &load.fixed_schedule;
+        conversations = replay_window(conversations, fixed.start_offset_ms, fixed.end_offset_ms);
+        if conversations.is_empty() {
+            return Err(UsageError::message(
+                "no trace entry lies within --fixed-schedule-start-offset and \
+                 --fixed-schedule-end-offset"
+                    .into(),
+            ));
+        }
+        if load.request_count.is_none() && load.benchmark_duration.is_none() {
+            load.request_count = Some(conversations.iter().map(|c| c.turns.len() as u64).sum());
+        }
+    }
+    if conversations.is_empty() {
+        return Err(UsageError::message(
+            "the dataset has no conversations".into(),
+        ));
+    }
+    if load.user_centric.is_some() && average_turns(&conversations) < 2.0 {
+        return Err(UsageError::message(
+            "--user-centric-rate needs multi-turn conversations (--session-turns-mean 2 or \
+             more); use --request-rate for single-turn workloads"
+                .into(),
+        ));
+    }
+    let sampling = if load.fixed_schedule.is_enabled() {
+        SamplingStrategy::Sequential
+    } else {
+        config.input.sampling_strategy.unwrap_or(preferred)
+    };
+    Ok(Workload {
+        conversations,
+        sampling,
+    })
+}
+
+/// A trace with timestamps replays them: the request count then defaults to the whole
+/// trace rather than 10, and options that contradict a replay are reported as for an
+/// explicit `--fixed-schedule`.
+fn promote_to_fixed_schedule(
+    args: &ProfileArgs,
+    config: &mut BenchmarkConfig,
+) -> Result<(), UsageError> {
+    eprintln!("The input trace has timestamps: replaying them (--no-fixed-schedule to not).");
+    config.load.fixed_schedule.enabled = Some(true);
+    if args.load.request_count.is_none() {
+        config.load.request_count = None;
+    }
+    *config = config
+        .clone()
+        .validate()
+        .map_err(|e| UsageError::message(e.to_string()))?;
+    Ok(())
+}
+
+fn rankings_config(args: &RankingsArgs) -> RankingsConfig {
+    RankingsConfig {
+        passages_mean: args.passages_mean,
+        passages_stddev: args.passages_stddev,
+        passage_tokens_mean: args.passage_tokens_mean,
+        passage_tokens_stddev: args.passage_tokens_stddev,
+        query_tokens_mean: args.query_tokens_mean,
+        query_tokens_stddev: args.query_tokens_stddev,
+    }
+}
+
+fn average_turns(conversations: &[Conversation]) -> f64 {
+    let turns: usize = conversations.iter().map(|c| c.turns.len()).sum();
+    turns as f64 / conversations.len().max(1) as f64
+}
