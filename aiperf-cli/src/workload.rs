@@ -7,8 +7,9 @@ use aiperf_core::config::PublicDataset;
 use aiperf_core::schedule::replay_window;
 use aiperf_core::{BenchmarkConfig, Conversation, DatasetSource, SamplingStrategy, Transport};
 use aiperf_datasets::{
-    fetch_sharegpt, load_custom_dataset, load_sharegpt, sharegpt_cache_path, CustomDatasetOptions,
-    DatasetFileError, RankingsConfig, SyntheticConfig, SyntheticDataset, SyntheticError, Tokenizer,
+    derive_rng, fetch_sharegpt, load_custom_dataset, load_sharegpt, sharegpt_cache_path,
+    CustomDatasetOptions, DatasetFileError, LengthDistribution, RankingsConfig, SyntheticConfig,
+    SyntheticDataset, SyntheticError, Tokenizer,
 };
 
 use crate::args::{ProfileArgs, RankingsArgs};
@@ -70,54 +71,60 @@ pub async fn load(
 ) -> Result<Workload, UsageError> {
     let input = &config.input;
     let seed = input.random_seed.unwrap_or_default();
-    let (mut conversations, preferred, timestamped) = if let Some(path) = &input.input_file {
-        let options = CustomDatasetOptions {
-            dataset_type: input.custom_dataset_type,
-            block_size: input.isl_block_size,
-            num_conversations: config.load.num_sessions.map(|n| n as usize),
-            seed,
+    let (mut conversations, preferred, timestamped) =
+        if input.public_dataset == Some(PublicDataset::Sharegpt) {
+            // --input-file names a local copy; otherwise the cache, downloaded once.
+            let path = match &input.input_file {
+                Some(path) => path.clone(),
+                None => {
+                    let path = sharegpt_cache_path();
+                    if !path.exists() {
+                        eprintln!(
+                            "Downloading ShareGPT to {} (once; up to {} s)…",
+                            path.display(),
+                            SHAREGPT_DOWNLOAD_TIMEOUT.as_secs()
+                        );
+                        fetch_sharegpt(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT).await?;
+                    }
+                    path
+                }
+            };
+            let conversations = load_sharegpt(&path, input.osl_mean.is_some(), tokenizer)?;
+            (conversations, SamplingStrategy::Sequential, false)
+        } else if let Some(path) = &input.input_file {
+            let options = CustomDatasetOptions {
+                dataset_type: input.custom_dataset_type,
+                block_size: input.isl_block_size,
+                num_conversations: config.load.num_sessions.map(|n| n as usize),
+                seed,
+            };
+            let mut loaded = load_custom_dataset(path, &options, tokenizer)?;
+            fill_output_lengths(&mut loaded.conversations, config, seed)?;
+            (
+                loaded.conversations,
+                loaded.preferred_sampling,
+                loaded.timestamped,
+            )
+        } else {
+            let conversations = SyntheticDataset::new(
+                SyntheticConfig {
+                    isl_mean: input.isl_mean,
+                    isl_stddev: input.isl_stddev,
+                    osl_mean: input.osl_mean,
+                    osl_stddev: input.osl_stddev,
+                    num_entries: input.num_dataset_entries,
+                    seed: Some(seed),
+                    model: None,
+                    rankings: endpoint_name
+                        .ends_with("rankings")
+                        .then(|| rankings_config(&args.rankings)),
+                },
+                tokenizer.clone(),
+            )?
+            .load()
+            .map_err(|e| UsageError::message(format!("cannot build the synthetic dataset: {e}")))?;
+            (conversations, SamplingStrategy::Shuffle, false)
         };
-        let loaded = load_custom_dataset(path, &options, tokenizer).map_err(UsageError::from)?;
-        (
-            loaded.conversations,
-            loaded.preferred_sampling,
-            loaded.timestamped,
-        )
-    } else if input.public_dataset == Some(PublicDataset::Sharegpt) {
-        let path = sharegpt_cache_path();
-        if !path.exists() {
-            eprintln!(
-                "Downloading ShareGPT to {} (once; up to {} s)…",
-                path.display(),
-                SHAREGPT_DOWNLOAD_TIMEOUT.as_secs()
-            );
-            fetch_sharegpt(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT)
-                .await
-                .map_err(UsageError::from)?;
-        }
-        let conversations =
-            load_sharegpt(&path, input.osl_mean.is_some(), tokenizer).map_err(UsageError::from)?;
-        (conversations, SamplingStrategy::Sequential, false)
-    } else {
-        let conversations = SyntheticDataset::new(
-            SyntheticConfig {
-                isl_mean: input.isl_mean,
-                isl_stddev: input.isl_stddev,
-                osl_mean: input.osl_mean,
-                osl_stddev: input.osl_stddev,
-                num_entries: input.num_dataset_entries,
-                seed: Some(seed),
-                model: None,
-                rankings: endpoint_name
-                    .ends_with("rankings")
-                    .then(|| rankings_config(&args.rankings)),
-            },
-            tokenizer.clone(),
-        )?
-        .load()
-        .map_err(|e| UsageError::message(format!("cannot build the synthetic dataset: {e}")))?;
-        (conversations, SamplingStrategy::Shuffle, false)
-    };
 
     if timestamped && config.load.fixed_schedule.enabled.is_none() {
         promote_to_fixed_schedule(args, config)?;
@@ -176,6 +183,27 @@ fn promote_to_fixed_schedule(
         .clone()
         .validate()
         .map_err(|e| UsageError::message(e.to_string()))?;
+    Ok(())
+}
+
+/// `--osl` for the turns of a dataset file that give no output length of their own (a
+/// line's `output_length` wins), drawn as for synthetic prompts.
+fn fill_output_lengths(
+    conversations: &mut [Conversation],
+    config: &BenchmarkConfig,
+    seed: u64,
+) -> Result<(), UsageError> {
+    let Some(mean) = config.input.osl_mean else {
+        return Ok(());
+    };
+    let lengths =
+        LengthDistribution::new(f64::from(mean), config.input.osl_stddev, "output tokens")?;
+    let mut rng = derive_rng(seed, "composer.turn.max_tokens");
+    for turn in conversations.iter_mut().flat_map(|c| c.turns.iter_mut()) {
+        if turn.max_tokens.is_none() && turn.raw_payload.is_none() {
+            turn.max_tokens = Some(lengths.sample(&mut rng));
+        }
+    }
     Ok(())
 }
 
