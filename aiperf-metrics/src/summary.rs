@@ -788,6 +788,47 @@ mod tests {
     }
 
     #[test]
+    fn token_count_discrepancies_and_osl_mismatches_end_the_console_with_warnings() {
+        let mut s = sink(vec![]);
+        // The client counts 4 input and 3 output words; the server says 4 and 3.
+        let agreeing = resp(
+            300 * MS,
+            "",
+            "",
+            Some(r#"{"prompt_tokens":4,"completion_tokens":3}"#),
+        );
+        // Here the server says 9 output tokens: 200 % off.
+        let disagreeing = resp(
+            300 * MS,
+            "",
+            "",
+            Some(r#"{"prompt_tokens":4,"completion_tokens":9}"#),
+        );
+        for usage in [agreeing.clone(), disagreeing, agreeing] {
+            let mut r = streamed(0, 100, 50, 3);
+            r.responses.push(usage);
+            // Asked for 3 tokens, got 3 — except the last record, which asked for 20.
+            r.requested_max_tokens = Some(3);
+            s.process(&r).unwrap();
+        }
+        let mut short = streamed(0, 100, 50, 3);
+        short.requested_max_tokens = Some(20);
+        s.process(&short).unwrap();
+        let summary = s.summarize(&run((0, 1000))).unwrap();
+        assert_eq!(summary.metric("usage_discrepancy_count").unwrap().avg, 1.0);
+        assert_eq!(summary.metric("osl_mismatch_count").unwrap().avg, 1.0);
+        let console = crate::export::console::render_console(&summary);
+        assert!(console.contains(
+            "Token Count Discrepancy Warning: 1 requests differ by more than 10% between \
+             client and server token counts"
+        ));
+        assert!(console.contains(
+            "OSL Mismatch Warning: 1 requests produced an output length far from the \
+             requested max tokens"
+        ));
+    }
+
+    #[test]
     fn aggregates_and_throughputs() {
         let mut s = sink(vec![]);
         s.process(&streamed(0, 100, 50, 3)).unwrap(); // latency 200, OSL 3, ISL 4
