@@ -7,6 +7,8 @@
 mod analyze_trace;
 mod args;
 mod assemble;
+#[cfg(test)]
+mod cli_docs;
 mod kv;
 mod profile;
 mod readiness;
@@ -31,6 +33,11 @@ fn main() -> ExitCode {
     let cli_command = redact_command_line(&argv);
     let cli = Cli::parse_from(argv);
     match cli.command {
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "aiperf", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
         Command::AnalyzeTrace(args) => match analyze_trace::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

@@ -50,3 +50,27 @@ fn an_unknown_flag_is_a_usage_error() {
     let output = aiperf(&["profile", "-m", "m", "--no-such-flag"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+#[test]
+fn version_and_shell_completions() {
+    let output = aiperf(&["--version"]);
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!("aiperf {}", env!("CARGO_PKG_VERSION"))
+    );
+    for (shell, marker) in [
+        ("bash", "_aiperf()"),
+        ("zsh", "#compdef aiperf"),
+        ("fish", "complete -c aiperf"),
+    ] {
+        let output = aiperf(&["completions", shell]);
+        assert!(output.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&output.stdout);
+        assert!(script.contains(marker), "{shell}: {script:.200}");
+        assert!(
+            script.contains("--request-rate"),
+            "{shell} completes profile's flags"
+        );
+    }
+}

@@ -26,6 +26,12 @@ pub enum Command {
     Profile(Box<ProfileArgs>),
     /// Analyze a mooncake trace for ISL/OSL distributions and prefix-cache hit rates.
     AnalyzeTrace(AnalyzeTraceArgs),
+    /// Print a shell completion script, e.g. `aiperf completions bash > /etc/bash_completion.d/aiperf`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `aiperf profile`.
@@ -68,7 +74,8 @@ pub struct EndpointArgs {
     #[arg(long)]
     pub streaming: bool,
 
-    /// API key, sent as `Authorization: Bearer <key>`. Never written to artifacts or logs.
+    /// API key, sent as the endpoint expects it (`Authorization: Bearer <key>`, or
+    /// `x-api-key` for messages). Never written to artifacts or logs.
     #[arg(long = "api-key", env = "AIPERF_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
 
