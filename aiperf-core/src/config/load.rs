@@ -271,13 +271,13 @@ impl LoadConfig {
         }
         if let (Some(start), Some(end)) = (fixed.start_offset_ms, fixed.end_offset_ms) {
             if end < start {
-                return Err(ConfigError::Invalid(
+                return Err(ConfigError::Rule(
                     "--fixed-schedule-end-offset must not be less than --fixed-schedule-start-offset",
                 ));
             }
         }
         if self.request_rate.is_some() {
-            return Err(ConfigError::Invalid(
+            return Err(ConfigError::Rule(
                 "--request-rate cannot be combined with a fixed schedule (a trace with timestamps \
                  replays them); pass --no-fixed-schedule to send the trace at a rate instead",
             ));
@@ -349,7 +349,7 @@ impl LoadConfig {
             at_least_one("--prefill-concurrency", prefill as u64)?;
             if let Some(concurrency) = self.concurrency {
                 if prefill > concurrency {
-                    return Err(ConfigError::Invalid(
+                    return Err(ConfigError::Rule(
                         "--prefill-concurrency must not exceed --concurrency",
                     ));
                 }

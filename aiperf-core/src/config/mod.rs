@@ -146,7 +146,7 @@ pub enum ConfigError {
     },
     /// A rule that needs a sentence of its own.
     #[error("{0}")]
-    Invalid(&'static str),
+    Rule(&'static str),
 }
 
 impl BenchmarkConfig {
