@@ -279,3 +279,125 @@ fn secs_or_forever(value: f64) -> Duration {
         Duration::MAX
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::UserCentricConfig;
+    use crate::conversation::Turn;
+    use crate::schedule::Arrival;
+
+    fn config() -> BenchmarkConfig {
+        let mut config = BenchmarkConfig::default();
+        config.endpoint.models = vec!["m".into()];
+        config.input.random_seed = Some(1);
+        config
+    }
+
+    fn trace(stamps: &[&[f64]]) -> Vec<Conversation> {
+        stamps
+            .iter()
+            .map(|turns| Conversation {
+                turns: turns
+                    .iter()
+                    .map(|ts| Turn {
+                        timestamp_ms: Some(*ts),
+                        ..Turn::text("x")
+                    })
+                    .collect(),
+                ..Conversation::default()
+            })
+            .collect()
+    }
+
+    fn arrivals(plan: &mut PhasePlan) -> Vec<(u128, Option<usize>)> {
+        std::iter::from_fn(|| match plan.scheduler.next_arrival() {
+            Arrival::Planned(p) => Some((p.at.as_millis(), p.conversation)),
+            _ => None,
+        })
+        .collect()
+    }
+
+    #[test]
+    fn warmup_falls_back_to_the_profiling_load_and_waits_for_its_requests() {
+        let mut c = config();
+        c.load.concurrency = Some(8);
+        c.load.warmup.duration = Some(2.0);
+        c.load.warmup.num_sessions = None;
+        let c = c.validate().unwrap();
+        let plans = PhasePlan::from_config(&c).unwrap();
+        assert_eq!(plans.len(), 2);
+        let warmup = &plans[0];
+        assert_eq!(warmup.phase, Phase::Warmup);
+        assert_eq!(
+            warmup.concurrency,
+            Some(8),
+            "--concurrency when no warmup value"
+        );
+        assert_eq!(warmup.duration, Some(Duration::from_secs(2)));
+        assert_eq!(
+            warmup.grace_period,
+            Duration::MAX,
+            "warmup grace is unbounded"
+        );
+        assert_eq!(warmup.cancellation, None);
+
+        let mut c = config();
+        c.load.concurrency = Some(8);
+        c.load.warmup.num_sessions = Some(3);
+        c.load.warmup.concurrency = Some(2);
+        c.load.request_cancellation_rate = Some(10.0);
+        let plans = PhasePlan::from_config(&c.validate().unwrap()).unwrap();
+        assert_eq!(plans[0].session_count, Some(3));
+        assert_eq!(plans[0].concurrency, Some(2));
+        assert_eq!(plans[0].cancellation, None, "never in warmup");
+        assert_eq!(plans[1].cancellation.map(|c| c.probability), Some(0.1));
+    }
+
+    #[test]
+    fn a_replay_starts_at_time_zero_and_sends_every_turn_by_default() {
+        let conversations = trace(&[&[1_500.0], &[1_000.0, 1_300.0], &[1_200.0]]);
+        let mut c = config();
+        c.load.fixed_schedule.enabled = Some(true);
+        c.load.fixed_schedule.auto_offset = true;
+        c.input.input_file = Some("t.jsonl".into());
+        let c = c.validate().unwrap();
+        let mut plans = PhasePlan::for_dataset(&c, &conversations).unwrap();
+        let plan = &mut plans[0];
+        assert_eq!(plan.request_count, Some(4), "every turn of the trace");
+        assert_eq!(plan.replay_zero_ms, Some(1_000.0));
+        assert_eq!(
+            arrivals(plan),
+            [(0, Some(1)), (200, Some(2)), (500, Some(0))]
+        );
+
+        // Without auto-offset, time zero is 0 ms (or the start offset).
+        let mut c = config();
+        c.load.fixed_schedule.enabled = Some(true);
+        c.load.fixed_schedule.start_offset_ms = Some(1_100);
+        c.input.input_file = Some("t.jsonl".into());
+        let mut plans = PhasePlan::for_dataset(&c.validate().unwrap(), &conversations).unwrap();
+        assert_eq!(plans[0].replay_zero_ms, Some(1_100.0));
+        assert_eq!(
+            arrivals(&mut plans[0])[0],
+            (0, Some(1)),
+            "earlier entries clamp to 0"
+        );
+    }
+
+    #[test]
+    fn simulated_users_pace_turns_by_users_over_rate() {
+        let mut c = config();
+        c.load.user_centric = Some(UserCentricConfig {
+            rate: 4.0,
+            num_users: 8,
+        });
+        c.load.num_users = Some(8);
+        c.load.benchmark_duration = Some(10.0);
+        let c = c.validate().unwrap();
+        let conversations = trace(&[&[0.0, 0.0, 0.0]]);
+        let plans = PhasePlan::for_dataset(&c, &conversations).unwrap();
+        assert_eq!(plans[0].turn_gap, Some(Duration::from_secs(2)));
+        assert_eq!(plans[0].concurrency, None);
+    }
+}

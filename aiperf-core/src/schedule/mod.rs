@@ -229,6 +229,35 @@ mod tests {
     }
 
     #[test]
+    fn a_ramp_rises_in_tenth_of_a_second_steps_to_the_rate() {
+        // 100 req/s over 1 s: starts at 100 × 0.1 / 1 = 10 req/s.
+        let mut s = RateScheduler::new(100.0, ArrivalPattern::Constant, None, 0)
+            .unwrap()
+            .with_ramp(Duration::from_secs(1));
+        let at = offsets(&mut s, 400);
+        let gaps: Vec<f64> = std::iter::once(at[0].as_secs_f64())
+            .chain(at.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()))
+            .collect();
+        assert!(
+            (gaps[0] - 0.1).abs() < 1e-8,
+            "first gap at 10 req/s: {}",
+            gaps[0]
+        );
+        // At 0.1 s the rate is 10 + 90 × 0.1 = 19 req/s.
+        assert!((gaps[1] - 1.0 / 19.0).abs() < 1e-8, "{}", gaps[1]);
+        // The rate never falls and reaches 100 req/s after the ramp.
+        // (Offsets are whole nanoseconds, hence the tolerance.)
+        assert!(gaps.windows(2).all(|w| w[1] <= w[0] + 1e-8));
+        let after: Vec<&f64> = at
+            .iter()
+            .zip(&gaps)
+            .filter(|(t, _)| t.as_secs_f64() > 1.05)
+            .map(|(_, g)| g)
+            .collect();
+        assert!(!after.is_empty() && after.iter().all(|g| (**g - 0.01).abs() < 1e-8));
+    }
+
+    #[test]
     fn zero_rate_is_rejected() {
         assert!(RateScheduler::new(0.0, ArrivalPattern::Poisson, None, 0).is_err());
     }
