@@ -47,6 +47,11 @@ pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
     endpoint.use_legacy_max_tokens = args.endpoint.use_legacy_max_tokens;
     endpoint.use_server_token_count = args.endpoint.use_server_token_count;
     Readiness::from_args(&args.endpoint)?;
+    if let Some(width) = args.output.slice_duration {
+        if !(width.is_finite() && width > 0.0) {
+            anyhow::bail!("--slice-duration must be greater than 0 seconds, got {width}");
+        }
+    }
 
     args.input.apply(&mut config.input)?;
 

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use aiperf_core::config::ExportLevel;
 use aiperf_core::{
@@ -124,6 +125,9 @@ pub async fn profile(
 
     let mut sink = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer))?
         .with_cli_command(cli_command);
+    if let Some(width) = args.output.slice_duration {
+        sink = sink.with_time_slices(Duration::from_secs_f64(width));
+    }
     if config.output.export_level != ExportLevel::Summary {
         sink = sink
             .export_records_to(&paths.jsonl)?

@@ -1,6 +1,6 @@
 //! The [`RecordSink`] trait: where finished requests go.
 
-use crate::record::RequestRecord;
+use crate::record::{Phase, RequestRecord};
 use crate::RunInfo;
 
 /// An error from a sink (a full disk, a closed file).
@@ -15,6 +15,13 @@ pub trait RecordSink: Send + 'static {
 
     /// Takes one record.
     fn on_record(&mut self, record: RequestRecord) -> Result<(), SinkError>;
+
+    /// A phase began at `start_ns` (perf ns of the run's clock), before any of its
+    /// records arrive. The default ignores it.
+    fn on_phase_start(&mut self, phase: Phase, start_ns: u64) -> Result<(), SinkError> {
+        let _ = (phase, start_ns);
+        Ok(())
+    }
 
     /// Called once after the last record.
     fn finish(self, run: &RunInfo) -> Result<Self::Output, SinkError>;

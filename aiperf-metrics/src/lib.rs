@@ -63,7 +63,9 @@ pub use record_metrics::{
     compute_record_metrics, count_tokens, MetricValue, RecordMetrics, TokenCounts,
 };
 pub use stats::{Distribution, Stats};
-pub use summary::{validate_goodput, ErrorCount, MetricResult, MetricsSink, ScheduleLag, Summary};
+pub use summary::{
+    validate_goodput, ErrorCount, MetricResult, MetricsSink, ScheduleLag, Summary, TimeSlice,
+};
 
 /// What can go wrong while computing or exporting metrics.
 #[derive(Debug, thiserror::Error)]

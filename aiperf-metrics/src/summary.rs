@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use aiperf_core::sink::SinkError;
 use aiperf_core::{
-    BenchmarkConfig, Clock, EndpointInfo, ErrorDetails, Phase, RecordSink, RequestRecord, RunInfo,
-    TokenCounter,
+    BenchmarkConfig, Clock, EndpointInfo, ErrorDetails, Phase, PhaseStats, RecordSink,
+    RequestRecord, RunInfo, TokenCounter,
 };
 
 use crate::catalogue::{
@@ -16,7 +16,9 @@ use crate::catalogue::{
 };
 use crate::export::jsonl::JsonlWriter;
 use crate::memo::MemoizedCounter;
-use crate::record_metrics::{compute_record_metrics, count_tokens, usage_fields, MetricValue};
+use crate::record_metrics::{
+    compute_record_metrics, count_tokens, usage_fields, MetricValue, RecordMetrics, TokenCounts,
+};
 use crate::stats::{Distribution, Stats, WeightedStats};
 use crate::timeline::Timeline;
 use crate::MetricsError;
@@ -197,6 +199,19 @@ pub struct Summary {
     pub config: BenchmarkConfig,
     /// The command line, echoed in `run_info.cli_command` when set.
     pub cli_command: Option<String>,
+    /// With `--slice-duration`: the profiling phase summarised slice by slice.
+    pub timeslices: Vec<TimeSlice>,
+}
+
+/// One slice of the profiling phase, summarised on its own.
+#[derive(Debug, Clone)]
+pub struct TimeSlice {
+    /// Unix ns of the slice start (the profiling start plus whole slices).
+    pub start_ns: u64,
+    /// Unix ns of the slice end (the phase end for the last one).
+    pub end_ns: u64,
+    /// The metrics of the requests that started in the slice; throughputs over the slice.
+    pub summary: Summary,
 }
 
 impl Summary {
@@ -214,6 +229,7 @@ impl Summary {
             context,
             config,
             cli_command: None,
+            timeslices: Vec::new(),
         }
     }
 
@@ -337,6 +353,51 @@ pub struct MetricsSink {
     clock: Option<Clock>,
     cli_command: Option<String>,
     phase_index: u32,
+    slices: Option<Box<Slices>>,
+}
+
+/// `--slice-duration`: a sink per slice of the profiling phase, by slice index.
+struct Slices {
+    width_ns: u64,
+    /// Perf ns of the profiling phase start (slice 0 starts there).
+    origin_ns: Option<u64>,
+    sinks: std::collections::BTreeMap<u64, MetricsSink>,
+}
+
+impl Slices {
+    /// Each non-empty slice summarised over its own window; throughputs divide by the
+    /// slice's length (the last slice ends with the phase).
+    fn summarize(self, clock: Clock, phase_end: u64) -> Result<Vec<TimeSlice>, MetricsError> {
+        let origin = self.origin_ns.unwrap_or(0);
+        let mut out = Vec::with_capacity(self.sinks.len());
+        for (index, sink) in self.sinks {
+            let start = origin.saturating_add(index.saturating_mul(self.width_ns));
+            let end = start
+                .saturating_add(self.width_ns)
+                .min(phase_end)
+                .max(start + 1);
+            let run = RunInfo {
+                clock: Some(clock),
+                phases: vec![PhaseStats {
+                    phase: Phase::Profiling,
+                    start_ns: start,
+                    sending_end_ns: end,
+                    end_ns: end,
+                    sent: 0,
+                    completed: 0,
+                    cancelled: 0,
+                    grace_expired: false,
+                }],
+                was_cancelled: false,
+            };
+            out.push(TimeSlice {
+                start_ns: clock.wall_of_perf(start),
+                end_ns: clock.wall_of_perf(end),
+                summary: sink.summarize(&run)?,
+            });
+        }
+        Ok(out)
+    }
 }
 
 impl std::fmt::Debug for MetricsSink {
@@ -422,7 +483,48 @@ impl MetricsSink {
             clock: None,
             cli_command: None,
             phase_index: u32::from(config.load.warmup.is_enabled()),
+            slices: None,
         })
+    }
+
+    /// Also summarises each `width` of the profiling phase on its own (`--slice-duration`):
+    /// [`Summary::timeslices`].
+    pub fn with_time_slices(mut self, width: std::time::Duration) -> Self {
+        let width_ns = u64::try_from(width.as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.slices = Some(Box::new(Slices {
+            width_ns,
+            origin_ns: None,
+            sinks: std::collections::BTreeMap::new(),
+        }));
+        self
+    }
+
+    /// Records where the profiling phase starts (slice 0 of the time slices).
+    pub fn phase_started(&mut self, phase: Phase, start_ns: u64) {
+        if let (Phase::Profiling, Some(slices)) = (phase, &mut self.slices) {
+            slices.origin_ns = Some(start_ns);
+        }
+    }
+
+    /// An empty sink for one time slice: the same configuration, no files.
+    fn slice_sink(&self) -> MetricsSink {
+        MetricsSink {
+            ctx: self.ctx,
+            config: self.config.clone(),
+            counter: Arc::clone(&self.counter),
+            slos: self.slos.clone(),
+            dists: vec![None; CATALOGUE.len()],
+            totals: Totals::default(),
+            errors: HashMap::new(),
+            lag: Distribution::new(),
+            late: 0,
+            timeline: Timeline::new(),
+            writer: None,
+            clock: None,
+            cli_command: None,
+            phase_index: self.phase_index,
+            slices: None,
+        }
     }
 
     /// Streams one JSON line per profiling record to `path` (created or truncated) as
@@ -459,14 +561,34 @@ impl MetricsSink {
         if record.credit.phase == Phase::Warmup {
             return Ok(());
         }
+        let tokens = count_tokens(record, Some(self.counter.as_ref()), &self.ctx);
+        let metrics = compute_record_metrics(record, &tokens, &self.ctx);
+        if let Some(mut slices) = self.slices.take() {
+            let origin = *slices.origin_ns.get_or_insert(record.start_ns);
+            let index = record.start_ns.saturating_sub(origin) / slices.width_ns;
+            slices
+                .sinks
+                .entry(index)
+                .or_insert_with(|| self.slice_sink())
+                .absorb(record, &tokens, &metrics)?;
+            self.slices = Some(slices);
+        }
+        self.absorb(record, &tokens, &metrics)
+    }
+
+    /// Adds one profiling record's computed metrics to the totals and distributions.
+    fn absorb(
+        &mut self,
+        record: &RequestRecord,
+        tokens: &TokenCounts,
+        metrics: &RecordMetrics,
+    ) -> Result<(), MetricsError> {
         self.clock.get_or_insert(record.clock);
         let lag = record.start_ns.saturating_sub(record.scheduled_ns);
         self.lag.push(lag as f64 / 1e6);
         if lag > LATE_THRESHOLD_NS {
             self.late += 1;
         }
-        let tokens = count_tokens(record, Some(self.counter.as_ref()), &self.ctx);
-        let metrics = compute_record_metrics(record, &tokens, &self.ctx);
         if metrics.valid {
             self.totals.valid += 1;
             let t = &mut self.totals;
@@ -537,7 +659,7 @@ impl MetricsSink {
             let next = self.errors.len();
             self.errors.entry(error).or_insert((0, next)).0 += 1;
         }
-        for (def, value) in &metrics.values {
+        for (def, value) in metrics.values.iter() {
             let Some(index) = index_of(def.tag) else {
                 continue;
             };
@@ -552,7 +674,7 @@ impl MetricsSink {
             }
         }
         if let Some(writer) = &mut self.writer {
-            writer.write_record(record, &metrics, self.phase_index)?;
+            writer.write_record(record, metrics, self.phase_index)?;
         }
         Ok(())
     }
@@ -562,6 +684,7 @@ impl MetricsSink {
         if let Some(writer) = self.writer.take() {
             writer.finish()?;
         }
+        let slices = self.slices.take();
         let ctx = self.ctx;
         let t = &self.totals;
         let mut results: Vec<(usize, MetricResult)> = Vec::new();
@@ -697,6 +820,10 @@ impl MetricsSink {
         summary.start_time_ns = window.and_then(|w| wall(w.0));
         summary.end_time_ns = window.and_then(|w| wall(w.1));
         summary.cli_command = self.cli_command;
+        if let (Some(slices), Some(clock)) = (slices, clock) {
+            let phase_end = window.map_or(u64::MAX, |w| w.1);
+            summary.timeslices = slices.summarize(clock, phase_end)?;
+        }
         Ok(summary)
     }
 }
@@ -706,6 +833,11 @@ impl RecordSink for MetricsSink {
 
     fn on_record(&mut self, record: RequestRecord) -> Result<(), SinkError> {
         self.process(&record).map_err(|e| Box::new(e) as SinkError)
+    }
+
+    fn on_phase_start(&mut self, phase: Phase, start_ns: u64) -> Result<(), SinkError> {
+        self.phase_started(phase, start_ns);
+        Ok(())
     }
 
     fn finish(self, run: &RunInfo) -> Result<Summary, SinkError> {

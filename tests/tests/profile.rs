@@ -447,3 +447,43 @@ async fn several_urls_share_the_conversations_round_robin() {
     let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
     assert_eq!(stat(&summary, "request_count", "avg"), 12.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_slices_split_the_profiling_phase_from_its_start() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Arrivals every 50 ms from 50 ms to 2000 ms; slices of 500 ms from the phase start.
+    let mut argv = args(&format!(
+        "-m mock-model --url {} --request-rate 20 --arrival-pattern constant \
+         --request-count 40 --isl 8 --osl 2 --slice-duration 0.5",
+        server.url()
+    ));
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let doc = read_json(&dir.path().join("profile_export_aiperf_timeslices.json"));
+    let slices = doc["timeslices"].as_array().unwrap();
+    let counts: Vec<f64> = slices
+        .iter()
+        .map(|s| s["request_count"]["avg"].as_f64().unwrap())
+        .collect();
+    assert_eq!(counts, [9.0, 10.0, 10.0, 10.0, 1.0]);
+    for pair in slices.windows(2) {
+        assert_eq!(
+            pair[0]["end_ns"], pair[1]["start_ns"],
+            "slices are contiguous"
+        );
+    }
+    let width =
+        |s: &serde_json::Value| s["end_ns"].as_u64().unwrap() - s["start_ns"].as_u64().unwrap();
+    assert_eq!(width(&slices[1]), 500_000_000);
+    assert_eq!(slices[1]["request_throughput"]["avg"], 20.0);
+    assert!(doc.get("input_config").is_some());
+    let csv =
+        std::fs::read_to_string(dir.path().join("profile_export_aiperf_timeslices.csv")).unwrap();
+    assert!(csv.starts_with("Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value\r\n"));
+    assert!(
+        csv.contains(",Request Count,requests,avg,10.00\r\n"),
+        "{csv:.400}"
+    );
+}

@@ -170,6 +170,11 @@ pub struct OutputArgs {
     )]
     pub export_level: ExportLevelArg,
 
+    /// Also summarise every this-many seconds of the profiling phase on its own
+    /// (profile_export_aiperf_timeslices.json and .csv).
+    #[arg(long = "slice-duration")]
+    pub slice_duration: Option<f64>,
+
     /// Add each request's connection-level stamps (`trace_data`) to profile_export.jsonl.
     #[arg(long = "export-http-trace")]
     pub export_http_trace: bool,

@@ -290,6 +290,17 @@ struct Finished {
     outcome: Outcome,
 }
 
+/// What the processing thread receives, in order.
+// Nearly every message is a `Finished`; boxing it to shrink the rare phase marker would
+// cost an allocation per request.
+#[allow(clippy::large_enum_variant)]
+enum ToProcessor {
+    /// A phase began at this instant (before any of its requests).
+    PhaseStarted(Phase, Instant),
+    /// A request finished.
+    Finished(Finished),
+}
+
 enum Outcome {
     Exchanged(RawExchange),
     NotSent { at: Instant, error: ErrorDetails },
@@ -299,7 +310,7 @@ impl<S: RecordSink> Benchmark<S> {
     /// Runs every phase and returns what the sink made of the records.
     pub async fn run(self) -> Result<S::Output, EngineError> {
         let clock = Clock::start();
-        let (tx, rx) = mpsc::channel::<Finished>(PROCESSING_BACKLOG);
+        let (tx, rx) = mpsc::channel::<ToProcessor>(PROCESSING_BACKLOG);
         let processor = spawn_processor(
             rx,
             self.sink,
@@ -340,7 +351,7 @@ impl<S: RecordSink> Benchmark<S> {
 /// Parses exchanges into records and feeds the sink, on its own thread so that parsing
 /// and token counting never compete with the async runtime that sends requests.
 fn spawn_processor<S: RecordSink>(
-    mut rx: mpsc::Receiver<Finished>,
+    mut rx: mpsc::Receiver<ToProcessor>,
     mut sink: S,
     endpoint: Arc<dyn Endpoint>,
     clock: Clock,
@@ -348,16 +359,24 @@ fn spawn_processor<S: RecordSink>(
 ) -> std::thread::JoinHandle<Result<S, SinkError>> {
     std::thread::spawn(move || {
         let mut failure = None;
-        while let Some(finished) = rx.blocking_recv() {
+        while let Some(message) = rx.blocking_recv() {
             if failure.is_some() {
                 continue; // drain so senders never block; the first error is reported
             }
-            let record = to_record(finished, endpoint.as_ref(), clock);
-            if !record.is_valid() {
-                progress.errors.fetch_add(1, Ordering::Relaxed);
-            }
-            progress.completed.fetch_add(1, Ordering::Relaxed);
-            if let Err(error) = sink.on_record(record) {
+            let delivered = match message {
+                ToProcessor::PhaseStarted(phase, at) => {
+                    sink.on_phase_start(phase, clock.perf_ns(at))
+                }
+                ToProcessor::Finished(finished) => {
+                    let record = to_record(finished, endpoint.as_ref(), clock);
+                    if !record.is_valid() {
+                        progress.errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    progress.completed.fetch_add(1, Ordering::Relaxed);
+                    sink.on_record(record)
+                }
+            };
+            if let Err(error) = delivered {
                 failure = Some(error);
             }
         }

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::plan::{Cancellation, PhasePlan};
 use super::session::SessionStart;
-use super::{Finished, Progress, Shared};
+use super::{Progress, Shared, ToProcessor};
 use crate::clock::Clock;
 use crate::conversation::Conversation;
 use crate::dataset::ConversationSampler;
@@ -25,7 +25,7 @@ use crate::PhaseStats;
 pub(super) struct PhaseRunner {
     pub(super) shared: Arc<Shared>,
     pub(super) sampler: Arc<Mutex<ConversationSampler>>,
-    pub(super) results: mpsc::Sender<Finished>,
+    pub(super) results: mpsc::Sender<ToProcessor>,
     pub(super) cancel: CancellationToken,
     pub(super) progress: Arc<Progress>,
     pub(super) clock: Clock,
@@ -112,6 +112,11 @@ impl PhaseRunner {
         } = plan;
         self.progress.reset(phase);
         let start = Instant::now();
+        // The processor only goes away after every phase ended.
+        let _ = self
+            .results
+            .send(ToProcessor::PhaseStarted(phase, start))
+            .await;
         let (slots, slot_ramp) = limited_slots(concurrency, concurrency_ramp, start);
         let (prefill, prefill_ramp_task) = match prefill_concurrency {
             Some(limit) => {

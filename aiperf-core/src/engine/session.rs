@@ -9,7 +9,7 @@ use bytes::Bytes;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use super::phase::{PhaseRunner, PhaseState};
-use super::{random_uuid, Finished, Outcome};
+use super::{random_uuid, Finished, Outcome, ToProcessor};
 use crate::conversation::{ContextMode, Conversation, Turn};
 use crate::endpoint::{build_request, RequestInput};
 use crate::record::{Credit, ErrorDetails};
@@ -169,7 +169,7 @@ impl PhaseRunner {
                         },
                     },
                 };
-                let _ = self.results.send(finished).await;
+                let _ = self.results.send(ToProcessor::Finished(finished)).await;
                 return None;
             }
         };
@@ -226,13 +226,13 @@ impl PhaseRunner {
         // run is shutting down and the record has nowhere to go.
         let _ = self
             .results
-            .send(Finished {
+            .send(ToProcessor::Finished(Finished {
                 credit,
                 model,
                 payload: built.body,
                 input_text,
                 outcome: Outcome::Exchanged(exchange),
-            })
+            }))
             .await;
         reply
     }

@@ -26,7 +26,7 @@ fn finite(v: f64) -> Option<f64> {
 }
 
 #[derive(Serialize)]
-struct MetricJson<'a> {
+pub(crate) struct MetricJson<'a> {
     unit: &'a str,
     avg: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -205,7 +205,7 @@ struct ArtifactsEcho {
 }
 
 #[derive(Serialize)]
-struct InputConfigEcho<'a> {
+pub(crate) struct InputConfigEcho<'a> {
     models: Models<'a>,
     endpoint: EndpointEcho<'a>,
     datasets: Vec<DatasetEcho>,
@@ -216,7 +216,7 @@ struct InputConfigEcho<'a> {
     slos: std::collections::BTreeMap<&'a str, f64>,
 }
 
-fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
+pub(crate) fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
     let c = &summary.config;
     let load = &c.load;
     let kind_of_load = if load.fixed_schedule.is_enabled() {

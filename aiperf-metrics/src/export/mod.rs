@@ -5,6 +5,7 @@ pub mod console;
 pub mod csv;
 pub mod json;
 pub mod jsonl;
+pub mod timeslices;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -146,7 +147,8 @@ fn create(path: &Path) -> Result<BufWriter<File>, MetricsError> {
         .map_err(|e| MetricsError::io(path, e))
 }
 
-/// Writes `profile_export_aiperf.json` and `profile_export_aiperf.csv` to `paths`.
+/// Writes `profile_export_aiperf.json` and `profile_export_aiperf.csv` to `paths`, and
+/// the time-slice files when the summary has slices.
 pub fn write_summary_files(summary: &Summary, paths: &ExportPaths) -> Result<(), MetricsError> {
     let mut out = create(&paths.json)?;
     json::write_json(summary, &mut out)?;
@@ -154,6 +156,16 @@ pub fn write_summary_files(summary: &Summary, paths: &ExportPaths) -> Result<(),
     let mut out = create(&paths.csv)?;
     csv::write_csv(summary, &mut out).map_err(|e| MetricsError::io(&paths.csv, e))?;
     out.flush().map_err(|e| MetricsError::io(&paths.csv, e))?;
+    if !summary.timeslices.is_empty() {
+        let mut out = create(&paths.timeslices_json)?;
+        timeslices::write_timeslices_json(summary, &mut out)?;
+        out.flush()
+            .map_err(|e| MetricsError::io(&paths.timeslices_json, e))?;
+        let mut out = create(&paths.timeslices_csv)?;
+        timeslices::write_timeslices_csv(summary, &mut out)
+            .and_then(|()| out.flush())
+            .map_err(|e| MetricsError::io(&paths.timeslices_csv, e))?;
+    }
     Ok(())
 }
 
