@@ -11,7 +11,12 @@ use serde::{Deserialize, Serialize};
 
 mod input;
 
-pub use input::{CustomDatasetType, InputConfig, PublicDataset};
+pub use input::{
+    AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions, InputConfig,
+    ModelSelectionStrategy, PromptOptions, PublicDataset, RankingsOptions, SeqDistPair,
+    SequenceDistribution, SessionOptions, VideoFormat, VideoOptions, VideoSynthType,
+    DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
+};
 
 /// The whole benchmark configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -187,6 +192,14 @@ pub enum ConfigError {
         flag: &'static str,
         /// What it needs.
         needs: &'static str,
+    },
+    /// A value that does not parse; `reason` names the offending part.
+    #[error("invalid {flag}: {reason}")]
+    Invalid {
+        /// The flag.
+        flag: &'static str,
+        /// What is wrong, quoting the part of the value at fault.
+        reason: String,
     },
     /// Two flags that cannot be combined.
     #[error("{first} cannot be combined with {second}")]
