@@ -8,10 +8,7 @@ use aiperf_core::{
     derive_seed, Benchmark, BenchmarkConfig, CancellationToken, DatasetSource, Endpoint, PhasePlan,
     Progress, RequestInput, SamplingStrategy,
 };
-use aiperf_datasets::{
-    choose_tokenizer, load_tokenizer, HubEnv, RankingsConfig, SyntheticConfig, SyntheticDataset,
-    Tokenizer,
-};
+use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, SyntheticDataset, Tokenizer};
 use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
 use aiperf_metrics::slo::Slo;
@@ -20,7 +17,7 @@ use aiperf_mock_server::{MockConfig, MockServer};
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use crate::args::{ConnectionReuse, ProfileArgs, RankingsArgs};
+use crate::args::{ConnectionReuse, ProfileArgs};
 use crate::assemble::MOCK_URL;
 use crate::ui;
 
@@ -70,22 +67,16 @@ pub async fn profile(
 
     let tokenizer = load_run_tokenizer(&config, transport.as_ref()).await?;
     let conversations = SyntheticDataset::new(
-        SyntheticConfig {
-            isl_mean: config.input.isl_mean,
-            isl_stddev: config.input.isl_stddev,
-            osl_mean: config.input.osl_mean,
-            osl_stddev: config.input.osl_stddev,
-            num_entries: config.input.num_dataset_entries,
-            seed: Some(seed),
-            model: None,
-            rankings: endpoint
-                .info()
-                .name
-                .ends_with("rankings")
-                .then(|| rankings_config(&args.rankings)),
+        &{
+            // The rankings flags live beside the input flags; assemble() does not copy them.
+            let mut input = config.input.clone();
+            args.rankings.apply(&mut input);
+            input
         },
+        &config.endpoint.models,
         tokenizer.clone(),
     )?
+    .with_rankings(endpoint.info().name.ends_with("rankings"))
     .load()
     .map_err(|e| anyhow::anyhow!("cannot build the synthetic dataset: {e}"))?;
 
@@ -157,17 +148,6 @@ pub async fn profile(
         report.passed()
     };
     Ok(outcome(&summary, slos_met))
-}
-
-fn rankings_config(args: &RankingsArgs) -> RankingsConfig {
-    RankingsConfig {
-        passages_mean: args.passages_mean,
-        passages_stddev: args.passages_stddev,
-        passage_tokens_mean: args.passage_tokens_mean,
-        passage_tokens_stddev: args.passage_tokens_stddev,
-        query_tokens_mean: args.query_tokens_mean,
-        query_tokens_stddev: args.query_tokens_stddev,
-    }
 }
 
 fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
