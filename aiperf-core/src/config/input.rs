@@ -296,6 +296,7 @@ impl InputConfig {
         }
         self.validate_prompt()?;
         self.validate_session()?;
+        self.validate_rankings()?;
         media::validate_media(&self.image, &self.audio, &self.video)?;
         let media = self.image.enabled() || self.audio.enabled() || self.video.enabled();
         if self.is_synthetic() && !self.text_enabled() && !media {
@@ -360,7 +361,10 @@ impl InputConfig {
         let session = &self.session;
         non_negative("--session-turn-delay-mean", session.delay_mean_ms)?;
         non_negative("--session-turn-delay-stddev", session.delay_stddev_ms)?;
-        non_negative("--session-delay-ratio", session.delay_ratio)?;
+        non_negative("--session-delay-ratio", session.delay_ratio)
+    }
+
+    fn validate_rankings(&self) -> Result<(), ConfigError> {
         let rankings = &self.rankings;
         for (flag, value) in [
             ("--rankings-passages-mean", rankings.passages_mean),
