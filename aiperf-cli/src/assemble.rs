@@ -54,6 +54,7 @@ pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
     }
 
     args.input.apply(&mut config.input)?;
+    args.rankings.apply(&mut config.input);
 
     config.load = args.load.to_config();
 

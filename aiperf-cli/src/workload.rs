@@ -8,11 +8,11 @@ use aiperf_core::schedule::replay_window;
 use aiperf_core::{BenchmarkConfig, Conversation, DatasetSource, SamplingStrategy, Transport};
 use aiperf_datasets::{
     derive_rng, fetch_sharegpt, load_custom_dataset, load_sharegpt, sharegpt_cache_path,
-    CustomDatasetOptions, DatasetFileError, LengthDistribution, RankingsConfig, SyntheticConfig,
-    SyntheticDataset, SyntheticError, Tokenizer,
+    CustomDatasetOptions, DatasetFileError, LengthDistribution, SyntheticDataset, SyntheticError,
+    Tokenizer,
 };
 
-use crate::args::{ProfileArgs, RankingsArgs};
+use crate::args::ProfileArgs;
 
 /// A problem with what the user asked for that only shows once the data is read (a
 /// malformed dataset line, a replay window with nothing in it): exit status 2.
@@ -106,28 +106,24 @@ pub async fn load(
                 loaded.timestamped,
             )
         } else {
-            let conversations = SyntheticDataset::new(
-                SyntheticConfig {
-                    isl_mean: input.isl_mean,
-                    isl_stddev: input.isl_stddev,
-                    osl_mean: input.osl_mean,
-                    osl_stddev: input.osl_stddev,
-                    num_entries: input.num_dataset_entries,
-                    seed: Some(seed),
-                    model: None,
-                    rankings: endpoint_name
-                        .ends_with("rankings")
-                        .then(|| rankings_config(&args.rankings)),
-                },
-                tokenizer.clone(),
-            )?
-            .load()
-            .map_err(|e| UsageError::message(format!("cannot build the synthetic dataset: {e}")))?;
+            let conversations =
+                SyntheticDataset::new(input, &config.endpoint.models, tokenizer.clone())?
+                    .with_rankings(endpoint_name.ends_with("rankings"))
+                    .load()
+                    .map_err(|e| {
+                        UsageError::message(format!("cannot build the synthetic dataset: {e}"))
+                    })?;
             (conversations, SamplingStrategy::Shuffle, false)
         };
 
     if timestamped && config.load.fixed_schedule.enabled.is_none() {
         promote_to_fixed_schedule(args, config)?;
+    }
+    let fixed = &config.load.fixed_schedule;
+    if let (false, Some(flag)) = (fixed.is_enabled(), fixed.offset_flag()) {
+        return Err(UsageError::message(format!(
+            "{flag} requires --fixed-schedule, or a trace whose entries have timestamps"
+        )));
     }
     let load = &mut config.load;
     if load.fixed_schedule.is_enabled() {
@@ -205,17 +201,6 @@ fn fill_output_lengths(
         }
     }
     Ok(())
-}
-
-fn rankings_config(args: &RankingsArgs) -> RankingsConfig {
-    RankingsConfig {
-        passages_mean: args.passages_mean,
-        passages_stddev: args.passages_stddev,
-        passage_tokens_mean: args.passage_tokens_mean,
-        passage_tokens_stddev: args.passage_tokens_stddev,
-        query_tokens_mean: args.query_tokens_mean,
-        query_tokens_stddev: args.query_tokens_stddev,
-    }
 }
 
 fn average_turns(conversations: &[Conversation]) -> f64 {

@@ -166,10 +166,11 @@ pub enum SyntheticError {
         tokenizer: String,
     },
 
-    /// A text-only synthetic dataset was asked for with text disabled.
-    #[error(
-        "the synthetic dataset has nothing to generate: input tokens mean is 0; set \
-         --isl to at least 1"
-    )]
-    NothingToGenerate,
+    /// The input options break a rule (SPEC §1.4).
+    #[error(transparent)]
+    Config(#[from] aiperf_core::ConfigError),
+
+    /// Synthetic media could not be made.
+    #[error(transparent)]
+    Media(#[from] crate::media::MediaError),
 }

@@ -10,8 +10,10 @@
 //!   [`aiperf_core::TokenCounter`], which is how metrics count input and output tokens.
 //! * **What is sent?** [`PromptGenerator`] makes word-like text of an *exact* token count
 //!   for a given tokenizer, and [`SyntheticDataset`] (an [`aiperf_core::DatasetSource`])
-//!   builds the default workload from it: conversations with sampled input lengths and
-//!   requested output lengths, byte-identical for the same seed.
+//!   builds the default workload from an [`aiperf_core::config::InputConfig`]: multi-turn
+//!   conversations with sampled input and output lengths (or a `--seq-dist` mix), prefix
+//!   pools, a shared system prompt, user contexts, synthetic [`media`] (images, audio,
+//!   video) and per-turn models, byte-identical for the same seed.
 //! * **What does the user's file say?** [`load_custom_dataset`] reads `--input-file`
 //!   (single-turn, multi-turn and random-pool JSONL; mooncake, bailian and BurstGPT
 //!   traces, whose `hash_ids` become shared prompt blocks) and [`load_sharegpt`] the
@@ -21,15 +23,21 @@
 //! ```
 //! use aiperf_core::DatasetSource;
 //! use aiperf_datasets::{choose_tokenizer, load_tokenizer_offline, HubEnv};
-//! use aiperf_datasets::{SyntheticConfig, SyntheticDataset};
+//! use aiperf_core::config::InputConfig;
+//! use aiperf_datasets::SyntheticDataset;
 //!
 //! // `--model mock-llm` without `--tokenizer`: a placeholder name, so the builtin one.
 //! let choice = choose_tokenizer(None, "mock-llm", None)?;
 //! assert!(choice.placeholder_substituted);
 //! let tokenizer = load_tokenizer_offline(&choice.spec, &HubEnv::from_process_env())?;
 //!
-//! let config = SyntheticConfig { isl_mean: 100, num_entries: 2, seed: Some(1), ..Default::default() };
-//! let conversations = SyntheticDataset::new(config, tokenizer.clone())?.load()?;
+//! let input = InputConfig {
+//!     isl_mean: 100,
+//!     num_dataset_entries: Some(2),
+//!     random_seed: Some(1),
+//!     ..InputConfig::default()
+//! };
+//! let conversations = SyntheticDataset::new(&input, &["mock-llm".into()], tokenizer.clone())?.load()?;
 //! assert_eq!(tokenizer.encode(&conversations[0].turns[0].texts[0]).len(), 100);
 //! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 //! ```
@@ -42,10 +50,12 @@
 mod corpus;
 pub mod custom;
 pub mod error;
+pub mod media;
 pub mod prompt;
 pub mod public;
 pub mod resolve;
 pub mod seed;
+pub mod seq_dist;
 pub mod synthetic;
 pub mod tokenizer;
 pub mod trace_analysis;
@@ -55,6 +65,7 @@ pub use custom::{
     DatasetFileError, DatasetFileErrorKind, LoadedDataset,
 };
 pub use error::{SyntheticError, TokenizerError};
+pub use media::MediaError;
 pub use prompt::{BlockSeparator, PromptGenerator};
 pub use public::{fetch_sharegpt, load_sharegpt, sharegpt_cache_path, SHAREGPT_URL};
 pub use resolve::{
@@ -62,7 +73,8 @@ pub use resolve::{
     load_tokenizer_offline, repo_cache_dir, HubEnv, TokenizerChoice, TokenizerSpec,
 };
 pub use seed::{derive_rng, derive_seed};
-pub use synthetic::{LengthDistribution, RankingsConfig, SyntheticConfig, SyntheticDataset};
+pub use seq_dist::SeqDistSampler;
+pub use synthetic::{LengthDistribution, SyntheticDataset};
 pub use tokenizer::{TiktokenEncoding, Tokenizer};
 pub use trace_analysis::{
     analyze_trace_file, analyze_trace_reader, AnalysisStats, DistributionStats, TraceAnalyzer,

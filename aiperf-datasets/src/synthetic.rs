@@ -1,16 +1,37 @@
-//! [`SyntheticDataset`]: single-turn conversations with generated prompts of sampled
-//! length, the default workload when no input file is given.
+//! [`SyntheticDataset`]: the default workload when no input file is given. Conversations
+//! of sampled length whose turns carry generated prompts of exact token counts, synthetic
+//! images, audio and video, think times and per-turn models (SPEC §4.2).
 
+use aiperf_core::config::{InputConfig, ModelSelectionStrategy, RankingsOptions};
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::{Conversation, DatasetSource, Turn};
 use rand::{Rng, RngExt};
+use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SyntheticError;
+use crate::media::{AudioGenerator, ImageGenerator, VideoGenerator};
 use crate::prompt::PromptGenerator;
 use crate::seed::{self, derive_rng, derive_seed};
+use crate::seq_dist::SeqDistSampler;
 use crate::tokenizer::Tokenizer;
+
+/// Random streams of this module besides the shared ones in [`crate::seed`]: each option
+/// draws from its own, so turning one on leaves every other draw unchanged.
+mod streams {
+    pub const TURN_COUNT: &str = "composer.conversation.turn_count";
+    pub const TURN_DELAY: &str = "composer.conversation.turn_delay";
+    pub const MODEL_SELECTION: &str = "composer.turn.model_selection";
+    pub const SEQ_DIST: &str = "composer.turn.sequence_distribution";
+    pub const PREFIX_POOL: &str = "dataset.prompt.prefix";
+    pub const PREFIX_CHOICE: &str = "dataset.prompt.prefix.choice";
+    pub const SYSTEM_PROMPT: &str = "dataset.prompt.shared_system";
+    pub const USER_CONTEXT: &str = "dataset.prompt.user_context";
+    pub const IMAGE: &str = "dataset.image";
+    pub const AUDIO: &str = "dataset.audio";
+    pub const VIDEO: &str = "dataset.video";
+}
 
 /// A length distribution: normal with `mean` and `stddev`, rounded up, at least 1 (the
 /// Python AIPerf's rule).
@@ -41,74 +62,28 @@ impl LengthDistribution {
         Ok(Self { mean, stddev })
     }
 
-    /// `max(1, ceil(N(mean, stddev)))`; exactly `max(1, ceil(mean))` when `stddev` is 0.
+    /// A distribution from options [`InputConfig::validate`] already checked.
+    pub(crate) fn unchecked(mean: f64, stddev: f64) -> Self {
+        Self { mean, stddev }
+    }
+
+    /// `max(1, ceil(x))` for a draw `x >= 0` of `N(mean, stddev)` (negative draws are
+    /// redrawn, as the Python AIPerf does); exactly `max(1, ceil(mean))` when `stddev`
+    /// is 0.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u32 {
-        let value = if self.stddev > 0.0 {
-            match Normal::new(self.mean, self.stddev) {
-                Ok(normal) => normal.sample(rng),
-                Err(_) => self.mean,
-            }
-        } else {
-            self.mean
+        let value = match Normal::new(self.mean, self.stddev) {
+            Ok(normal) if self.stddev > 0.0 => (0..100)
+                .map(|_| normal.sample(rng))
+                .find(|x| *x >= 0.0)
+                .unwrap_or(self.mean),
+            _ => self.mean,
         };
         // The float-to-int `as` saturates; negative values clamp to 1 below.
         (value.ceil().max(1.0).min(f64::from(u32::MAX))) as u32
     }
 }
 
-/// What a [`SyntheticDataset`] generates.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SyntheticConfig {
-    /// Mean input length in tokens (`--isl`, default 550).
-    pub isl_mean: u32,
-    /// Input length standard deviation (`--isl-stddev`, default 0).
-    pub isl_stddev: f64,
-    /// Mean requested output length (`--osl`); `None` sends no max-tokens field.
-    pub osl_mean: Option<u32>,
-    /// Output length standard deviation (`--osl-stddev`, default 0).
-    pub osl_stddev: f64,
-    /// How many conversations (`--num-dataset-entries`, default 100).
-    pub num_entries: usize,
-    /// Root seed (`--random-seed`); `None` picks a random one for this run.
-    pub seed: Option<u64>,
-    /// Model to put on each turn; `None` leaves the primary model.
-    pub model: Option<String>,
-    /// Compose ranking requests (a query and passages) instead of one prompt per turn.
-    pub rankings: Option<RankingsConfig>,
-}
-
-/// The shape of synthetic ranking requests (`--rankings-*`): each turn's first text is the
-/// query, the rest are the passages to rank.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RankingsConfig {
-    /// Mean passages per request (`--rankings-passages-mean`, default 1).
-    pub passages_mean: f64,
-    /// Standard deviation of the passage count.
-    pub passages_stddev: f64,
-    /// Mean tokens per passage (`--rankings-passages-prompt-token-mean`, default 550).
-    pub passage_tokens_mean: f64,
-    /// Standard deviation of the passage length.
-    pub passage_tokens_stddev: f64,
-    /// Mean tokens of the query (`--rankings-query-prompt-token-mean`, default 550).
-    pub query_tokens_mean: f64,
-    /// Standard deviation of the query length.
-    pub query_tokens_stddev: f64,
-}
-
-impl Default for RankingsConfig {
-    fn default() -> Self {
-        Self {
-            passages_mean: 1.0,
-            passages_stddev: 0.0,
-            passage_tokens_mean: 550.0,
-            passage_tokens_stddev: 0.0,
-            query_tokens_mean: 550.0,
-            query_tokens_stddev: 0.0,
-        }
-    }
-}
-
-/// The three distributions of a [`RankingsConfig`], checked.
+/// The three distributions of [`RankingsOptions`].
 #[derive(Debug, Clone, Copy)]
 struct RankingsShape {
     passages: LengthDistribution,
@@ -117,109 +92,116 @@ struct RankingsShape {
 }
 
 impl RankingsShape {
-    fn new(config: &RankingsConfig) -> Result<Self, SyntheticError> {
-        Ok(Self {
-            passages: LengthDistribution::new(
-                config.passages_mean,
-                config.passages_stddev,
-                "ranking passages",
-            )?,
-            passage_tokens: LengthDistribution::new(
-                config.passage_tokens_mean,
-                config.passage_tokens_stddev,
-                "passage tokens",
-            )?,
-            query_tokens: LengthDistribution::new(
-                config.query_tokens_mean,
-                config.query_tokens_stddev,
-                "query tokens",
-            )?,
-        })
-    }
-}
-
-impl Default for SyntheticConfig {
-    fn default() -> Self {
+    fn new(options: &RankingsOptions) -> Self {
         Self {
-            isl_mean: 550,
-            isl_stddev: 0.0,
-            osl_mean: None,
-            osl_stddev: 0.0,
-            num_entries: 100,
-            seed: None,
-            model: None,
-            rankings: None,
+            passages: LengthDistribution::unchecked(options.passages_mean, options.passages_stddev),
+            passage_tokens: LengthDistribution::unchecked(
+                options.passage_tokens_mean,
+                options.passage_tokens_stddev,
+            ),
+            query_tokens: LengthDistribution::unchecked(
+                options.query_tokens_mean,
+                options.query_tokens_stddev,
+            ),
         }
     }
 }
 
-/// Generates `num_entries` single-turn conversations whose user text has a sampled,
-/// exact token count, and (when an output length is configured) a sampled `max_tokens`.
+/// Generates `--num-dataset-entries` conversations from an [`InputConfig`]: per turn a
+/// batch of prompts with exact token counts (ISL from `--isl` or `--seq-dist`), optional
+/// images, audio and video, a `max_tokens` (OSL), a model and, after the first turn, a
+/// think time; per conversation an optional shared system prompt and user context.
 ///
 /// Every random choice comes from a stream derived from one root seed (see
 /// [`derive_seed`]), so the same seed and tokenizer give a byte-identical dataset.
 ///
 /// ```
+/// use aiperf_core::config::InputConfig;
 /// use aiperf_core::DatasetSource;
-/// use aiperf_datasets::{SyntheticConfig, SyntheticDataset, Tokenizer};
+/// use aiperf_datasets::{SyntheticDataset, Tokenizer};
 ///
-/// let config = SyntheticConfig {
-///     isl_mean: 64,
-///     osl_mean: Some(16),
-///     num_entries: 3,
-///     seed: Some(42),
-///     ..SyntheticConfig::default()
-/// };
+/// let mut input = InputConfig::default();
+/// input.isl_mean = 64;
+/// input.osl_mean = Some(16);
+/// input.num_dataset_entries = Some(3);
+/// input.random_seed = Some(42);
+/// input.session.turns_mean = 2;
 /// let tokenizer = Tokenizer::builtin();
-/// let mut dataset = SyntheticDataset::new(config, tokenizer.clone()).unwrap();
+/// let models = ["model-a".to_owned()];
+/// let mut dataset = SyntheticDataset::new(&input, &models, tokenizer.clone()).unwrap();
 /// let conversations = dataset.load().unwrap();
 /// assert_eq!(conversations.len(), 3);
-/// let turn = &conversations[0].turns[0];
+/// let turn = &conversations[0].turns[1];
 /// assert_eq!(tokenizer.encode(&turn.texts[0]).len(), 64);
 /// assert_eq!(turn.max_tokens, Some(16));
+/// assert_eq!(turn.model.as_deref(), Some("model-a"));
 /// ```
 #[derive(Debug, Clone)]
 pub struct SyntheticDataset {
-    config: SyntheticConfig,
-    isl: LengthDistribution,
-    osl: Option<LengthDistribution>,
-    rankings: Option<RankingsShape>,
+    input: InputConfig,
+    models: Vec<String>,
     tokenizer: Tokenizer,
     root_seed: u64,
+    rankings: Option<RankingsShape>,
+    isl: LengthDistribution,
+    osl: Option<LengthDistribution>,
+    seq_dist: Option<SeqDistSampler>,
+    turns: LengthDistribution,
+    delay: Option<LengthDistribution>,
+    video: Option<VideoGenerator>,
 }
 
 impl SyntheticDataset {
-    /// Checks `config` and fixes the run's root seed (random when `config.seed` is
-    /// `None`; see [`SyntheticDataset::root_seed`]).
-    pub fn new(config: SyntheticConfig, tokenizer: Tokenizer) -> Result<Self, SyntheticError> {
-        if config.isl_mean == 0 {
-            return Err(SyntheticError::NothingToGenerate);
-        }
-        let isl = LengthDistribution::new(
-            f64::from(config.isl_mean),
-            config.isl_stddev,
-            "input tokens",
-        )?;
-        let osl = config
-            .osl_mean
-            .map(|mean| {
-                LengthDistribution::new(f64::from(mean), config.osl_stddev, "output tokens")
-            })
-            .transpose()?;
-        let rankings = config
-            .rankings
-            .as_ref()
-            .map(RankingsShape::new)
-            .transpose()?;
-        let root_seed = config.seed.unwrap_or_else(rand::random);
+    /// Checks `input` ([`InputConfig::validate`]), fixes the run's root seed (random when
+    /// `input.random_seed` is `None`; see [`SyntheticDataset::root_seed`]) and, when
+    /// video is on, finds ffmpeg. `models` are assigned to turns by
+    /// `input.model_selection`; with none, turns name no model (the primary one is used).
+    pub fn new(
+        input: &InputConfig,
+        models: &[String],
+        tokenizer: Tokenizer,
+    ) -> Result<Self, SyntheticError> {
+        input.validate()?;
+        let root_seed = input.random_seed.unwrap_or_else(rand::random);
+        let session = &input.session;
+        let video = if input.video.enabled() {
+            Some(VideoGenerator::new(
+                &input.video,
+                derive_rng(root_seed, streams::VIDEO),
+            )?)
+        } else {
+            None
+        };
         Ok(Self {
-            config,
-            isl,
-            osl,
-            rankings,
+            isl: LengthDistribution::unchecked(f64::from(input.isl_mean), input.isl_stddev),
+            osl: input
+                .osl_mean
+                .map(|mean| LengthDistribution::unchecked(f64::from(mean), input.osl_stddev)),
+            seq_dist: input
+                .sequence_distribution
+                .as_ref()
+                .map(SeqDistSampler::new),
+            turns: LengthDistribution::unchecked(
+                f64::from(session.turns_mean),
+                f64::from(session.turns_stddev),
+            ),
+            delay: (session.delay_mean_ms > 0.0).then(|| {
+                LengthDistribution::unchecked(session.delay_mean_ms, session.delay_stddev_ms)
+            }),
+            input: input.clone(),
+            models: models.to_vec(),
             tokenizer,
             root_seed,
+            rankings: None,
+            video,
         })
+    }
+
+    /// Compose ranking requests (one query text and the passages to rank, one turn per
+    /// conversation) instead of prompts: what the `*_rankings` endpoints take.
+    pub fn with_rankings(mut self, rankings: bool) -> Self {
+        self.rankings = rankings.then(|| RankingsShape::new(&self.input.rankings));
+        self
     }
 
     /// The root seed every random stream of this dataset derives from.
@@ -227,53 +209,20 @@ impl SyntheticDataset {
         self.root_seed
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &SyntheticConfig {
-        &self.config
+    /// The input options.
+    pub fn input(&self) -> &InputConfig {
+        &self.input
     }
 
     /// Generates the conversations.
     pub fn generate(&self) -> Result<Vec<Conversation>, SyntheticError> {
-        let root = self.root_seed;
-        let mut prompts = PromptGenerator::new(
-            self.tokenizer.clone(),
-            derive_seed(root, seed::PROMPT_CORPUS),
-        )?;
-        let mut length_rng = derive_rng(root, seed::PROMPT_LENGTH);
-        let mut osl_rng = derive_rng(root, seed::MAX_TOKENS);
-        let mut id_rng = derive_rng(root, seed::SESSION_ID);
-        let mut passages_rng = derive_rng(root, seed::RANKING_PASSAGES);
-        let conversations = (0..self.config.num_entries)
-            .map(|_| {
-                let texts = match &self.rankings {
-                    None => vec![prompts.generate(self.isl.sample(&mut length_rng) as usize)],
-                    Some(shape) => {
-                        let query = shape.query_tokens.sample(&mut length_rng) as usize;
-                        let count = shape.passages.sample(&mut passages_rng);
-                        std::iter::once(prompts.generate(query))
-                            .chain((0..count).map(|_| {
-                                let tokens = shape.passage_tokens.sample(&mut length_rng);
-                                prompts.generate(tokens as usize)
-                            }))
-                            .collect()
-                    }
-                };
-                let turn = Turn {
-                    texts,
-                    model: self.config.model.clone(),
-                    max_tokens: self.osl.map(|osl| osl.sample(&mut osl_rng)),
-                    ..Turn::default()
-                };
-                Conversation {
-                    session_id: session_uuid(&mut id_rng),
-                    turns: vec![turn],
-                    ..Conversation::default()
-                }
-            })
-            .collect();
+        let mut composer = Composer::new(self)?;
+        let conversations = (0..self.input.dataset_entries())
+            .map(|_| composer.conversation())
+            .collect::<Result<Vec<_>, _>>()?;
         tracing::debug!(
-            entries = self.config.num_entries,
-            seed = root,
+            entries = conversations.len(),
+            seed = self.root_seed,
             "synthetic dataset generated"
         );
         Ok(conversations)
@@ -283,6 +232,200 @@ impl SyntheticDataset {
 impl DatasetSource for SyntheticDataset {
     fn load(&mut self) -> Result<Vec<Conversation>, DatasetError> {
         Ok(self.generate()?)
+    }
+}
+
+/// The state of one generation pass: the random streams and the round-robin counter.
+struct Composer<'a> {
+    dataset: &'a SyntheticDataset,
+    prompts: PromptGenerator,
+    system_message: Option<String>,
+    user_context: PromptGenerator,
+    prefixes: Vec<String>,
+    prefix_rng: ChaCha8Rng,
+    length_rng: ChaCha8Rng,
+    osl_rng: ChaCha8Rng,
+    seq_rng: ChaCha8Rng,
+    id_rng: ChaCha8Rng,
+    passages_rng: ChaCha8Rng,
+    turn_count_rng: ChaCha8Rng,
+    delay_rng: ChaCha8Rng,
+    model_rng: ChaCha8Rng,
+    turn_index: usize,
+    images: ImageGenerator,
+    audios: AudioGenerator,
+    video: Option<VideoGenerator>,
+}
+
+impl<'a> Composer<'a> {
+    fn new(dataset: &'a SyntheticDataset) -> Result<Self, SyntheticError> {
+        let root = dataset.root_seed;
+        let input = &dataset.input;
+        let prompts = PromptGenerator::new(
+            dataset.tokenizer.clone(),
+            derive_seed(root, seed::PROMPT_CORPUS),
+        )?;
+        let prefixes = if input.prompt.has_prefix_pool() {
+            let mut pool = prompts.fork(derive_seed(root, streams::PREFIX_POOL));
+            (0..input.prompt.prefix_pool_size)
+                .map(|_| pool.generate(input.prompt.prefix_length as usize))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let system_message = input.prompt.shared_system_length.map(|length| {
+            prompts
+                .fork(derive_seed(root, streams::SYSTEM_PROMPT))
+                .generate(length as usize)
+        });
+        let user_context = prompts.fork(derive_seed(root, streams::USER_CONTEXT));
+        Ok(Self {
+            dataset,
+            prompts,
+            system_message,
+            user_context,
+            prefixes,
+            prefix_rng: derive_rng(root, streams::PREFIX_CHOICE),
+            length_rng: derive_rng(root, seed::PROMPT_LENGTH),
+            osl_rng: derive_rng(root, seed::MAX_TOKENS),
+            seq_rng: derive_rng(root, streams::SEQ_DIST),
+            id_rng: derive_rng(root, seed::SESSION_ID),
+            passages_rng: derive_rng(root, seed::RANKING_PASSAGES),
+            turn_count_rng: derive_rng(root, streams::TURN_COUNT),
+            delay_rng: derive_rng(root, streams::TURN_DELAY),
+            model_rng: derive_rng(root, streams::MODEL_SELECTION),
+            turn_index: 0,
+            images: ImageGenerator::new(&input.image, derive_rng(root, streams::IMAGE)),
+            audios: AudioGenerator::new(&input.audio, derive_rng(root, streams::AUDIO)),
+            video: dataset.video.clone(),
+        })
+    }
+
+    fn conversation(&mut self) -> Result<Conversation, SyntheticError> {
+        let turns = match self.dataset.rankings {
+            Some(shape) => vec![self.rankings_turn(shape)],
+            None => {
+                let count = self.dataset.turns.sample(&mut self.turn_count_rng);
+                (0..count)
+                    .map(|index| self.turn(index == 0))
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        let user_context_message = self
+            .dataset
+            .input
+            .prompt
+            .user_context_length
+            .map(|length| self.user_context.generate(length as usize));
+        Ok(Conversation {
+            session_id: session_uuid(&mut self.id_rng),
+            system_message: self.system_message.clone(),
+            user_context_message,
+            turns,
+            ..Conversation::default()
+        })
+    }
+
+    fn turn(&mut self, first: bool) -> Result<Turn, SyntheticError> {
+        let dataset = self.dataset;
+        let input = &dataset.input;
+        let seq = dataset
+            .seq_dist
+            .as_ref()
+            .map(|sampler| sampler.sample(&mut self.seq_rng));
+        let mut texts = Vec::new();
+        if input.text_enabled() {
+            for _ in 0..input.prompt.batch_size {
+                let tokens = match seq {
+                    Some((isl, _)) => isl,
+                    None => dataset.isl.sample(&mut self.length_rng),
+                };
+                let prompt = self.prompts.generate(tokens as usize);
+                texts.push(match self.random_prefix(first) {
+                    Some(prefix) => format!("{prefix} {prompt}"),
+                    None => prompt,
+                });
+            }
+        }
+        let images = if input.image.enabled() {
+            (0..input.image.batch_size)
+                .map(|_| self.images.generate())
+                .collect::<Result<_, _>>()?
+        } else {
+            Vec::new()
+        };
+        let audios = if input.audio.enabled() {
+            (0..input.audio.batch_size)
+                .map(|_| self.audios.generate())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let videos = match self.video.as_mut() {
+            Some(video) => (0..input.video.batch_size)
+                .map(|_| video.generate())
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        let delay_ms = match (&dataset.delay, first) {
+            (Some(delay), false) => {
+                Some(f64::from(delay.sample(&mut self.delay_rng)) * input.session.delay_ratio)
+            }
+            _ => None,
+        };
+        let max_tokens = match seq {
+            Some((_, osl)) => Some(osl),
+            None => dataset.osl.map(|osl| osl.sample(&mut self.osl_rng)),
+        };
+        Ok(Turn {
+            texts,
+            images,
+            audios,
+            videos,
+            model: self.next_model(),
+            max_tokens,
+            delay_ms,
+            ..Turn::default()
+        })
+    }
+
+    /// A pooled prefix for the first turn, when a pool exists.
+    fn random_prefix(&mut self, first: bool) -> Option<String> {
+        if !first || self.prefixes.is_empty() {
+            return None;
+        }
+        let index = self.prefix_rng.random_range(0..self.prefixes.len());
+        Some(self.prefixes[index].clone())
+    }
+
+    fn rankings_turn(&mut self, shape: RankingsShape) -> Turn {
+        let query = shape.query_tokens.sample(&mut self.length_rng) as usize;
+        let count = shape.passages.sample(&mut self.passages_rng);
+        let mut texts = vec![self.prompts.generate(query)];
+        for _ in 0..count {
+            let tokens = shape.passage_tokens.sample(&mut self.length_rng);
+            texts.push(self.prompts.generate(tokens as usize));
+        }
+        Turn {
+            texts,
+            model: self.next_model(),
+            max_tokens: self.dataset.osl.map(|osl| osl.sample(&mut self.osl_rng)),
+            ..Turn::default()
+        }
+    }
+
+    /// Round robin: the n-th generated turn names model n mod k; random: uniform.
+    fn next_model(&mut self) -> Option<String> {
+        let models = &self.dataset.models;
+        if models.is_empty() {
+            return None;
+        }
+        let index = match self.dataset.input.model_selection {
+            ModelSelectionStrategy::RoundRobin => self.turn_index % models.len(),
+            ModelSelectionStrategy::Random => self.model_rng.random_range(0..models.len()),
+        };
+        self.turn_index += 1;
+        Some(models[index].clone())
     }
 }
 
@@ -306,45 +449,27 @@ pub fn session_uuid<R: Rng + ?Sized>(rng: &mut R) -> String {
 mod tests {
     use super::*;
     use rand::SeedableRng;
-    use rand_chacha::ChaCha8Rng;
 
-    fn config(seed: Option<u64>) -> SyntheticConfig {
-        SyntheticConfig {
+    fn input(seed: Option<u64>) -> InputConfig {
+        InputConfig {
             isl_mean: 100,
             isl_stddev: 30.0,
             osl_mean: Some(50),
             osl_stddev: 10.0,
-            num_entries: 20,
-            seed,
-            model: None,
-            rankings: None,
+            num_dataset_entries: Some(20),
+            random_seed: seed,
+            ..InputConfig::default()
         }
     }
 
-    #[test]
-    fn same_seed_gives_byte_identical_dataset() {
-        let t = Tokenizer::builtin();
-        let a = SyntheticDataset::new(config(Some(42)), t.clone())
-            .unwrap()
-            .load()
-            .unwrap();
-        let b = SyntheticDataset::new(config(Some(42)), t.clone())
-            .unwrap()
-            .load()
-            .unwrap();
-        let c = SyntheticDataset::new(config(Some(43)), t)
-            .unwrap()
-            .load()
-            .unwrap();
-        let json = |d: &Vec<Conversation>| serde_json::to_vec(d).unwrap();
-        assert_eq!(json(&a), json(&b));
-        assert_ne!(json(&a), json(&c));
+    fn dataset(input: &InputConfig) -> SyntheticDataset {
+        SyntheticDataset::new(input, &[], Tokenizer::builtin()).unwrap()
     }
 
     #[test]
     fn lengths_are_exact_and_vary_with_stddev() {
         let t = Tokenizer::builtin();
-        let dataset = SyntheticDataset::new(config(Some(7)), t.clone()).unwrap();
+        let dataset = dataset(&input(Some(7)));
         let conversations = dataset.generate().unwrap();
         let mut length_rng = derive_rng(7, seed::PROMPT_LENGTH);
         let mut osl_rng = derive_rng(7, seed::MAX_TOKENS);
@@ -357,37 +482,16 @@ mod tests {
             distinct.insert(expected);
             let osl = dataset.osl.unwrap().sample(&mut osl_rng);
             assert_eq!(turn.max_tokens, Some(osl));
+            assert_eq!(turn.model, None);
+            assert_eq!(turn.delay_ms, None);
         }
         assert!(distinct.len() > 5);
     }
 
     #[test]
-    fn zero_stddev_is_exactly_the_mean_and_no_osl_means_no_max_tokens() {
-        let t = Tokenizer::builtin();
-        let config = SyntheticConfig {
-            isl_mean: 33,
-            num_entries: 10,
-            seed: Some(1),
-            model: Some("m".into()),
-            ..SyntheticConfig::default()
-        };
-        for c in SyntheticDataset::new(config, t.clone())
-            .unwrap()
-            .generate()
-            .unwrap()
-        {
-            assert_eq!(t.count(&c.turns[0].texts[0]), 33);
-            assert_eq!(c.turns[0].max_tokens, None);
-            assert_eq!(c.turns[0].model.as_deref(), Some("m"));
-        }
-    }
-
-    #[test]
     fn session_ids_are_deterministic_distinct_uuids() {
-        let t = Tokenizer::builtin();
         let ids = |seed| -> Vec<String> {
-            SyntheticDataset::new(config(Some(seed)), t.clone())
-                .unwrap()
+            dataset(&input(Some(seed)))
                 .generate()
                 .unwrap()
                 .into_iter()
@@ -407,63 +511,40 @@ mod tests {
 
     #[test]
     fn no_seed_picks_one_per_run() {
-        let t = Tokenizer::builtin();
-        let dataset = SyntheticDataset::new(config(None), t.clone()).unwrap();
-        let again = SyntheticDataset::new(
-            SyntheticConfig {
-                seed: Some(dataset.root_seed()),
-                ..config(None)
-            },
-            t,
-        )
-        .unwrap();
-        assert_eq!(dataset.generate().unwrap(), again.generate().unwrap());
+        let first = dataset(&input(None));
+        let again = dataset(&input(Some(first.root_seed())));
+        assert_eq!(first.generate().unwrap(), again.generate().unwrap());
     }
 
     #[test]
-    fn invalid_config_is_rejected_with_reason() {
-        let t = Tokenizer::builtin();
+    fn invalid_input_is_rejected_with_reason() {
         let err = SyntheticDataset::new(
-            SyntheticConfig {
+            &InputConfig {
                 isl_stddev: -1.0,
-                ..SyntheticConfig::default()
+                ..InputConfig::default()
             },
-            t.clone(),
+            &[],
+            Tokenizer::builtin(),
         )
         .unwrap_err();
-        assert!(err.to_string().contains("input tokens"), "{err}");
-        let err = SyntheticDataset::new(
-            SyntheticConfig {
-                isl_mean: 0,
-                ..SyntheticConfig::default()
-            },
-            t,
-        )
-        .unwrap_err();
-        assert!(matches!(err, SyntheticError::NothingToGenerate));
+        assert_eq!(err.to_string(), "--isl-stddev must be 0 or more, got -1");
     }
 
     #[test]
     fn rankings_turns_hold_a_query_and_the_passages() {
         let tokenizer = Tokenizer::builtin();
-        let config = SyntheticConfig {
-            num_entries: 20,
-            seed: Some(4),
-            rankings: Some(RankingsConfig {
-                passages_mean: 3.0,
-                passages_stddev: 1.0,
-                passage_tokens_mean: 40.0,
-                query_tokens_mean: 12.0,
-                ..RankingsConfig::default()
-            }),
-            ..SyntheticConfig::default()
+        let mut input = input(Some(4));
+        input.rankings = RankingsOptions {
+            passages_mean: 3.0,
+            passages_stddev: 1.0,
+            passage_tokens_mean: 40.0,
+            query_tokens_mean: 12.0,
+            ..RankingsOptions::default()
         };
-        let conversations = SyntheticDataset::new(config, tokenizer.clone())
-            .unwrap()
-            .generate()
-            .unwrap();
+        let conversations = dataset(&input).with_rankings(true).generate().unwrap();
         let mut counts = std::collections::BTreeSet::new();
         for conversation in &conversations {
+            assert_eq!(conversation.turns.len(), 1);
             let texts = &conversation.turns[0].texts;
             assert_eq!(tokenizer.count(&texts[0]), 12, "the query");
             assert!(texts[1..].iter().all(|p| tokenizer.count(p) == 40));
@@ -488,5 +569,6 @@ mod tests {
             .sum::<f64>()
             / 4000.0;
         assert!((mean - 1000.5).abs() < 10.0, "{mean}");
+        assert!(LengthDistribution::new(1.0, -1.0, "x").is_err());
     }
 }

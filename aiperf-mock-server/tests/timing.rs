@@ -76,17 +76,27 @@ async fn concurrent_streams_do_not_drift() {
             })
         })
         .collect();
+    // The last token is due at 30 + 59 * 5 = 325 ms. A drifting schedule would push
+    // every stream late; one stream delayed by a loaded machine must not fail the test,
+    // so the median carries the drift check and each stream only a coarse bound.
+    let mut last = Vec::new();
     for t in tasks {
         let r = t.await.unwrap();
         let a = content_arrivals(&r);
         assert_eq!(a.len(), 60);
-        // last token due at 30 + 59 * 5 = 325 ms
         assert!(
-            (a[59] - 325.0).abs() < 15.0,
+            a[59] >= 324.0 && a[59] < 425.0,
             "last token at {:.1} ms",
             a[59]
         );
+        last.push(a[59]);
     }
+    last.sort_by(f64::total_cmp);
+    let median = last[last.len() / 2];
+    assert!(
+        (median - 325.0).abs() < 15.0,
+        "median last token at {median:.1} ms"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

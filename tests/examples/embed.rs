@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
+use aiperf_core::config::InputConfig;
 use aiperf_core::{Benchmark, BenchmarkConfig, DatasetSource, PhasePlan, SamplingStrategy};
-use aiperf_datasets::{SyntheticConfig, SyntheticDataset, Tokenizer};
+use aiperf_datasets::{SyntheticDataset, Tokenizer};
 use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::MetricsSink;
 use aiperf_mock_server::{MockConfig, MockServer};
@@ -24,12 +25,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     let tokenizer = Tokenizer::builtin();
     let conversations = SyntheticDataset::new(
-        SyntheticConfig {
+        &InputConfig {
             isl_mean: 128,
             osl_mean: Some(32),
-            seed: Some(1),
-            ..SyntheticConfig::default()
+            random_seed: Some(1),
+            ..InputConfig::default()
         },
+        &config.endpoint.models,
         tokenizer.clone(),
     )?
     .load()?;

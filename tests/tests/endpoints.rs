@@ -9,7 +9,9 @@ mod common;
 use std::path::Path;
 
 use aiperf_mock_server::{MockConfig, MockServer};
-use common::{args, assert_exit, profile, read_json, read_jsonl, stat};
+use common::{
+    args, assert_exit, profile, read_json, read_jsonl, recorded_body, recorded_header, stat,
+};
 use serde_json::Value;
 
 /// A fast mock that records every inference request to `dir/requests.jsonl`.
@@ -39,24 +41,6 @@ async fn run(server: MockServer, dir: &Path, line: &str) -> (Value, Vec<Value>) 
     (summary, read_jsonl(&dir.join("requests.jsonl")))
 }
 
-/// A recorded request's header value.
-fn header<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
-    request["headers"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .find(|(key, _)| key.eq_ignore_ascii_case(name))
-        .and_then(|(_, value)| value.as_str())
-}
-
-/// A recorded request's body as JSON.
-fn body(request: &Value) -> Value {
-    match &request["body"] {
-        Value::String(text) => serde_json::from_str(text).unwrap(),
-        other => other.clone(),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn messages_streams_with_the_anthropic_headers_and_reads_its_usage() {
     let dir = tempfile::tempdir().unwrap();
@@ -71,11 +55,14 @@ async fn messages_streams_with_the_anthropic_headers_and_reads_its_usage() {
     assert_eq!(requests.len(), 6);
     for request in &requests {
         assert_eq!(request["path"], "/v1/messages");
-        assert_eq!(header(request, "anthropic-version"), Some("2023-06-01"));
+        assert_eq!(
+            recorded_header(request, "anthropic-version"),
+            Some("2023-06-01")
+        );
         // The key goes as Anthropic expects it (the recorder masks its value).
-        assert_eq!(header(request, "x-api-key"), Some("***"));
-        assert_eq!(header(request, "authorization"), None);
-        let sent = body(request);
+        assert_eq!(recorded_header(request, "x-api-key"), Some("***"));
+        assert_eq!(recorded_header(request, "authorization"), None);
+        let sent = recorded_body(request);
         assert_eq!(sent["max_tokens"], 8);
         assert_eq!(sent["stream"], true);
         assert!(sent.get("stream_options").is_none());
@@ -111,7 +98,7 @@ async fn chat_embeddings_sends_chat_messages_to_the_embeddings_route() {
     assert_eq!(requests.len(), 5);
     for request in &requests {
         assert_eq!(request["path"], "/v1/embeddings");
-        let sent = body(request);
+        let sent = recorded_body(request);
         assert!(sent["messages"][0]["content"].is_string(), "{sent}");
         assert!(sent.get("stream").is_none() && sent.get("input").is_none());
     }
@@ -137,7 +124,7 @@ async fn image_generation_streams_partial_images_as_non_token_output() {
     assert_eq!(requests.len(), 4);
     for request in &requests {
         assert_eq!(request["path"], "/v1/images/generations");
-        let sent = body(request);
+        let sent = recorded_body(request);
         assert_eq!(sent["response_format"], "b64_json");
         assert_eq!(sent["n"], 1);
         assert_eq!(sent["stream"], true);
@@ -180,7 +167,7 @@ async fn a_template_file_drives_the_chat_route() {
     assert_eq!(requests.len(), 5);
     for request in &requests {
         assert_eq!(request["path"], "/v1/chat/completions");
-        let sent = body(request);
+        let sent = recorded_body(request);
         let keys: Vec<&str> = sent
             .as_object()
             .unwrap()

@@ -4,11 +4,12 @@
 
 use std::sync::Arc;
 
+use aiperf_core::config::InputConfig;
 use aiperf_core::{
     Benchmark, BenchmarkBuilder, BenchmarkConfig, CollectRecords, DatasetSource, PhasePlan,
     SamplingStrategy,
 };
-use aiperf_datasets::{SyntheticConfig, SyntheticDataset, Tokenizer};
+use aiperf_datasets::{SyntheticDataset, Tokenizer};
 use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::slo::parse_slos;
 use aiperf_metrics::MetricsSink;
@@ -25,13 +26,14 @@ fn config(concurrency: usize, requests: u64) -> BenchmarkConfig {
 
 fn conversations(tokenizer: &Tokenizer) -> Vec<aiperf_core::Conversation> {
     SyntheticDataset::new(
-        SyntheticConfig {
+        &InputConfig {
             isl_mean: 32,
             osl_mean: Some(16),
-            num_entries: 10,
-            seed: Some(3),
-            ..SyntheticConfig::default()
+            num_dataset_entries: Some(10),
+            random_seed: Some(3),
+            ..InputConfig::default()
         },
+        &[],
         tokenizer.clone(),
     )
     .unwrap()

@@ -2,12 +2,13 @@
 //! TLS front (rustls, a certificate made on the spot with rcgen) forwards to the
 //! in-process mock server. Trusted with `--tls-ca-file`, refused with a certificate error
 //! without it, accepted with a warning under `--tls-insecure-skip-verify`; HTTP/2 offered
-//! only with `--http2`.
+//! only with `--http2`; the connections each reuse strategy opens.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 mod common;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use aiperf_mock_server::{MockConfig, MockServer};
@@ -21,6 +22,7 @@ use tokio_rustls::TlsAcceptor;
 struct TlsFront {
     url: String,
     ca_pem: String,
+    connections: Arc<AtomicUsize>,
     protocols: Arc<Mutex<Vec<Option<String>>>>,
 }
 
@@ -43,11 +45,14 @@ async fn tls_front(backend: std::net::SocketAddr) -> TlsFront {
     let url = format!("https://{}", listener.local_addr().unwrap());
     let protocols = Arc::new(Mutex::new(Vec::new()));
     let agreed = Arc::clone(&protocols);
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&connections);
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
+            counter.fetch_add(1, Ordering::SeqCst);
             let acceptor = acceptor.clone();
             let agreed = Arc::clone(&agreed);
             tokio::spawn(async move {
@@ -69,6 +74,7 @@ async fn tls_front(backend: std::net::SocketAddr) -> TlsFront {
     TlsFront {
         url,
         ca_pem: certified.cert.pem(),
+        connections,
         protocols,
     }
 }
@@ -146,4 +152,29 @@ async fn http2_is_negotiated_only_when_asked_for() {
         agreed.push(front.protocols.lock().unwrap().first().cloned().flatten());
     }
     assert_eq!(agreed, [None, Some("h2".to_string())]);
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_strategies_open_the_connections_they_promise() {
+    let server = MockServer::start(MockConfig::with_timing(0.0, 0.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = Vec::new();
+    for strategy in ["pooled", "never", "sticky-user-sessions"] {
+        let front = tls_front(server.addr()).await;
+        let ca = dir.path().join(format!("{strategy}.pem"));
+        std::fs::write(&ca, &front.ca_pem).unwrap();
+        let argv = args(&format!(
+            "-m mock-model --url {} --num-sessions 4 --session-turns-mean 3 --concurrency 1 --isl 16 --osl 2 --tls-ca-file {} --connection-reuse-strategy {strategy} --artifact-dir {}",
+            front.url,
+            ca.display(),
+            dir.path().join(strategy).display()
+        ));
+        let output = profile(argv).await;
+        assert_exit(&output, 0);
+        seen.push(front.connections.load(Ordering::SeqCst));
+    }
+    // 4 sessions of 3 turns, one at a time: pooled reuses one connection, never opens
+    // one per request, sticky one per session.
+    assert_eq!(seen, [1, 12, 4]);
 }

@@ -1,7 +1,13 @@
 //! The input flags: synthetic prompts, input files, media and the tokenizer.
 
-use aiperf_core::config::InputConfig;
-use clap::Args;
+use std::path::PathBuf;
+
+use aiperf_core::config::{
+    AudioFormat, CustomDatasetType, ImageFormat, InputConfig, ModelSelectionStrategy,
+    PublicDataset, SequenceDistribution, VideoFormat, VideoSynthType,
+};
+use aiperf_core::SamplingStrategy;
+use clap::{Args, ValueEnum};
 
 /// What is sent.
 #[derive(Debug, Args)]
@@ -28,13 +34,112 @@ pub struct InputArgs {
           default_value_t = 0.0)]
     pub osl_stddev: f64,
 
-    /// Number of distinct synthetic prompts (reused as the benchmark runs).
+    /// A mix of (ISL, OSL) pairs sampled per turn, replacing --isl/--osl:
+    /// "256,128:60;512|20,64|5:40", "[(256,128):60,(512,64):40]" or
+    /// '{"pairs":[{"isl":256,"osl":128,"prob":60},…]}' (probabilities in percent).
+    #[arg(long = "seq-dist", visible_alias = "sequence-distribution")]
+    pub seq_dist: Option<String>,
+
+    /// Text contents per request (embeddings, rankings and completions take a list).
+    #[arg(short = 'b', long = "prompt-batch-size",
+          visible_aliases = ["batch-size-text", "batch-size"], default_value_t = 1)]
+    pub prompt_batch_size: usize,
+
+    /// Number of random prefixes; one is prepended to the first turn of each conversation.
+    #[arg(long = "num-prefix-prompts",
+          visible_aliases = ["prompt-prefix-pool-size", "prefix-prompt-pool-size"],
+          default_value_t = 0)]
+    pub prefix_pool_size: usize,
+
+    /// Tokens per prefix prompt.
     #[arg(
-        long = "num-dataset-entries",
-        visible_alias = "num-prompts",
-        default_value_t = 100
+        long = "prefix-prompt-length",
+        visible_alias = "prompt-prefix-length",
+        default_value_t = 0
     )]
-    pub num_dataset_entries: usize,
+    pub prefix_length: u32,
+
+    /// Tokens of one system prompt shared by every conversation.
+    #[arg(long = "shared-system-prompt-length")]
+    pub shared_system_prompt_length: Option<u32>,
+
+    /// Tokens of a distinct leading user message per conversation (needs
+    /// --num-dataset-entries).
+    #[arg(long = "user-context-prompt-length")]
+    pub user_context_prompt_length: Option<u32>,
+
+    /// Number of distinct synthetic conversations (reused as the benchmark runs).
+    /// Default: 100.
+    #[arg(long = "num-dataset-entries", visible_alias = "num-prompts")]
+    pub num_dataset_entries: Option<usize>,
+
+    /// Mean turns per synthetic conversation.
+    #[arg(
+        long = "session-turns-mean",
+        visible_alias = "conversation-turn-mean",
+        default_value_t = 1
+    )]
+    pub session_turns_mean: u32,
+
+    /// Standard deviation of the turns per conversation.
+    #[arg(
+        long = "session-turns-stddev",
+        visible_alias = "conversation-turn-stddev",
+        default_value_t = 0
+    )]
+    pub session_turns_stddev: u32,
+
+    /// Mean think time before each turn after the first, in milliseconds.
+    #[arg(
+        long = "session-turn-delay-mean",
+        visible_alias = "conversation-turn-delay-mean",
+        default_value_t = 0.0
+    )]
+    pub session_turn_delay_mean: f64,
+
+    /// Standard deviation of the think time, in milliseconds.
+    #[arg(
+        long = "session-turn-delay-stddev",
+        visible_alias = "conversation-turn-delay-stddev",
+        default_value_t = 0.0
+    )]
+    pub session_turn_delay_stddev: f64,
+
+    /// Factor applied to every think time.
+    #[arg(
+        long = "session-delay-ratio",
+        visible_alias = "conversation-turn-delay-ratio",
+        default_value_t = 1.0
+    )]
+    pub session_delay_ratio: f64,
+
+    /// How generated turns are spread over several --model values.
+    #[arg(long = "model-selection-strategy", value_enum, default_value_t = ModelSelectionArg::RoundRobin)]
+    pub model_selection_strategy: ModelSelectionArg,
+
+    /// A dataset file or directory instead of synthetic prompts.
+    #[arg(long = "input-file")]
+    pub input_file: Option<PathBuf>,
+
+    /// The format of --input-file (detected when omitted).
+    #[arg(long = "custom-dataset-type", value_enum)]
+    pub custom_dataset_type: Option<CustomDatasetTypeArg>,
+
+    /// A public dataset instead of synthetic prompts.
+    #[arg(long = "public-dataset", value_enum)]
+    pub public_dataset: Option<PublicDatasetArg>,
+
+    /// The order conversations are drawn in (default: the dataset's preference).
+    #[arg(long = "dataset-sampling-strategy", value_enum)]
+    pub dataset_sampling_strategy: Option<SamplingStrategyArg>,
+
+    /// Tokens per trace hash_ids block (default: mooncake 512, bailian 16).
+    #[arg(long = "isl-block-size",
+          visible_aliases = ["prompt-input-tokens-block-size", "synthetic-input-tokens-block-size"])]
+    pub isl_block_size: Option<u32>,
+
+    #[command(flatten)]
+    pub media: MediaArgs,
 
     /// Seed for every random choice: the same seed gives the same prompts and schedule.
     #[arg(long = "random-seed")]
@@ -87,14 +192,555 @@ pub struct RankingsArgs {
 
 impl InputArgs {
     /// Copies the input flags into `input` (validation happens on the whole config).
+    /// Fails only when --seq-dist does not parse.
     pub fn apply(&self, input: &mut InputConfig) -> anyhow::Result<()> {
         input.isl_mean = self.isl;
         input.isl_stddev = self.isl_stddev;
         input.osl_mean = self.osl;
         input.osl_stddev = self.osl_stddev;
+        input.sequence_distribution = self
+            .seq_dist
+            .as_deref()
+            .map(SequenceDistribution::parse)
+            .transpose()?;
         input.num_dataset_entries = self.num_dataset_entries;
         input.random_seed = self.random_seed;
         input.tokenizer = self.tokenizer.clone();
+        input.input_file = self.input_file.clone();
+        input.custom_dataset_type = self
+            .custom_dataset_type
+            .map(CustomDatasetTypeArg::into_config);
+        input.public_dataset = self.public_dataset.map(|p| match p {
+            PublicDatasetArg::Sharegpt => PublicDataset::Sharegpt,
+        });
+        input.sampling_strategy = self.dataset_sampling_strategy.map(|s| match s {
+            SamplingStrategyArg::Sequential => SamplingStrategy::Sequential,
+            SamplingStrategyArg::Random => SamplingStrategy::Random,
+            SamplingStrategyArg::Shuffle => SamplingStrategy::Shuffle,
+        });
+        input.isl_block_size = self.isl_block_size;
+        let prompt = &mut input.prompt;
+        prompt.batch_size = self.prompt_batch_size;
+        prompt.prefix_pool_size = self.prefix_pool_size;
+        prompt.prefix_length = self.prefix_length;
+        prompt.shared_system_length = self.shared_system_prompt_length;
+        prompt.user_context_length = self.user_context_prompt_length;
+        let session = &mut input.session;
+        session.turns_mean = self.session_turns_mean;
+        session.turns_stddev = self.session_turns_stddev;
+        session.delay_mean_ms = self.session_turn_delay_mean;
+        session.delay_stddev_ms = self.session_turn_delay_stddev;
+        session.delay_ratio = self.session_delay_ratio;
+        input.model_selection = match self.model_selection_strategy {
+            ModelSelectionArg::RoundRobin => ModelSelectionStrategy::RoundRobin,
+            ModelSelectionArg::Random => ModelSelectionStrategy::Random,
+        };
+        self.media.apply(input);
         Ok(())
+    }
+}
+
+impl RankingsArgs {
+    /// Copies the rankings flags into `input.rankings`.
+    pub fn apply(&self, input: &mut InputConfig) {
+        let rankings = &mut input.rankings;
+        rankings.passages_mean = self.passages_mean;
+        rankings.passages_stddev = self.passages_stddev;
+        rankings.passage_tokens_mean = self.passage_tokens_mean;
+        rankings.passage_tokens_stddev = self.passage_tokens_stddev;
+        rankings.query_tokens_mean = self.query_tokens_mean;
+        rankings.query_tokens_stddev = self.query_tokens_stddev;
+    }
+}
+
+/// `--model-selection-strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ModelSelectionArg {
+    /// The n-th generated turn uses model n mod k.
+    RoundRobin,
+    /// A uniformly drawn model per turn.
+    Random,
+}
+
+/// `--custom-dataset-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum CustomDatasetTypeArg {
+    /// One request per line.
+    SingleTurn,
+    /// One conversation per line.
+    MultiTurn,
+    /// Pools of turns sampled into conversations.
+    RandomPool,
+    /// Mooncake traces.
+    MooncakeTrace,
+    /// Alibaba Bailian traces.
+    BailianTrace,
+    /// BurstGPT CSV traces.
+    BurstGptTrace,
+}
+
+impl CustomDatasetTypeArg {
+    fn into_config(self) -> CustomDatasetType {
+        match self {
+            CustomDatasetTypeArg::SingleTurn => CustomDatasetType::SingleTurn,
+            CustomDatasetTypeArg::MultiTurn => CustomDatasetType::MultiTurn,
+            CustomDatasetTypeArg::RandomPool => CustomDatasetType::RandomPool,
+            CustomDatasetTypeArg::MooncakeTrace => CustomDatasetType::MooncakeTrace,
+            CustomDatasetTypeArg::BailianTrace => CustomDatasetType::BailianTrace,
+            CustomDatasetTypeArg::BurstGptTrace => CustomDatasetType::BurstGptTrace,
+        }
+    }
+}
+
+/// `--public-dataset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PublicDatasetArg {
+    /// ShareGPT (Vicuna, unfiltered, cleaned split).
+    Sharegpt,
+}
+
+/// `--dataset-sampling-strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SamplingStrategyArg {
+    /// In order, wrapping around.
+    Sequential,
+    /// Uniformly, with replacement.
+    Random,
+    /// A fresh permutation per pass.
+    Shuffle,
+}
+
+/// Synthetic images, audio and video.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Audio / Image / Video input")]
+pub struct MediaArgs {
+    /// Mean image width in pixels (images are sent when width and height means are above 0).
+    #[arg(long = "image-width-mean", default_value_t = 0.0)]
+    pub image_width_mean: f64,
+    /// Standard deviation of the image width.
+    #[arg(long = "image-width-stddev", default_value_t = 0.0)]
+    pub image_width_stddev: f64,
+    /// Mean image height in pixels.
+    #[arg(long = "image-height-mean", default_value_t = 0.0)]
+    pub image_height_mean: f64,
+    /// Standard deviation of the image height.
+    #[arg(long = "image-height-stddev", default_value_t = 0.0)]
+    pub image_height_stddev: f64,
+    /// Images per request.
+    #[arg(
+        long = "image-batch-size",
+        visible_alias = "batch-size-image",
+        default_value_t = 1
+    )]
+    pub image_batch_size: usize,
+    /// Image encoding.
+    #[arg(long = "image-format", value_enum, default_value_t = ImageFormatArg::Png)]
+    pub image_format: ImageFormatArg,
+
+    /// Mean audio clip length in seconds (0: no audio).
+    #[arg(long = "audio-length-mean", default_value_t = 0.0)]
+    pub audio_length_mean: f64,
+    /// Standard deviation of the clip length in seconds.
+    #[arg(long = "audio-length-stddev", default_value_t = 0.0)]
+    pub audio_length_stddev: f64,
+    /// Audio clips per request.
+    #[arg(
+        long = "audio-batch-size",
+        visible_alias = "batch-size-audio",
+        default_value_t = 1
+    )]
+    pub audio_batch_size: usize,
+    /// Audio container (mp3 is not supported by aiperf-rs).
+    #[arg(long = "audio-format", value_enum, default_value_t = AudioFormatArg::Wav)]
+    pub audio_format: AudioFormatArg,
+    /// Bit depths to draw from (8, 16, 24, 32).
+    #[arg(long = "audio-depths", num_args = 1.., value_delimiter = ',', default_value = "16")]
+    pub audio_depths: Vec<u16>,
+    /// Sample rates in kHz to draw from.
+    #[arg(long = "audio-sample-rates", num_args = 1.., value_delimiter = ',',
+          default_value = "16")]
+    pub audio_sample_rates: Vec<f64>,
+    /// Audio channels (1 or 2).
+    #[arg(long = "audio-num-channels", default_value_t = 1)]
+    pub audio_num_channels: u16,
+
+    /// Video frame width (with --video-height; needs ffmpeg).
+    #[arg(long = "video-width")]
+    pub video_width: Option<u32>,
+    /// Video frame height (with --video-width).
+    #[arg(long = "video-height")]
+    pub video_height: Option<u32>,
+    /// Video length in seconds.
+    #[arg(long = "video-duration", default_value_t = 5.0)]
+    pub video_duration: f64,
+    /// Video frames per second.
+    #[arg(long = "video-fps", default_value_t = 4)]
+    pub video_fps: u32,
+    /// Videos per request.
+    #[arg(
+        long = "video-batch-size",
+        visible_alias = "batch-size-video",
+        default_value_t = 1
+    )]
+    pub video_batch_size: usize,
+    /// What the video frames show.
+    #[arg(long = "video-synth-type", value_enum, default_value_t = VideoSynthTypeArg::MovingShapes)]
+    pub video_synth_type: VideoSynthTypeArg,
+    /// Video container.
+    #[arg(long = "video-format", value_enum, default_value_t = VideoFormatArg::Webm)]
+    pub video_format: VideoFormatArg,
+    /// ffmpeg video codec.
+    #[arg(long = "video-codec", default_value = "libvpx-vp9")]
+    pub video_codec: String,
+}
+
+impl MediaArgs {
+    fn apply(&self, input: &mut InputConfig) {
+        let image = &mut input.image;
+        image.width_mean = self.image_width_mean;
+        image.width_stddev = self.image_width_stddev;
+        image.height_mean = self.image_height_mean;
+        image.height_stddev = self.image_height_stddev;
+        image.batch_size = self.image_batch_size;
+        image.format = match self.image_format {
+            ImageFormatArg::Png => ImageFormat::Png,
+            ImageFormatArg::Jpeg => ImageFormat::Jpeg,
+            ImageFormatArg::Random => ImageFormat::Random,
+        };
+        let audio = &mut input.audio;
+        audio.length_mean = self.audio_length_mean;
+        audio.length_stddev = self.audio_length_stddev;
+        audio.batch_size = self.audio_batch_size;
+        audio.format = match self.audio_format {
+            AudioFormatArg::Wav => AudioFormat::Wav,
+            AudioFormatArg::Mp3 => AudioFormat::Mp3,
+        };
+        audio.depths = self.audio_depths.clone();
+        audio.sample_rates_khz = self.audio_sample_rates.clone();
+        audio.num_channels = self.audio_num_channels;
+        let video = &mut input.video;
+        video.width = self.video_width;
+        video.height = self.video_height;
+        video.duration = self.video_duration;
+        video.fps = self.video_fps;
+        video.batch_size = self.video_batch_size;
+        video.synth_type = match self.video_synth_type {
+            VideoSynthTypeArg::MovingShapes => VideoSynthType::MovingShapes,
+            VideoSynthTypeArg::GridClock => VideoSynthType::GridClock,
+            VideoSynthTypeArg::Noise => VideoSynthType::Noise,
+        };
+        video.format = match self.video_format {
+            VideoFormatArg::Webm => VideoFormat::Webm,
+            VideoFormatArg::Mp4 => VideoFormat::Mp4,
+        };
+        video.codec = self.video_codec.clone();
+    }
+}
+
+/// `--image-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImageFormatArg {
+    /// PNG.
+    Png,
+    /// JPEG (quality 85, no chroma subsampling).
+    Jpeg,
+    /// PNG or JPEG per image.
+    Random,
+}
+
+/// `--audio-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AudioFormatArg {
+    /// PCM WAV.
+    Wav,
+    /// MP3 (rejected: no encoder).
+    Mp3,
+}
+
+/// `--video-synth-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum VideoSynthTypeArg {
+    /// Moving coloured squares.
+    MovingShapes,
+    /// A grid whose lit cell counts frames.
+    GridClock,
+    /// Random pixels.
+    Noise,
+}
+
+/// `--video-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VideoFormatArg {
+    /// WebM.
+    Webm,
+    /// MP4.
+    Mp4,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aiperf_core::config::SeqDistPair;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        input: InputArgs,
+        #[command(flatten)]
+        rankings: RankingsArgs,
+    }
+
+    fn config(args: &[&str]) -> InputConfig {
+        let flags =
+            Flags::try_parse_from(std::iter::once("aiperf").chain(args.iter().copied())).unwrap();
+        let mut input = InputConfig::default();
+        flags.input.apply(&mut input).unwrap();
+        flags.rankings.apply(&mut input);
+        input
+    }
+
+    #[test]
+    fn defaults_match_input_config_defaults() {
+        assert_eq!(config(&[]), InputConfig::default());
+    }
+
+    #[test]
+    fn prompt_flags_and_aliases() {
+        for batch in [
+            "-b",
+            "--prompt-batch-size",
+            "--batch-size-text",
+            "--batch-size",
+        ] {
+            assert_eq!(config(&[batch, "3"]).prompt.batch_size, 3, "{batch}");
+        }
+        for pool in [
+            "--num-prefix-prompts",
+            "--prompt-prefix-pool-size",
+            "--prefix-prompt-pool-size",
+        ] {
+            assert_eq!(config(&[pool, "4"]).prompt.prefix_pool_size, 4, "{pool}");
+        }
+        for length in ["--prefix-prompt-length", "--prompt-prefix-length"] {
+            assert_eq!(config(&[length, "9"]).prompt.prefix_length, 9, "{length}");
+        }
+        let c = config(&[
+            "--shared-system-prompt-length",
+            "20",
+            "--user-context-prompt-length",
+            "30",
+            "--num-prompts",
+            "7",
+        ]);
+        assert_eq!(c.prompt.shared_system_length, Some(20));
+        assert_eq!(c.prompt.user_context_length, Some(30));
+        assert_eq!(c.num_dataset_entries, Some(7));
+    }
+
+    #[test]
+    fn session_flags_and_aliases() {
+        let pairs = [
+            ("--session-turns-mean", "--conversation-turn-mean"),
+            ("--session-turns-stddev", "--conversation-turn-stddev"),
+            (
+                "--session-turn-delay-mean",
+                "--conversation-turn-delay-mean",
+            ),
+            (
+                "--session-turn-delay-stddev",
+                "--conversation-turn-delay-stddev",
+            ),
+            ("--session-delay-ratio", "--conversation-turn-delay-ratio"),
+        ];
+        for (name, alias) in pairs {
+            assert_eq!(config(&[name, "3"]), config(&[alias, "3"]), "{alias}");
+        }
+        let s = config(&[
+            "--session-turns-mean",
+            "4",
+            "--session-turns-stddev",
+            "1",
+            "--session-turn-delay-mean",
+            "250",
+            "--session-turn-delay-stddev",
+            "10",
+            "--session-delay-ratio",
+            "0.5",
+        ])
+        .session;
+        assert_eq!(
+            (
+                s.turns_mean,
+                s.turns_stddev,
+                s.delay_mean_ms,
+                s.delay_stddev_ms,
+                s.delay_ratio
+            ),
+            (4, 1, 250.0, 10.0, 0.5)
+        );
+    }
+
+    #[test]
+    fn seq_dist_parses_and_reports_the_bad_part() {
+        for flag in ["--seq-dist", "--sequence-distribution"] {
+            let c = config(&[flag, "100,10:100"]);
+            assert_eq!(
+                c.sequence_distribution.unwrap().pairs,
+                [SeqDistPair {
+                    isl: 100,
+                    isl_stddev: 0.0,
+                    osl: 10,
+                    osl_stddev: 0.0,
+                    prob: 100.0
+                }]
+            );
+        }
+        let flags = Flags::try_parse_from(["aiperf", "--seq-dist", "1,x:100"]).unwrap();
+        let err = flags.input.apply(&mut InputConfig::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid --seq-dist: entry "1,x:100": OSL "x" is not an integer"#
+        );
+    }
+
+    #[test]
+    fn dataset_source_flags() {
+        let c = config(&[
+            "--input-file",
+            "data.jsonl",
+            "--custom-dataset-type",
+            "mooncake_trace",
+            "--dataset-sampling-strategy",
+            "shuffle",
+            "--synthetic-input-tokens-block-size",
+            "16",
+            "--model-selection-strategy",
+            "random",
+        ]);
+        assert_eq!(c.input_file, Some(PathBuf::from("data.jsonl")));
+        assert_eq!(
+            c.custom_dataset_type,
+            Some(CustomDatasetType::MooncakeTrace)
+        );
+        assert_eq!(c.sampling_strategy, Some(SamplingStrategy::Shuffle));
+        assert_eq!(c.isl_block_size, Some(16));
+        assert_eq!(c.model_selection, ModelSelectionStrategy::Random);
+        for alias in ["--isl-block-size", "--prompt-input-tokens-block-size"] {
+            assert_eq!(config(&[alias, "8"]).isl_block_size, Some(8));
+        }
+        let c = config(&[
+            "--public-dataset",
+            "sharegpt",
+            "--custom-dataset-type",
+            "burst_gpt_trace",
+        ]);
+        assert_eq!(c.public_dataset, Some(PublicDataset::Sharegpt));
+        assert_eq!(
+            c.custom_dataset_type,
+            Some(CustomDatasetType::BurstGptTrace)
+        );
+    }
+
+    #[test]
+    fn media_flags_and_aliases() {
+        let c = config(&[
+            "--image-width-mean",
+            "64",
+            "--image-width-stddev",
+            "2",
+            "--image-height-mean",
+            "32",
+            "--image-height-stddev",
+            "1",
+            "--batch-size-image",
+            "2",
+            "--image-format",
+            "jpeg",
+            "--audio-length-mean",
+            "0.5",
+            "--audio-length-stddev",
+            "0.1",
+            "--batch-size-audio",
+            "3",
+            "--audio-depths",
+            "8",
+            "24",
+            "--audio-sample-rates",
+            "8,44.1",
+            "--audio-num-channels",
+            "2",
+            "--video-width",
+            "64",
+            "--video-height",
+            "48",
+            "--video-duration",
+            "2",
+            "--video-fps",
+            "8",
+            "--batch-size-video",
+            "2",
+            "--video-synth-type",
+            "grid_clock",
+            "--video-format",
+            "mp4",
+            "--video-codec",
+            "libx264",
+        ]);
+        let i = &c.image;
+        assert_eq!(
+            (
+                i.width_mean,
+                i.width_stddev,
+                i.height_mean,
+                i.height_stddev,
+                i.batch_size
+            ),
+            (64.0, 2.0, 32.0, 1.0, 2)
+        );
+        assert_eq!(i.format, ImageFormat::Jpeg);
+        let a = &c.audio;
+        assert_eq!(
+            (a.length_mean, a.length_stddev, a.batch_size),
+            (0.5, 0.1, 3)
+        );
+        assert_eq!(a.depths, [8, 24]);
+        assert_eq!(a.sample_rates_khz, [8.0, 44.1]);
+        assert_eq!(a.num_channels, 2);
+        let v = &c.video;
+        assert_eq!(
+            (v.width, v.height, v.duration, v.fps),
+            (Some(64), Some(48), 2.0, 8)
+        );
+        assert_eq!(v.batch_size, 2);
+        assert_eq!(v.synth_type, VideoSynthType::GridClock);
+        assert_eq!(v.format, VideoFormat::Mp4);
+        assert_eq!(v.codec, "libx264");
+        for (name, alias) in [
+            ("--image-batch-size", "--batch-size-image"),
+            ("--audio-batch-size", "--batch-size-audio"),
+            ("--video-batch-size", "--batch-size-video"),
+        ] {
+            assert_eq!(config(&[name, "5"]), config(&[alias, "5"]), "{alias}");
+        }
+        assert_eq!(
+            config(&["--audio-format", "mp3"]).audio.format,
+            AudioFormat::Mp3
+        );
+    }
+
+    #[test]
+    fn rankings_flags_reach_the_config() {
+        let c = config(&[
+            "--rankings-passages-mean",
+            "5",
+            "--rankings-query-prompt-token-mean",
+            "12",
+        ]);
+        assert_eq!(c.rankings.passages_mean, 5.0);
+        assert_eq!(c.rankings.query_tokens_mean, 12.0);
     }
 }

@@ -7,12 +7,22 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::SamplingStrategy;
 
-use super::{at_least_one, non_negative, ConfigError};
+use super::{at_least_one, non_negative, out_of_range, ConfigError};
 
-/// The synthetic workload and tokenizer.
+mod media;
+mod seq_dist;
+
+pub use media::{
+    AudioFormat, AudioOptions, ImageFormat, ImageOptions, VideoFormat, VideoOptions,
+    VideoSynthType, MIN_AUDIO_SECONDS,
+};
+pub use seq_dist::{SeqDistPair, SequenceDistribution};
+
+/// What is sent: the synthetic workload, input files and the tokenizer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct InputConfig {
-    /// Mean input sequence length in tokens.
+    /// Mean input sequence length in tokens; 0 turns text off.
     pub isl_mean: u32,
     /// Standard deviation of the input sequence length.
     pub isl_stddev: f64,
@@ -20,8 +30,11 @@ pub struct InputConfig {
     pub osl_mean: Option<u32>,
     /// Standard deviation of the output length.
     pub osl_stddev: f64,
-    /// Number of distinct conversations generated.
-    pub num_dataset_entries: usize,
+    /// `--seq-dist`: (ISL, OSL) pairs sampled per turn; replaces ISL/OSL when set.
+    pub sequence_distribution: Option<SequenceDistribution>,
+    /// `--num-dataset-entries`: distinct conversations generated; `None` means
+    /// [`DEFAULT_NUM_DATASET_ENTRIES`] (kept apart because some rules need it explicit).
+    pub num_dataset_entries: Option<usize>,
     /// Root seed of every random choice.
     pub random_seed: Option<u64>,
     /// Tokenizer name or path; `None` means the primary model's name.
@@ -37,6 +50,128 @@ pub struct InputConfig {
     /// `--isl-block-size`: tokens per trace `hash_ids` block; `None` takes the trace
     /// format's default (mooncake 512, bailian 16).
     pub isl_block_size: Option<u32>,
+    /// Texts per turn, prefixes, shared system prompt and user context.
+    pub prompt: PromptOptions,
+    /// Turns per conversation and the think time between them.
+    pub session: SessionOptions,
+    /// `--model-selection-strategy`: which model each generated turn names.
+    pub model_selection: ModelSelectionStrategy,
+    /// Synthetic images.
+    pub image: ImageOptions,
+    /// Synthetic audio.
+    pub audio: AudioOptions,
+    /// Synthetic video.
+    pub video: VideoOptions,
+    /// Synthetic ranking requests (used by the `*_rankings` endpoints).
+    pub rankings: RankingsOptions,
+}
+
+/// The number of synthetic conversations when `--num-dataset-entries` is not given.
+pub const DEFAULT_NUM_DATASET_ENTRIES: usize = 100;
+
+/// Prompt shape options (SPEC §1.3 "Prompt / ISL / OSL / prefix").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PromptOptions {
+    /// `--prompt-batch-size`: text contents per turn.
+    pub batch_size: usize,
+    /// `--prompt-prefix-pool-size`: how many random prefixes to draw from.
+    pub prefix_pool_size: usize,
+    /// `--prompt-prefix-length`: tokens per prefix.
+    pub prefix_length: u32,
+    /// `--shared-system-prompt-length`: one system prompt for every conversation.
+    pub shared_system_length: Option<u32>,
+    /// `--user-context-prompt-length`: a distinct leading user message per conversation.
+    pub user_context_length: Option<u32>,
+}
+
+impl Default for PromptOptions {
+    fn default() -> Self {
+        Self {
+            batch_size: 1,
+            prefix_pool_size: 0,
+            prefix_length: 0,
+            shared_system_length: None,
+            user_context_length: None,
+        }
+    }
+}
+
+impl PromptOptions {
+    /// Whether a prefix pool is configured.
+    pub fn has_prefix_pool(&self) -> bool {
+        self.prefix_pool_size > 0 && self.prefix_length > 0
+    }
+}
+
+/// Multi-turn synthetic sessions (SPEC §1.3 "Conversation input").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionOptions {
+    /// Mean turns per conversation.
+    pub turns_mean: u32,
+    /// Standard deviation of the turn count.
+    pub turns_stddev: u32,
+    /// Mean think time before turns after the first, in milliseconds (0: none).
+    pub delay_mean_ms: f64,
+    /// Think time standard deviation in milliseconds.
+    pub delay_stddev_ms: f64,
+    /// Factor applied to every sampled think time.
+    pub delay_ratio: f64,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            turns_mean: 1,
+            turns_stddev: 0,
+            delay_mean_ms: 0.0,
+            delay_stddev_ms: 0.0,
+            delay_ratio: 1.0,
+        }
+    }
+}
+
+/// `--model-selection-strategy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelSelectionStrategy {
+    /// The n-th generated turn names model n mod k.
+    #[default]
+    RoundRobin,
+    /// A uniformly drawn model per turn.
+    Random,
+}
+
+/// `--rankings-*`: one query and some passages per ranking request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RankingsOptions {
+    /// Mean passages per request.
+    pub passages_mean: f64,
+    /// Standard deviation of the passage count.
+    pub passages_stddev: f64,
+    /// Mean tokens per passage.
+    pub passage_tokens_mean: f64,
+    /// Standard deviation of the passage length.
+    pub passage_tokens_stddev: f64,
+    /// Mean tokens of the query.
+    pub query_tokens_mean: f64,
+    /// Standard deviation of the query length.
+    pub query_tokens_stddev: f64,
+}
+
+impl Default for RankingsOptions {
+    fn default() -> Self {
+        Self {
+            passages_mean: 1.0,
+            passages_stddev: 0.0,
+            passage_tokens_mean: 550.0,
+            passage_tokens_stddev: 0.0,
+            query_tokens_mean: 550.0,
+            query_tokens_stddev: 0.0,
+        }
+    }
 }
 
 /// The formats of `--input-file` (SPEC §4.4).
@@ -106,7 +241,8 @@ impl Default for InputConfig {
             isl_stddev: 0.0,
             osl_mean: None,
             osl_stddev: 0.0,
-            num_dataset_entries: 100,
+            sequence_distribution: None,
+            num_dataset_entries: None,
             random_seed: None,
             tokenizer: None,
             input_file: None,
@@ -114,19 +250,339 @@ impl Default for InputConfig {
             public_dataset: None,
             sampling_strategy: None,
             isl_block_size: None,
+            prompt: PromptOptions::default(),
+            session: SessionOptions::default(),
+            model_selection: ModelSelectionStrategy::default(),
+            image: ImageOptions::default(),
+            audio: AudioOptions::default(),
+            video: VideoOptions::default(),
+            rankings: RankingsOptions::default(),
         }
     }
 }
 
 impl InputConfig {
+    /// `--num-dataset-entries`, or its default.
+    pub fn dataset_entries(&self) -> usize {
+        self.num_dataset_entries
+            .unwrap_or(DEFAULT_NUM_DATASET_ENTRIES)
+    }
+
+    /// Whether the workload is generated (no input file and no public dataset).
+    pub fn is_synthetic(&self) -> bool {
+        self.input_file.is_none() && self.public_dataset.is_none()
+    }
+
+    /// Whether synthetic turns carry text.
+    pub fn text_enabled(&self) -> bool {
+        (self.isl_mean > 0 || self.sequence_distribution.is_some()) && self.prompt.batch_size > 0
+    }
+
     /// Checks the input options on their own (SPEC §1.4).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        at_least_one("--num-dataset-entries", self.num_dataset_entries as u64)?;
+        if let Some(n) = self.num_dataset_entries {
+            at_least_one("--num-dataset-entries", n as u64)?;
+        }
         non_negative("--isl-stddev", self.isl_stddev)?;
         non_negative("--osl-stddev", self.osl_stddev)?;
         if let Some(osl) = self.osl_mean {
             at_least_one("--osl", u64::from(osl))?;
         }
+        if let Some(distribution) = &self.sequence_distribution {
+            distribution.check()?;
+        }
+        if let Some(size) = self.isl_block_size {
+            at_least_one("--isl-block-size", u64::from(size))?;
+        }
+        self.validate_prompt()?;
+        self.validate_session()?;
+        self.validate_rankings()?;
+        media::validate_media(&self.image, &self.audio, &self.video)?;
+        let media = self.image.enabled() || self.audio.enabled() || self.video.enabled();
+        if self.is_synthetic() && !self.text_enabled() && !media {
+            return Err(out_of_range(
+                "--isl",
+                "at least 1 (with --prompt-batch-size at least 1) when no image, audio or \
+                 video input is enabled",
+                self.isl_mean,
+            ));
+        }
         Ok(())
+    }
+
+    fn validate_prompt(&self) -> Result<(), ConfigError> {
+        let prompt = &self.prompt;
+        if prompt.prefix_pool_size > 0 && prompt.prefix_length == 0 {
+            return Err(ConfigError::Requires {
+                flag: "--prompt-prefix-pool-size",
+                needs: "--prompt-prefix-length",
+            });
+        }
+        if prompt.prefix_length > 0 && prompt.prefix_pool_size == 0 {
+            return Err(ConfigError::Requires {
+                flag: "--prompt-prefix-length",
+                needs: "--prompt-prefix-pool-size",
+            });
+        }
+        let prefix_flag = if prompt.prefix_pool_size > 0 {
+            "--prompt-prefix-pool-size"
+        } else {
+            "--prompt-prefix-length"
+        };
+        let has_prefix = prompt.prefix_pool_size > 0 || prompt.prefix_length > 0;
+        if let Some(length) = prompt.shared_system_length {
+            at_least_one("--shared-system-prompt-length", u64::from(length))?;
+            if has_prefix {
+                return Err(ConfigError::Conflict {
+                    first: "--shared-system-prompt-length",
+                    second: prefix_flag,
+                });
+            }
+        }
+        if let Some(length) = prompt.user_context_length {
+            at_least_one("--user-context-prompt-length", u64::from(length))?;
+            if has_prefix {
+                return Err(ConfigError::Conflict {
+                    first: "--user-context-prompt-length",
+                    second: prefix_flag,
+                });
+            }
+            if self.num_dataset_entries.is_none() {
+                return Err(ConfigError::Requires {
+                    flag: "--user-context-prompt-length",
+                    needs: "--num-dataset-entries",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_session(&self) -> Result<(), ConfigError> {
+        let session = &self.session;
+        non_negative("--session-turn-delay-mean", session.delay_mean_ms)?;
+        non_negative("--session-turn-delay-stddev", session.delay_stddev_ms)?;
+        non_negative("--session-delay-ratio", session.delay_ratio)
+    }
+
+    fn validate_rankings(&self) -> Result<(), ConfigError> {
+        let rankings = &self.rankings;
+        for (flag, value) in [
+            ("--rankings-passages-mean", rankings.passages_mean),
+            ("--rankings-passages-stddev", rankings.passages_stddev),
+            (
+                "--rankings-passages-prompt-token-mean",
+                rankings.passage_tokens_mean,
+            ),
+            (
+                "--rankings-passages-prompt-token-stddev",
+                rankings.passage_tokens_stddev,
+            ),
+            (
+                "--rankings-query-prompt-token-mean",
+                rankings.query_tokens_mean,
+            ),
+            (
+                "--rankings-query-prompt-token-stddev",
+                rankings.query_tokens_stddev,
+            ),
+        ] {
+            non_negative(flag, value)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(config: InputConfig) -> String {
+        config.validate().unwrap_err().to_string()
+    }
+
+    fn with(change: impl FnOnce(&mut InputConfig)) -> InputConfig {
+        let mut config = InputConfig::default();
+        change(&mut config);
+        config
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        InputConfig::default().validate().unwrap();
+        assert_eq!(InputConfig::default().dataset_entries(), 100);
+    }
+
+    #[test]
+    fn system_and_user_context_exclude_prefix_pools() {
+        let prefix = |c: &mut InputConfig| {
+            c.prompt.prefix_pool_size = 3;
+            c.prompt.prefix_length = 10;
+            c.num_dataset_entries = Some(5);
+        };
+        with(prefix).validate().unwrap();
+        assert_eq!(
+            err(with(|c| {
+                prefix(c);
+                c.prompt.shared_system_length = Some(5);
+            })),
+            "--shared-system-prompt-length cannot be combined with --prompt-prefix-pool-size"
+        );
+        assert_eq!(
+            err(with(|c| {
+                prefix(c);
+                c.prompt.user_context_length = Some(5);
+            })),
+            "--user-context-prompt-length cannot be combined with --prompt-prefix-pool-size"
+        );
+    }
+
+    #[test]
+    fn prefix_pool_and_length_go_together() {
+        assert_eq!(
+            err(with(|c| c.prompt.prefix_pool_size = 2)),
+            "--prompt-prefix-pool-size requires --prompt-prefix-length"
+        );
+        assert_eq!(
+            err(with(|c| c.prompt.prefix_length = 2)),
+            "--prompt-prefix-length requires --prompt-prefix-pool-size"
+        );
+    }
+
+    #[test]
+    fn user_context_needs_explicit_dataset_entries() {
+        assert_eq!(
+            err(with(|c| c.prompt.user_context_length = Some(8))),
+            "--user-context-prompt-length requires --num-dataset-entries"
+        );
+        with(|c| {
+            c.prompt.user_context_length = Some(8);
+            c.num_dataset_entries = Some(100);
+        })
+        .validate()
+        .unwrap();
+    }
+
+    #[test]
+    fn video_width_and_height_go_together() {
+        assert_eq!(
+            err(with(|c| c.video.width = Some(64))),
+            "--video-width requires --video-height"
+        );
+        assert_eq!(
+            err(with(|c| c.video.height = Some(64))),
+            "--video-height requires --video-width"
+        );
+        with(|c| {
+            c.video.width = Some(64);
+            c.video.height = Some(32);
+        })
+        .validate()
+        .unwrap();
+    }
+
+    #[test]
+    fn all_modalities_disabled_is_an_error_for_synthetic_data_only() {
+        assert_eq!(
+            err(with(|c| c.isl_mean = 0)),
+            "--isl must be at least 1 (with --prompt-batch-size at least 1) when no image, \
+             audio or video input is enabled, got 0"
+        );
+        with(|c| {
+            c.isl_mean = 0;
+            c.image.width_mean = 10.0;
+            c.image.height_mean = 10.0;
+        })
+        .validate()
+        .unwrap();
+        with(|c| {
+            c.isl_mean = 0;
+            c.input_file = Some("x.jsonl".into());
+        })
+        .validate()
+        .unwrap();
+    }
+
+    #[test]
+    fn audio_rules() {
+        assert_eq!(
+            err(with(|c| c.audio.length_mean = 0.005)),
+            "--audio-length-mean must be 0 (no audio) or at least 0.01 seconds, got 0.005"
+        );
+        let audio = |c: &mut InputConfig| c.audio.length_mean = 1.0;
+        with(audio).validate().unwrap();
+        assert!(err(with(|c| {
+            audio(c);
+            c.audio.format = AudioFormat::Mp3;
+        }))
+        .starts_with("invalid --audio-format: mp3 is not supported"));
+        assert_eq!(
+            err(with(|c| {
+                audio(c);
+                c.audio.depths = vec![16, 12];
+            })),
+            "--audio-depths must be 8, 16, 24 or 32, got 12"
+        );
+        assert_eq!(
+            err(with(|c| {
+                audio(c);
+                c.audio.num_channels = 3;
+            })),
+            "--audio-num-channels must be 1 or 2, got 3"
+        );
+    }
+
+    #[test]
+    fn stddevs_must_not_be_negative() {
+        for (change, flag) in [
+            (
+                Box::new(|c: &mut InputConfig| c.isl_stddev = -1.0)
+                    as Box<dyn Fn(&mut InputConfig)>,
+                "--isl-stddev",
+            ),
+            (Box::new(|c| c.osl_stddev = -1.0), "--osl-stddev"),
+            (
+                Box::new(|c| c.image.width_stddev = -1.0),
+                "--image-width-stddev",
+            ),
+            (
+                Box::new(|c| c.image.height_stddev = -1.0),
+                "--image-height-stddev",
+            ),
+            (
+                Box::new(|c| c.audio.length_stddev = -1.0),
+                "--audio-length-stddev",
+            ),
+            (
+                Box::new(|c| c.session.delay_stddev_ms = -1.0),
+                "--session-turn-delay-stddev",
+            ),
+            (
+                Box::new(|c| c.rankings.passages_stddev = -1.0),
+                "--rankings-passages-stddev",
+            ),
+        ] {
+            let mut config = InputConfig::default();
+            change(&mut config);
+            assert_eq!(err(config), format!("{flag} must be 0 or more, got -1"));
+        }
+    }
+
+    #[test]
+    fn seq_dist_is_checked_even_when_built_by_hand() {
+        let config = with(|c| {
+            c.sequence_distribution = Some(SequenceDistribution {
+                pairs: vec![SeqDistPair {
+                    isl: 10,
+                    isl_stddev: 0.0,
+                    osl: 10,
+                    osl_stddev: 0.0,
+                    prob: 50.0,
+                }],
+            })
+        });
+        assert_eq!(
+            err(config),
+            "invalid --seq-dist: probabilities sum to 50, they must sum to 100"
+        );
     }
 }

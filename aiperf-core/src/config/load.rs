@@ -104,6 +104,19 @@ impl FixedScheduleConfig {
     pub fn is_enabled(&self) -> bool {
         self.enabled == Some(true)
     }
+
+    /// The first replay offset flag given, if any.
+    pub fn offset_flag(&self) -> Option<&'static str> {
+        if self.auto_offset {
+            Some("--fixed-schedule-auto-offset")
+        } else if self.start_offset_ms.is_some() {
+            Some("--fixed-schedule-start-offset")
+        } else if self.end_offset_ms.is_some() {
+            Some("--fixed-schedule-end-offset")
+        } else {
+            None
+        }
+    }
 }
 
 /// `--user-centric-rate QPS` with `--num-users N`.
@@ -244,23 +257,18 @@ impl LoadConfig {
     }
 
     fn check_fixed_schedule(&self) -> Result<(), ConfigError> {
-        let fixed = &self.fixed_schedule;
-        if !fixed.is_enabled() {
-            let offset_flag = if fixed.auto_offset {
-                Some("--fixed-schedule-auto-offset")
-            } else if fixed.start_offset_ms.is_some() {
-                Some("--fixed-schedule-start-offset")
-            } else if fixed.end_offset_ms.is_some() {
-                Some("--fixed-schedule-end-offset")
-            } else {
-                None
-            };
-            if let Some(flag) = offset_flag {
-                return Err(ConfigError::Requires {
-                    flag,
-                    needs: "--fixed-schedule (or a trace with timestamps)",
+        if self.fixed_schedule.enabled == Some(false) {
+            if let Some(flag) = self.fixed_schedule.offset_flag() {
+                return Err(ConfigError::Conflict {
+                    first: flag,
+                    second: "--no-fixed-schedule",
                 });
             }
+        }
+        let fixed = &self.fixed_schedule;
+        if !fixed.is_enabled() {
+            // Offsets without a schedule are checked with the input (a trace with
+            // timestamps turns the schedule on once it is read).
             return Ok(());
         }
         if fixed.auto_offset && fixed.start_offset_ms.is_some() {

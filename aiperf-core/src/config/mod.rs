@@ -12,7 +12,12 @@ use serde::{Deserialize, Serialize};
 mod input;
 mod load;
 
-pub use input::{CustomDatasetType, InputConfig, PublicDataset};
+pub use input::{
+    AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions, InputConfig,
+    ModelSelectionStrategy, PromptOptions, PublicDataset, RankingsOptions, SeqDistPair,
+    SequenceDistribution, SessionOptions, VideoFormat, VideoOptions, VideoSynthType,
+    DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
+};
 pub use load::{ArrivalPattern, FixedScheduleConfig, LoadConfig, UserCentricConfig, WarmupConfig};
 
 /// The whole benchmark configuration.
@@ -136,6 +141,14 @@ pub enum ConfigError {
         /// What it needs.
         needs: &'static str,
     },
+    /// A value that does not parse; `reason` names the offending part.
+    #[error("invalid {flag}: {reason}")]
+    Invalid {
+        /// The flag.
+        flag: &'static str,
+        /// What is wrong, quoting the part of the value at fault.
+        reason: String,
+    },
     /// Two flags that cannot be combined.
     #[error("{first} cannot be combined with {second}")]
     Conflict {
@@ -205,6 +218,15 @@ impl BenchmarkConfig {
                 flag: "--custom-dataset-type",
                 needs: "--input-file",
             });
+        }
+        let fixed = &load.fixed_schedule;
+        if let Some(flag) = fixed.offset_flag() {
+            if !fixed.is_enabled() && input.input_file.is_none() {
+                return Err(ConfigError::Requires {
+                    flag,
+                    needs: "--fixed-schedule (or a trace with timestamps)",
+                });
+            }
         }
         if load.fixed_schedule.is_enabled()
             && input.input_file.is_none()

@@ -298,7 +298,7 @@ pub(crate) fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
         datasets: vec![DatasetEcho {
             name: "main",
             kind: "synthetic",
-            entries: c.input.num_dataset_entries,
+            entries: c.input.dataset_entries(),
             random_seed: c.input.random_seed,
             prompts: Prompts {
                 isl: Dist {

@@ -82,3 +82,22 @@ pub fn assert_exit(output: &Output, code: i32) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// A header of a request the mock server recorded (`--record-requests`), by name in any
+/// case.
+pub fn recorded_header<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
+    request["headers"]
+        .as_object()
+        .expect("recorded headers are an object")
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .and_then(|(_, value)| value.as_str())
+}
+
+/// The body of a request the mock server recorded, as JSON.
+pub fn recorded_body(request: &Value) -> Value {
+    match &request["body"] {
+        Value::String(text) => serde_json::from_str(text).expect("the body is JSON"),
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,352 @@
+//! `aiperf profile` with every workload source and load shape, the built binary against
+//! the in-process mock server with `--record-requests`: trace replay instants and offset
+//! windows, mooncake hash-id blocks, multi-turn history and pacing, session concurrency,
+//! simulated users, client cancellation, determinism, and bad input files.
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use aiperf_mock_server::{MockConfig, MockServer};
+use common::{
+    args, assert_exit, profile, read_json, read_jsonl, recorded_body, recorded_header, stat,
+};
+use serde_json::Value;
+
+/// A mock server that records every request to a file in `dir`.
+async fn recording_mock(dir: &Path, ttft_ms: f64, itl_ms: f64) -> (MockServer, PathBuf) {
+    let record = dir.join("requests.jsonl");
+    let config = MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::with_timing(ttft_ms, itl_ms)
+    };
+    (MockServer::start(config).await.unwrap(), record)
+}
+
+/// The recorded requests, after the server flushed them.
+async fn recorded(server: MockServer, record: &Path) -> Vec<Value> {
+    server.shutdown().await;
+    read_jsonl(record)
+}
+
+fn header<'a>(request: &'a Value, name: &str) -> &'a str {
+    recorded_header(request, name).unwrap_or_else(|| panic!("no {name} header in {request}"))
+}
+
+fn received_ms(request: &Value) -> f64 {
+    request["timestamp_ns"].as_f64().unwrap() / 1e6
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn run_args(server: &MockServer, dir: &Path, rest: &str) -> Vec<String> {
+    let mut argv = args(&format!(
+        "-m mock-model --url {} --artifact-dir {} --random-seed 5 {rest}",
+        server.url(),
+        dir.join("artifacts").display()
+    ));
+    argv.retain(|a| !a.is_empty());
+    argv
+}
+
+fn user_text(request: &Value) -> String {
+    let messages = recorded_body(request)["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+const TRACE: &str = r#"{"timestamp": 1000, "input_length": 40, "output_length": 4, "hash_ids": [1, 2]}
+{"timestamp": 1200, "input_length": 40, "output_length": 4, "hash_ids": [1, 2]}
+{"timestamp": 1500, "input_length": 40, "output_length": 4, "hash_ids": [1, 3]}
+{"timestamp": 1800, "input_length": 30, "output_length": 4, "hash_ids": [4, 5]}
+{"timestamp": 2200, "input_length": 40, "output_length": 4, "hash_ids": [6, 7]}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timestamped_trace_is_replayed_at_its_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, record) = recording_mock(dir.path(), 5.0, 1.0).await;
+    let trace = write(dir.path(), "trace.jsonl", TRACE);
+    let argv = run_args(
+        &server,
+        dir.path(),
+        &format!("--input-file {trace} --custom-dataset-type mooncake_trace --isl-block-size 20 --fixed-schedule-auto-offset"),
+    );
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let requests = recorded(server, &record).await;
+    assert_eq!(
+        requests.len(),
+        5,
+        "every trace entry once, no default count of 10"
+    );
+    let first = received_ms(&requests[0]);
+    let offsets: Vec<f64> = requests.iter().map(|r| received_ms(r) - first).collect();
+    for (got, want) in offsets.iter().zip([0.0, 200.0, 500.0, 800.0, 1200.0]) {
+        assert!(
+            (got - want).abs() < 40.0,
+            "sent at {offsets:?}, trace says 0/200/500/800/1200"
+        );
+    }
+    // Equal hash ids give identical prompts; a shared first block a shared prefix.
+    let prompts: Vec<String> = requests.iter().map(user_text).collect();
+    assert_eq!(prompts[0], prompts[1]);
+    assert_ne!(prompts[0], prompts[2]);
+    let shared = prompts[0]
+        .chars()
+        .zip(prompts[2].chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    assert!(
+        shared >= 20,
+        "the first block's text is shared ({shared} chars)"
+    );
+    assert_ne!(prompts[3][..10], prompts[0][..10]);
+    // max_tokens from output_length.
+    assert_eq!(recorded_body(&requests[0])["max_completion_tokens"], 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixed_schedule_offsets_keep_exactly_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, record) = recording_mock(dir.path(), 5.0, 1.0).await;
+    let trace = write(dir.path(), "trace.jsonl", TRACE);
+    let argv = run_args(
+        &server,
+        dir.path(),
+        &format!("--input-file {trace} --isl-block-size 20 --fixed-schedule-start-offset 1200 --fixed-schedule-end-offset 1800"),
+    );
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let requests = recorded(server, &record).await;
+    assert_eq!(requests.len(), 3, "entries at 1200, 1500 and 1800");
+    let first = received_ms(&requests[0]);
+    let offsets: Vec<f64> = requests.iter().map(|r| received_ms(r) - first).collect();
+    for (got, want) in offsets.iter().zip([0.0, 300.0, 600.0]) {
+        assert!((got - want).abs() < 40.0, "{offsets:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_turn_sessions_grow_their_history_and_respect_delays() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, record) = recording_mock(dir.path(), 10.0, 2.0).await;
+    let file = write(
+        dir.path(),
+        "sessions.jsonl",
+        concat!(
+            r#"{"session_id": "a", "turns": [{"text": "a1"}, {"text": "a2", "delay": 300}, {"text": "a3", "delay": 300}]}"#,
+            "\n",
+            r#"{"session_id": "b", "turns": [{"text": "b1"}, {"text": "b2", "delay": 300}, {"text": "b3", "delay": 300}]}"#,
+            "\n"
+        ),
+    );
+    let argv = run_args(
+        &server,
+        dir.path(),
+        &format!(
+            "--input-file {file} --custom-dataset-type multi_turn --num-sessions 2 --concurrency 1 --osl 5 --streaming"
+        ),
+    );
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let requests = recorded(server, &record).await;
+    assert_eq!(requests.len(), 6);
+    let mut sessions: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+    for request in &requests {
+        sessions
+            .entry(header(request, "x-correlation-id").to_owned())
+            .or_default()
+            .push(request);
+    }
+    assert_eq!(sessions.len(), 2);
+    let mut spans = Vec::new();
+    for turns in sessions.values() {
+        let roles: Vec<Vec<String>> = turns
+            .iter()
+            .map(|r| {
+                recorded_body(r)["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m["role"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            roles,
+            vec![
+                vec!["user"],
+                vec!["user", "assistant", "user"],
+                vec!["user", "assistant", "user", "assistant", "user"],
+            ]
+        );
+        let last = recorded_body(turns[2]);
+        let messages = last["messages"].as_array().unwrap();
+        let first_text = messages[0]["content"].as_str().unwrap();
+        assert!(first_text == "a1" || first_text == "b1", "{first_text}");
+        assert!(!messages[1]["content"].as_str().unwrap().is_empty());
+        for pair in turns.windows(2) {
+            let gap = received_ms(pair[1]) - received_ms(pair[0]);
+            assert!(gap >= 300.0, "turns {gap} ms apart; the delay is 300 ms");
+        }
+        spans.push((received_ms(turns[0]), received_ms(turns[2])));
+    }
+    // --concurrency 1 holds one slot per session: the sessions never overlap.
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert!(spans[1].0 > spans[0].1, "sessions overlapped: {spans:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synthetic_sessions_never_exceed_the_session_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _record) = recording_mock(dir.path(), 10.0, 1.0).await;
+    let argv = run_args(
+        &server,
+        dir.path(),
+        "--session-turns-mean 3 --session-turn-delay-mean 50 --num-sessions 8 --concurrency 2 --isl 16 --osl 3",
+    );
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let records = read_jsonl(&dir.path().join("artifacts/profile_export.jsonl"));
+    assert_eq!(records.len(), 24, "8 sessions of 3 turns");
+    let mut spans: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for record in &records {
+        let meta = &record["metadata"];
+        let id = meta["x_correlation_id"].as_str().unwrap().to_owned();
+        let start = meta["request_start_ns"].as_u64().unwrap();
+        let end = meta["request_end_ns"].as_u64().unwrap();
+        let span = spans.entry(id).or_insert((start, end));
+        span.0 = span.0.min(start);
+        span.1 = span.1.max(end);
+    }
+    assert_eq!(spans.len(), 8);
+    let mut events: Vec<(u64, i32)> = spans
+        .values()
+        .flat_map(|(s, e)| [(*s, 1), (*e, -1)])
+        .collect();
+    events.sort();
+    let (mut open, mut peak) = (0, 0);
+    for (_, delta) in events {
+        open += delta;
+        peak = peak.max(open);
+    }
+    assert_eq!(peak, 2, "open sessions at once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulated_users_are_numbered_and_keep_their_gap() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, record) = recording_mock(dir.path(), 5.0, 1.0).await;
+    let argv = run_args(
+        &server,
+        dir.path(),
+        "--user-centric-rate 20 --num-users 4 --session-turns-mean 3 --benchmark-duration 1.2 --isl 16 --osl 2",
+    );
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let requests = recorded(server, &record).await;
+    let mut users: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for request in &requests {
+        let user: u64 = header(request, "x-correlation-id").parse().unwrap();
+        users.entry(user).or_default().push(received_ms(request));
+    }
+    // 20 QPS over 1.2 s.
+    assert!(
+        (18..=30).contains(&requests.len()),
+        "{} requests",
+        requests.len()
+    );
+    for (user, times) in &users {
+        for pair in times.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!((gap - 200.0).abs() < 40.0, "user {user}: {times:?}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_requests_are_errors_with_code_499() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _record) = recording_mock(dir.path(), 200.0, 5.0).await;
+    let argv = run_args(
+        &server,
+        dir.path(),
+        "--streaming --request-count 40 --concurrency 10 --isl 16 --osl 4 --request-cancellation-rate 50 --request-cancellation-delay 0.05",
+    );
+    let output = profile(argv).await;
+    let summary = read_json(&dir.path().join("artifacts/profile_export_aiperf.json"));
+    assert_exit(&output, 0);
+    let errors = summary["error_summary"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["error_details"]["code"], 499);
+    assert_eq!(
+        errors[0]["error_details"]["type"],
+        "RequestCancellationError"
+    );
+    let cancelled = errors[0]["count"].as_u64().unwrap();
+    assert!((10..=30).contains(&cancelled), "{cancelled} of 40 at 50 %");
+    assert_eq!(
+        stat(&summary, "request_count", "avg") as u64,
+        40 - cancelled
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_seed_writes_byte_identical_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(MockConfig::with_timing(0.0, 0.0))
+        .await
+        .unwrap();
+    let trace = write(dir.path(), "trace.jsonl", TRACE);
+    let mut inputs = Vec::new();
+    for (run, source) in [
+        ("a", "--session-turns-mean 2 --num-prefix-prompts 3 --prefix-prompt-length 8 --isl 20 --request-count 4".to_string()),
+        ("b", "--session-turns-mean 2 --num-prefix-prompts 3 --prefix-prompt-length 8 --isl 20 --request-count 4".to_string()),
+        ("c", format!("--input-file {trace} --isl-block-size 20 --no-fixed-schedule --request-count 5")),
+        ("d", format!("--input-file {trace} --isl-block-size 20 --no-fixed-schedule --request-count 5")),
+    ] {
+        let run_dir = dir.path().join(run);
+        let argv = run_args(&server, &run_dir, &source);
+        let output = profile(argv).await;
+        assert_exit(&output, 0);
+        inputs.push(std::fs::read(run_dir.join("artifacts/inputs.json")).unwrap());
+    }
+    assert!(
+        inputs[0] == inputs[1],
+        "synthetic inputs differ between runs"
+    );
+    assert!(inputs[2] == inputs[3], "trace inputs differ between runs");
+    assert!(inputs[0] != inputs[2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_line_names_the_file_line_and_field_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "bad.jsonl",
+        "{\"text\": \"fine\"}\n{\"text\": \"fine\"}\n{\"text\": 5}\n",
+    );
+    let output = profile(args(&format!(
+        "-m mock-model --url http://127.0.0.1:9 --input-file {file} --custom-dataset-type single_turn"
+    )))
+    .await;
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("{file}:3")) && stderr.contains("text"),
+        "{stderr}"
+    );
+}
