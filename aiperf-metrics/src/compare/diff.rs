@@ -1,0 +1,302 @@
+//! Building the comparison: for every metric both runs report, each statistic side by
+//! side, the difference, its significance and whether it is better or worse.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::read::{MetricSummary, RunArtifacts};
+use super::significance::{bootstrap_percentile_diffs, mann_whitney_u, welch_t, Interval};
+use super::significance::{MannWhitney, Welch};
+use super::{direction_of, Direction};
+use crate::catalogue::{index_of, metric_def, MetricFlags};
+
+/// Settings of a comparison.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompareOptions {
+    /// Significance level: a difference is significant when its p-value is below `alpha`
+    /// (percentiles: when the `1 − alpha` bootstrap interval excludes zero).
+    pub alpha: f64,
+    /// Seed of the bootstrap resampling.
+    pub seed: u64,
+    /// Number of bootstrap resamples.
+    pub resamples: usize,
+}
+
+impl Default for CompareOptions {
+    /// α = 0.05, seed 42, 1,000 resamples.
+    fn default() -> Self {
+        Self {
+            alpha: 0.05,
+            seed: 42,
+            resamples: 1000,
+        }
+    }
+}
+
+/// A statistic compared between runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompareStat {
+    /// Mean (the value of a single-value metric); tested with Welch's t.
+    Avg,
+    /// Median; tested with the bootstrap.
+    P50,
+    /// 90th percentile; tested with the bootstrap.
+    P90,
+    /// 99th percentile; tested with the bootstrap.
+    P99,
+}
+
+impl CompareStat {
+    /// Every statistic, in display order.
+    pub const ALL: [CompareStat; 4] = [Self::Avg, Self::P50, Self::P90, Self::P99];
+
+    /// The spelling in tables, JSON and `--fail-on-regression`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Avg => "avg",
+            Self::P50 => "p50",
+            Self::P90 => "p90",
+            Self::P99 => "p99",
+        }
+    }
+
+    /// The statistic spelled `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|stat| stat.as_str() == name)
+    }
+
+    fn of(self, metric: &MetricSummary) -> Option<f64> {
+        match self {
+            Self::Avg => metric.avg,
+            Self::P50 => metric.p50,
+            Self::P90 => metric.p90,
+            Self::P99 => metric.p99,
+        }
+        .filter(|v| v.is_finite())
+    }
+}
+
+/// Whether the candidate moved the right way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    /// Moved the way the metric's direction prefers.
+    Better,
+    /// Moved the other way.
+    Worse,
+    /// Identical values.
+    Same,
+}
+
+/// One statistic of one metric in both runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatComparison {
+    /// Which statistic.
+    pub stat: CompareStat,
+    /// Baseline value (display unit).
+    pub baseline: f64,
+    /// Candidate value (display unit).
+    pub candidate: f64,
+    /// `candidate − baseline`.
+    pub difference: f64,
+    /// The difference in percent of the baseline; `None` when the baseline is zero.
+    pub percent: Option<f64>,
+    /// Bootstrap confidence interval of the difference (percentiles with records).
+    pub interval: Option<Interval>,
+    /// Whether the difference is significant; `None` without per-request data.
+    pub significant: Option<bool>,
+    /// Better or worse by the metric's direction; `None` when it has none.
+    pub change: Option<Change>,
+}
+
+/// Sample sizes of the per-request values tested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Samples {
+    /// Baseline values.
+    pub baseline: usize,
+    /// Candidate values.
+    pub candidate: usize,
+}
+
+/// One metric in both runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricComparison {
+    /// Metric tag.
+    pub tag: String,
+    /// Display name (the tag for metrics we do not know).
+    pub header: String,
+    /// Display unit (the baseline's).
+    pub unit: String,
+    /// Which way is better; `None`: no verdict.
+    pub direction: Option<Direction>,
+    /// Per-request values tested, when both runs have them for this metric.
+    pub samples: Option<Samples>,
+    /// Mann–Whitney U on the per-request values.
+    pub mann_whitney: Option<MannWhitney>,
+    /// Welch's t on the per-request values.
+    pub welch: Option<Welch>,
+    /// The statistics both runs report.
+    pub stats: Vec<StatComparison>,
+}
+
+impl MetricComparison {
+    /// The comparison of `stat`, if both runs report it.
+    pub fn stat(&self, stat: CompareStat) -> Option<&StatComparison> {
+        self.stats.iter().find(|s| s.stat == stat)
+    }
+}
+
+/// Candidate against baseline, metric by metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The baseline directory.
+    pub baseline: PathBuf,
+    /// The candidate directory.
+    pub candidate: PathBuf,
+    /// Significance level used.
+    pub alpha: f64,
+    /// Bootstrap seed used.
+    pub seed: u64,
+    /// Bootstrap resamples used.
+    pub resamples: usize,
+    /// True when both runs have per-request records (significance can be tested).
+    pub per_request_data: bool,
+    /// Every metric both runs report, in console order (unknown metrics last, by name).
+    pub metrics: Vec<MetricComparison>,
+}
+
+impl Comparison {
+    /// The comparison of metric `tag`, if both runs report it.
+    pub fn metric(&self, tag: &str) -> Option<&MetricComparison> {
+        self.metrics.iter().find(|m| m.tag == tag)
+    }
+}
+
+/// Compares `candidate` against `baseline`.
+pub fn compare(
+    baseline: &RunArtifacts,
+    candidate: &RunArtifacts,
+    options: &CompareOptions,
+) -> Comparison {
+    let mut metrics: Vec<MetricComparison> = baseline
+        .summary
+        .iter()
+        .filter_map(|(tag, base)| {
+            let cand = candidate.summary.get(tag)?;
+            let samples = samples_of(tag, baseline, candidate);
+            let metric = compare_metric(tag, base, cand, samples, options);
+            (!metric.stats.is_empty()).then_some(metric)
+        })
+        .collect();
+    metrics.sort_by_key(|m| (index_of(&m.tag).unwrap_or(usize::MAX), m.tag.clone()));
+    Comparison {
+        baseline: baseline.dir.clone(),
+        candidate: candidate.dir.clone(),
+        alpha: options.alpha,
+        seed: options.seed,
+        resamples: options.resamples,
+        per_request_data: baseline.records.is_some() && candidate.records.is_some(),
+        metrics,
+    }
+}
+
+/// The per-request values of `tag` in both runs, when both have at least two. A list
+/// metric (inter-chunk latency) is left out: its values within one request are not
+/// independent samples, and the tests assume they are.
+fn samples_of<'a>(
+    tag: &str,
+    baseline: &'a RunArtifacts,
+    candidate: &'a RunArtifacts,
+) -> Option<(&'a [f64], &'a [f64])> {
+    if metric_def(tag).is_some_and(|d| d.flags.contains(MetricFlags::LIST)) {
+        return None;
+    }
+    let a = baseline.records.as_ref()?.get(tag)?;
+    let b = candidate.records.as_ref()?.get(tag)?;
+    (a.len() >= 2 && b.len() >= 2).then_some((a.as_slice(), b.as_slice()))
+}
+
+fn compare_metric(
+    tag: &str,
+    base: &MetricSummary,
+    cand: &MetricSummary,
+    samples: Option<(&[f64], &[f64])>,
+    options: &CompareOptions,
+) -> MetricComparison {
+    let direction = direction_of(tag);
+    let welch = samples.and_then(|(a, b)| welch_t(a, b));
+    let intervals = samples.and_then(|(a, b)| {
+        bootstrap_percentile_diffs(
+            a,
+            b,
+            options.alpha,
+            options.resamples,
+            seed_for(options.seed, tag),
+        )
+    });
+    let stats = CompareStat::ALL
+        .into_iter()
+        .filter_map(|stat| {
+            let (baseline, candidate) = (stat.of(base)?, stat.of(cand)?);
+            let difference = candidate - baseline;
+            let interval = match stat {
+                CompareStat::Avg => None,
+                CompareStat::P50 => intervals.map(|i| i[0]),
+                CompareStat::P90 => intervals.map(|i| i[1]),
+                CompareStat::P99 => intervals.map(|i| i[2]),
+            };
+            let significant = samples.and_then(|_| match stat {
+                // Welch's t is undefined when neither sample has any spread: then any
+                // difference of the means is certain.
+                CompareStat::Avg => {
+                    Some(welch.map_or(difference != 0.0, |w| w.p_value < options.alpha))
+                }
+                _ => interval.map(|i| i.excludes_zero()),
+            });
+            Some(StatComparison {
+                stat,
+                baseline,
+                candidate,
+                difference,
+                percent: (baseline != 0.0).then(|| difference / baseline.abs() * 100.0),
+                interval,
+                significant,
+                change: direction.map(|d| change(d, difference)),
+            })
+        })
+        .collect();
+    MetricComparison {
+        tag: tag.to_owned(),
+        header: metric_def(tag).map_or_else(|| tag.to_owned(), |d| d.header.to_owned()),
+        unit: base.unit.clone(),
+        direction,
+        samples: samples.map(|(a, b)| Samples {
+            baseline: a.len(),
+            candidate: b.len(),
+        }),
+        mann_whitney: samples.and_then(|(a, b)| mann_whitney_u(a, b)),
+        welch,
+        stats,
+    }
+}
+
+fn change(direction: Direction, difference: f64) -> Change {
+    if difference == 0.0 {
+        Change::Same
+    } else if (difference > 0.0) == (direction == Direction::LargerIsBetter) {
+        Change::Better
+    } else {
+        Change::Worse
+    }
+}
+
+/// One bootstrap seed per metric (FNV-1a of the tag mixed into `seed`), so a metric's
+/// interval does not depend on which other metrics the runs hold.
+fn seed_for(seed: u64, tag: &str) -> u64 {
+    tag.bytes()
+        .fold(0xcbf2_9ce4_8422_2325 ^ seed, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
