@@ -103,9 +103,11 @@ pub struct StatComparison {
     pub difference: f64,
     /// The difference in percent of the baseline; `None` when the baseline is zero.
     pub percent: Option<f64>,
-    /// Bootstrap confidence interval of the difference (percentiles with records).
+    /// Bootstrap confidence interval of the difference (percentiles, when both runs have
+    /// enough per-request values: see [`MIN_TAIL_SAMPLES`]).
     pub interval: Option<Interval>,
-    /// Whether the difference is significant; `None` without per-request data.
+    /// Whether the difference is significant; `None` without per-request data. A
+    /// percentile with too few samples to bootstrap is not significant.
     pub significant: Option<bool>,
     /// Better or worse by the metric's direction; `None` when it has none.
     pub change: Option<Change>,
@@ -246,14 +248,14 @@ fn compare_metric(
                 CompareStat::P50 => intervals.map(|i| i[0]),
                 CompareStat::P90 => intervals.map(|i| i[1]),
                 CompareStat::P99 => intervals.map(|i| i[2]),
-            };
-            let significant = samples.and_then(|_| match stat {
+            }
+            .filter(|_| samples.is_some_and(|(a, b)| enough_tail(stat, a.len().min(b.len()))));
+            let significant = samples.map(|_| match stat {
                 // Welch's t is undefined when neither sample has any spread: then any
                 // difference of the means is certain.
-                CompareStat::Avg => {
-                    Some(welch.map_or(difference != 0.0, |w| w.p_value < options.alpha))
-                }
-                _ => interval.map(|i| i.excludes_zero()),
+                CompareStat::Avg => welch.map_or(difference != 0.0, |w| w.p_value < options.alpha),
+                // Too few samples to bootstrap this percentile: no evidence of a change.
+                _ => interval.is_some_and(|i| i.excludes_zero()),
             });
             Some(StatComparison {
                 stat,
@@ -280,6 +282,22 @@ fn compare_metric(
         welch,
         stats,
     }
+}
+
+/// Samples beyond a percentile that each run must have for its bootstrap to mean anything.
+pub const MIN_TAIL_SAMPLES: usize = 5;
+
+/// Whether `n` samples put at least [`MIN_TAIL_SAMPLES`] beyond `stat`: the bootstrap of
+/// an extreme percentile of a small sample only reshuffles its few largest values and
+/// gives intervals far too narrow (p99 needs 500 samples, p90 50, p50 10).
+fn enough_tail(stat: CompareStat, n: usize) -> bool {
+    let above = match stat {
+        CompareStat::Avg => return true,
+        CompareStat::P50 => 50,
+        CompareStat::P90 => 10,
+        CompareStat::P99 => 1,
+    };
+    n * above >= MIN_TAIL_SAMPLES * 100
 }
 
 fn change(direction: Direction, difference: f64) -> Change {

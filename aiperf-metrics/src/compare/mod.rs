@@ -32,7 +32,7 @@ use std::path::PathBuf;
 
 pub use diff::{
     compare, Change, CompareOptions, CompareStat, Comparison, MetricComparison, Samples,
-    StatComparison,
+    StatComparison, MIN_TAIL_SAMPLES,
 };
 pub use gate::{parse_gates, GateError, GateOutcome, RegressionGate};
 pub use read::{MetricSummary, RunArtifacts, RECORDS_FILE, SUMMARY_FILE};

@@ -76,7 +76,7 @@ pub fn markdown(comparison: &Comparison, gates: &[GateOutcome]) -> String {
     for metric in &comparison.metrics {
         for (i, stat) in metric.stats.iter().enumerate() {
             let label = if i == 0 {
-                metric_label(metric).join("<br>")
+                markdown_label(metric)
             } else {
                 String::new()
             };
@@ -134,11 +134,23 @@ fn metric_label(metric: &MetricComparison) -> Vec<String> {
     lines
 }
 
+/// `Header (unit)<br>Mann-Whitney p …`: one table cell.
+fn markdown_label(metric: &MetricComparison) -> String {
+    let mut lines = metric_label(metric);
+    if lines.len() > 1 && !metric.unit.is_empty() {
+        let unit = lines.remove(1);
+        lines[0] = format!("{} {unit}", lines[0]);
+    }
+    lines.join("<br>")
+}
+
 /// Baseline, candidate, Δ, Δ %, test, verdict.
 fn stat_cells(metric: &MetricComparison, stat: &StatComparison) -> [String; 6] {
     let test = match (stat.stat, metric.welch, stat.interval) {
         (CompareStat::Avg, Some(welch), _) => format!("t-test p {}", p_value(welch.p_value)),
         (_, _, Some(ci)) => format!("CI [{}, {}]", signed(ci.low), signed(ci.high)),
+        (CompareStat::Avg, None, _) if metric.samples.is_some() => "no spread".to_owned(),
+        _ if metric.samples.is_some() => "too few samples".to_owned(),
         _ => "—".to_owned(),
     };
     [
@@ -206,8 +218,12 @@ fn notes(comparison: &Comparison) -> Vec<String> {
     let mut notes = vec![format!(
         "Significance at α = {}: avg by Welch's t-test, p50/p90/p99 by a {level} % bootstrap \
          confidence interval of the difference ({} resamples, seed {}); Mann-Whitney U tests \
-         the whole distribution. n.s. = not significant.",
-        comparison.alpha, comparison.resamples, comparison.seed
+         the whole distribution. n.s. = not significant; a percentile is tested only when each \
+         run has {} samples beyond it (p99: 500).",
+        comparison.alpha,
+        comparison.resamples,
+        comparison.seed,
+        super::MIN_TAIL_SAMPLES
     )];
     let untested = comparison.metrics.iter().any(|m| m.samples.is_none());
     if comparison.per_request_data && untested {

@@ -205,3 +205,33 @@ fn resample_percentiles(sorted: &[f64], rng: &mut ChaCha8Rng, counts: &mut Vec<u
         lo + (hi - lo) * (h - h.floor())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The counting walk gives the same percentiles as drawing the resample explicitly,
+    /// sorting it and taking numpy-linear percentiles.
+    #[test]
+    fn counting_walk_matches_a_sorted_resample() {
+        let sample: Vec<f64> = (0..37).map(|i| f64::from((i * 7919) % 101) / 3.0).collect();
+        let sorted = sorted(&sample);
+        let mut walk_rng = ChaCha8Rng::seed_from_u64(7);
+        let mut naive_rng = ChaCha8Rng::seed_from_u64(7);
+        let mut counts = Vec::new();
+        for _ in 0..50 {
+            let walked = resample_percentiles(&sorted, &mut walk_rng, &mut counts);
+            let mut resample: Vec<f64> = (0..sorted.len())
+                .map(|_| sorted[naive_rng.random_range(0..sorted.len())])
+                .collect();
+            resample.sort_unstable_by(f64::total_cmp);
+            for (value, p) in walked.iter().zip(BOOTSTRAP_PERCENTILES) {
+                let expected = percentile_sorted(&resample, p).unwrap();
+                assert!(
+                    (value - expected).abs() < 1e-12,
+                    "p{p}: {value} vs {expected}"
+                );
+            }
+        }
+    }
+}
