@@ -2,6 +2,7 @@
 //! `compare.json` and `compare.md` in the output folder, and the exit status of the
 //! `--fail-on-regression` gates.
 
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
@@ -43,8 +44,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Outcome> {
     };
     let comparison = compare::compare(&baseline, &candidate, &options);
     let outcomes = comparison.check_gates(&gates);
-    print!("{}", render::console(&comparison, &outcomes));
 
+    // The files first: a reader that closes the pipe early (`| head`) still gets them.
     let output = args.output.as_deref().unwrap_or(&args.candidate);
     std::fs::create_dir_all(output)
         .with_context(|| format!("cannot create folder {}", output.display()))?;
@@ -56,7 +57,11 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Outcome> {
         &output.join("compare.md"),
         &render::markdown(&comparison, &outcomes),
     )?;
-    println!("Comparison saved to {}", output.display());
+    print_to_stdout(&format!(
+        "{}Comparison saved to {}\n",
+        render::console(&comparison, &outcomes),
+        output.display()
+    ))?;
 
     // A regression outranks a gate that could not be checked: it is the news CI needs.
     if outcomes.iter().any(|o| o.regressed) {
@@ -78,6 +83,16 @@ fn parse_gates(values: &[String]) -> Result<Vec<RegressionGate>, BadArguments> {
         gates.extend(compare::parse_gates(value).map_err(|e| BadArguments(e.to_string()))?);
     }
     Ok(gates)
+}
+
+/// Prints `text`; a closed pipe is not an error (the reader has seen enough).
+fn print_to_stdout(text: &str) -> anyhow::Result<()> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(error).context("cannot print the comparison")
+        }
+        _ => Ok(()),
+    }
 }
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {

@@ -192,6 +192,17 @@ fn a_thirty_percent_ttft_shift_is_significant_and_worse() {
 }
 
 #[test]
+fn metrics_in_other_units_are_not_compared() {
+    let baseline = read("baseline");
+    let mut candidate = baseline.clone();
+    candidate.summary.get_mut("request_latency").unwrap().unit = "sec".into();
+    let comparison = compare(&baseline, &candidate, &CompareOptions::default());
+    assert!(comparison.metric("request_latency").is_none());
+    assert_eq!(comparison.unit_mismatches, ["request_latency (ms vs sec)"]);
+    assert!(comparison.only_in_baseline.is_empty() && comparison.only_in_candidate.is_empty());
+}
+
+#[test]
 fn identical_runs_show_no_difference() {
     let run = read("baseline");
     let comparison = compare(&run, &run, &CompareOptions::default());
@@ -347,8 +358,15 @@ fn python_aiperf_summaries_compare_without_significance() {
 
     let comparison = compare(&baseline, &candidate, &CompareOptions::default());
     assert!(!comparison.per_request_data);
-    // TTFT is a streaming metric: only in the baseline.
+    // TTFT is a streaming metric: only in the baseline; usage fields only in the candidate.
     assert!(comparison.metric("time_to_first_token").is_none());
+    assert!(comparison
+        .only_in_baseline
+        .contains(&"time_to_first_token".to_owned()));
+    assert!(comparison
+        .only_in_candidate
+        .contains(&"usage_prompt_tokens".to_owned()));
+    assert!(comparison.unit_mismatches.is_empty());
     let latency = comparison.metric("request_latency").unwrap();
     let p50 = latency.stat(CompareStat::P50).unwrap();
     assert_eq!((p50.baseline, p50.candidate), (715.359_618, 349.806_192));
@@ -365,6 +383,7 @@ fn python_aiperf_summaries_compare_without_significance() {
     assert_eq!(concurrency.stats[0].change, None);
 
     let markdown = render::markdown(&comparison, &[]);
+    assert!(markdown.contains("Only in the baseline: decode_duration, inter_chunk_latency,"));
     assert!(markdown.contains("compared on their summaries only (no significance tests)"));
     assert!(markdown.contains("| Request Latency (ms) | avg | 732.61 | 961.54 | +228.93 | +31.25 % | — | worse (untested) |"));
 }

@@ -165,8 +165,17 @@ pub struct Comparison {
     pub resamples: usize,
     /// True when both runs have per-request records (significance can be tested).
     pub per_request_data: bool,
-    /// Every metric both runs report, in console order (unknown metrics last, by name).
+    /// Every metric both runs report in the same unit, in console order (unknown metrics
+    /// last, by name).
     pub metrics: Vec<MetricComparison>,
+    /// Metrics only the baseline reports (e.g. streaming metrics when the candidate did
+    /// not stream), by tag.
+    pub only_in_baseline: Vec<String>,
+    /// Metrics only the candidate reports, by tag.
+    pub only_in_candidate: Vec<String>,
+    /// Metrics left out because the runs report them in different units, as
+    /// `tag (baseline unit vs candidate unit)`.
+    pub unit_mismatches: Vec<String>,
 }
 
 impl Comparison {
@@ -182,17 +191,30 @@ pub fn compare(
     candidate: &RunArtifacts,
     options: &CompareOptions,
 ) -> Comparison {
-    let mut metrics: Vec<MetricComparison> = baseline
-        .summary
-        .iter()
-        .filter_map(|(tag, base)| {
-            let cand = candidate.summary.get(tag)?;
-            let samples = samples_of(tag, baseline, candidate);
-            let metric = compare_metric(tag, base, cand, samples, options);
-            (!metric.stats.is_empty()).then_some(metric)
-        })
-        .collect();
+    let mut metrics = Vec::new();
+    let mut unit_mismatches = Vec::new();
+    for (tag, base) in &baseline.summary {
+        let Some(cand) = candidate.summary.get(tag) else {
+            continue;
+        };
+        if base.unit != cand.unit {
+            unit_mismatches.push(format!("{tag} ({} vs {})", base.unit, cand.unit));
+            continue;
+        }
+        let samples = samples_of(tag, baseline, candidate);
+        let metric = compare_metric(tag, base, cand, samples, options);
+        if !metric.stats.is_empty() {
+            metrics.push(metric);
+        }
+    }
     metrics.sort_by_key(|m| (index_of(&m.tag).unwrap_or(usize::MAX), m.tag.clone()));
+    let only_in = |run: &RunArtifacts, other: &RunArtifacts| -> Vec<String> {
+        run.summary
+            .keys()
+            .filter(|tag| !other.summary.contains_key(*tag))
+            .cloned()
+            .collect()
+    };
     Comparison {
         baseline: baseline.dir.clone(),
         candidate: candidate.dir.clone(),
@@ -201,6 +223,9 @@ pub fn compare(
         resamples: options.resamples,
         per_request_data: baseline.records.is_some() && candidate.records.is_some(),
         metrics,
+        only_in_baseline: only_in(baseline, candidate),
+        only_in_candidate: only_in(candidate, baseline),
+        unit_mismatches,
     }
 }
 

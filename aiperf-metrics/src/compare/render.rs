@@ -234,6 +234,16 @@ fn notes(comparison: &Comparison) -> Vec<String> {
                 .to_owned(),
         );
     }
+    let lists = [
+        ("Only in the baseline", &comparison.only_in_baseline),
+        ("Only in the candidate", &comparison.only_in_candidate),
+        ("Not compared, units differ", &comparison.unit_mismatches),
+    ];
+    for (label, tags) in lists {
+        if !tags.is_empty() {
+            notes.push(format!("{label}: {}.", tags.join(", ")));
+        }
+    }
     if !comparison.per_request_data {
         notes.push(format!(
             "No per-request records ({}) in both runs: significance is untested, and \

@@ -45,7 +45,9 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     let mut tie_term = 0.0;
     let mut start = 0;
     while start < pooled.len() {
-        let end = start + pooled[start..].partition_point(|p| p.0 == pooled[start].0);
+        // `total_cmp` equality, so that even a NaN forms a group and the loop advances.
+        let first = pooled[start].0;
+        let end = start + pooled[start..].partition_point(|p| p.0.total_cmp(&first).is_eq());
         let t = (end - start) as f64;
         let mean_rank = (start + 1 + end) as f64 / 2.0;
         let in_a = pooled[start..end].iter().filter(|p| p.1).count() as f64;
@@ -129,7 +131,8 @@ impl Interval {
 }
 
 /// Percentile-bootstrap confidence intervals (level `1 − alpha`) of the difference of
-/// each of [`BOOTSTRAP_PERCENTILES`], from `resamples` paired resamples drawn with a
+/// each of [`BOOTSTRAP_PERCENTILES`], from `resamples` rounds that each resample both
+/// samples (with replacement, same sizes), drawn with a
 /// ChaCha8 generator seeded with `seed`: the same inputs and seed give the same intervals.
 /// `None` when either sample is empty or `resamples` is zero.
 pub fn bootstrap_percentile_diffs(
