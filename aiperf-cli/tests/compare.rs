@@ -82,11 +82,15 @@ fn a_significant_regression_beyond_the_limit_exits_4_and_writes_the_reports() {
     assert!(stdout.contains("NVIDIA AIPerf | Compare (candidate vs baseline)"));
     assert!(
         stdout.contains(
-            "│ Time to First Token              │ avg  │   100.25 │    127.01 │ +26.77 │ \
-             +26.70 % │   t-test p < 0.0001 │ worse             │"
+            "│ Time to First Token              │ avg  │   100.25 │    127.01 │ +26.77 │ +26.70 % │ \
+             t-test p < 0.0001          │ worse             │"
         ),
         "{stdout}"
     );
+    // 60 requests are too few for a p99 bootstrap: Mann-Whitney decides.
+    assert!(stdout.contains(
+        "│ p99  │   138.61 │    188.01 │ +49.40 │ +35.64 % │ Mann-Whitney (few samples) │ worse "
+    ));
     assert!(
         stdout.contains("│ time_to_first_token:p50:10   │ +25.59 % │         yes │ REGRESSED │")
     );

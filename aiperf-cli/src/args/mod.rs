@@ -262,8 +262,10 @@ pub struct CompareArgs {
 
     /// Exit with status 4 when the candidate is worse by more than PCT percent on STAT
     /// (avg, p50, p90, p99) of METRIC and the difference is significant, e.g.
-    /// "time_to_first_token:p99:10". Repeatable, or several separated by spaces. Without
-    /// per-request records the percentage alone decides.
+    /// "time_to_first_token:p99:10". Repeatable, or several separated by spaces.
+    /// Significance: Welch's t for avg, a bootstrap CI for percentiles (Mann-Whitney when a
+    /// run has too few requests for it, e.g. < 500 for p99); without per-request records
+    /// the percentage alone decides.
     #[arg(long, value_name = "METRIC:STAT:PCT")]
     pub fail_on_regression: Vec<String>,
 

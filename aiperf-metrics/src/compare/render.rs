@@ -25,6 +25,7 @@ pub fn console(comparison: &Comparison, gates: &[GateOutcome]) -> String {
     )
     .left_align(0)
     .left_align(1)
+    .left_align(6)
     .left_align(7);
     for metric in &comparison.metrics {
         for (i, stat) in metric.stats.iter().enumerate() {
@@ -150,7 +151,7 @@ fn stat_cells(metric: &MetricComparison, stat: &StatComparison) -> [String; 6] {
         (CompareStat::Avg, Some(welch), _) => format!("t-test p {}", p_value(welch.p_value)),
         (_, _, Some(ci)) => format!("CI [{}, {}]", signed(ci.low), signed(ci.high)),
         (CompareStat::Avg, None, _) if metric.samples.is_some() => "no spread".to_owned(),
-        _ if metric.samples.is_some() => "too few samples".to_owned(),
+        (_, _, None) if metric.mann_whitney.is_some() => "Mann-Whitney (few samples)".to_owned(),
         _ => "—".to_owned(),
     };
     [
@@ -218,8 +219,8 @@ fn notes(comparison: &Comparison) -> Vec<String> {
     let mut notes = vec![format!(
         "Significance at α = {}: avg by Welch's t-test, p50/p90/p99 by a {level} % bootstrap \
          confidence interval of the difference ({} resamples, seed {}); Mann-Whitney U tests \
-         the whole distribution. n.s. = not significant; a percentile is tested only when each \
-         run has {} samples beyond it (p99: 500).",
+         the whole distribution. n.s. = not significant. A bootstrap CI needs {} samples beyond \
+         the percentile in each run (p99: 500); with fewer, Mann-Whitney decides.",
         comparison.alpha,
         comparison.resamples,
         comparison.seed,
