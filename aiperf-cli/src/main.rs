@@ -1,7 +1,8 @@
 //! The `aiperf` command-line tool: a thin composition of the aiperf-rs library crates.
 //!
 //! Exit status: 0 when the run completed, 1 when it failed or every request failed,
-//! 2 for a usage or configuration error, 3 when the run missed an `--slo`, 130 when
+//! 2 for a usage or configuration error, 3 when the run missed an `--slo`, 4 when
+//! `aiperf compare` found a regression beyond a `--fail-on-regression` limit, 130 when
 //! Ctrl-C cut the run short.
 
 mod analyze_trace;
@@ -9,6 +10,7 @@ mod args;
 mod assemble;
 #[cfg(test)]
 mod cli_docs;
+mod compare;
 mod kv;
 mod profile;
 mod readiness;
@@ -43,6 +45,18 @@ fn main() -> ExitCode {
             Err(error) => {
                 eprintln!("error: {error:#}");
                 ExitCode::FAILURE
+            }
+        },
+        Command::Compare(args) => match compare::run(&args) {
+            Ok(compare::Outcome::NoRegression) => ExitCode::SUCCESS,
+            Ok(compare::Outcome::Regressed) => ExitCode::from(4),
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                if error.is::<compare::BadArguments>() {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::FAILURE
+                }
             }
         },
         Command::Profile(args) => {

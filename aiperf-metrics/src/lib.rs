@@ -43,6 +43,7 @@
 //! ```
 
 pub mod catalogue;
+pub mod compare;
 pub mod export;
 mod memo;
 pub mod record_metrics;

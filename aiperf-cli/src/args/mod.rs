@@ -32,6 +32,8 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Compare two runs' artifacts: differences, their significance, regression gates.
+    Compare(CompareArgs),
 }
 
 /// `aiperf profile`.
@@ -249,6 +251,43 @@ pub struct AnalyzeTraceArgs {
     /// Also write the report as JSON to this path (parent folders are created).
     #[arg(long, value_name = "PATH")]
     pub output_file: Option<PathBuf>,
+}
+
+/// `aiperf compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Artifact directory of the reference run (holds profile_export_aiperf.json).
+    #[arg(value_name = "BASELINE_DIR")]
+    pub baseline: PathBuf,
+
+    /// Artifact directory of the run to judge against the baseline.
+    #[arg(value_name = "CANDIDATE_DIR")]
+    pub candidate: PathBuf,
+
+    /// Folder for compare.json and compare.md (created if missing; default: CANDIDATE_DIR).
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Significance level of the tests (0 < alpha < 1).
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+
+    /// Exit with status 4 when the candidate is worse by more than PCT percent on STAT
+    /// (avg, p50, p90, p99) of METRIC and the difference is significant, e.g.
+    /// "time_to_first_token:p99:10". Repeatable, or several separated by spaces.
+    /// Significance: Welch's t for avg, a bootstrap CI for percentiles (Mann-Whitney when a
+    /// run has too few requests for it, e.g. < 500 for p99); without per-request records
+    /// the percentage alone decides.
+    #[arg(long, value_name = "METRIC:STAT:PCT")]
+    pub fail_on_regression: Vec<String>,
+
+    /// Seed of the bootstrap resampling (same seed, same intervals).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Number of bootstrap resamples for the percentile confidence intervals.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub bootstrap_resamples: u32,
 }
 
 #[cfg(test)]
