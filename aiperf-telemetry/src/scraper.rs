@@ -184,6 +184,8 @@ impl Sampler for PrometheusSampler {
 /// One stored scrape.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scrape {
+    /// When the scraper asked the sampler (the request was sent just after).
+    pub sent_at: Instant,
     /// When the response arrived.
     pub at: Instant,
     /// The families kept (all, or those named by [`Scraper::keep_families`]).
@@ -260,6 +262,7 @@ struct Options {
     reachability_timeout: Duration,
     max_scrapes: usize,
     keep: Option<Arc<[String]>>,
+    quiet: Option<Arc<[String]>>,
 }
 
 impl std::fmt::Debug for Scraper {
@@ -300,6 +303,7 @@ impl Scraper {
                 reachability_timeout: DEFAULT_REACHABILITY_TIMEOUT,
                 max_scrapes: DEFAULT_MAX_SCRAPES,
                 keep: None,
+                quiet: None,
             },
         }
     }
@@ -345,6 +349,18 @@ impl Scraper {
         S: Into<String>,
     {
         self.options.keep = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Endpoints (by sampler name) whose failed reachability probe is logged at debug level
+    /// instead of as a warning: guesses such as the default DCGM ports, which are usually
+    /// absent and not worth a warning.
+    pub fn quiet_when_unreachable<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.options.quiet = Some(names.into_iter().map(Into::into).collect());
         self
     }
 
@@ -396,11 +412,17 @@ impl ScraperHandle {
     }
 }
 
-async fn timed(sampler: &dyn Sampler, timeout: Duration) -> Result<Sampled, SampleError> {
-    match tokio::time::timeout(timeout, sampler.sample(timeout)).await {
+/// One bounded sample, with the instant it was asked for.
+async fn timed(
+    sampler: &dyn Sampler,
+    timeout: Duration,
+) -> (Instant, Result<Sampled, SampleError>) {
+    let sent_at = Instant::now();
+    let result = match tokio::time::timeout(timeout, sampler.sample(timeout)).await {
         Ok(result) => result,
         Err(_) => Err(SampleError::Timeout(timeout)),
-    }
+    };
+    (sent_at, result)
 }
 
 /// Resolves once stop was requested (or the handle was dropped).
@@ -415,9 +437,9 @@ struct Store {
 }
 
 impl Store {
-    fn record(&mut self, result: Result<Sampled, SampleError>) {
+    fn record(&mut self, (sent_at, result): (Instant, Result<Sampled, SampleError>)) {
         match result {
-            Ok(sampled) => self.push(sampled),
+            Ok(sampled) => self.push(sent_at, sampled),
             Err(error) => {
                 self.out.failures += 1;
                 if self.out.failures == 1 {
@@ -430,13 +452,14 @@ impl Store {
         }
     }
 
-    fn push(&mut self, sampled: Sampled) {
+    fn push(&mut self, sent_at: Instant, sampled: Sampled) {
         let mut families = sampled.families;
         if let Some(keep) = &self.options.keep {
             families.retain(|f| keep.contains(&f.name));
         }
         self.out.skipped_lines += sampled.skipped_lines as u64;
         let scrape = Scrape {
+            sent_at,
             at: sampled.at,
             families,
         };
@@ -481,14 +504,23 @@ async fn run(
         Some(result) => (result, false),
         None => (timed(sampler, options.scrape_timeout).await, true),
     };
+    let (sent_at, first) = first;
     match first {
-        Ok(sampled) => store.push(sampled),
+        Ok(sampled) => store.push(sent_at, sampled),
         Err(error) => {
-            tracing::warn!(
-                endpoint = %sampler.name(),
-                %error,
-                "telemetry endpoint unreachable; skipping it"
-            );
+            let quiet = options
+                .quiet
+                .as_ref()
+                .is_some_and(|q| q.iter().any(|n| n == sampler.name()));
+            if quiet {
+                tracing::debug!(endpoint = %sampler.name(), %error, "telemetry endpoint absent");
+            } else {
+                tracing::warn!(
+                    endpoint = %sampler.name(),
+                    %error,
+                    "telemetry endpoint unreachable; skipping it"
+                );
+            }
             store.out.unreachable = Some(error.to_string());
             return store.out;
         }
