@@ -470,3 +470,116 @@ pub fn write_jsonl(report: &TelemetryReport, out: &mut impl Write) -> io::Result
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::prometheus::parse;
+    use crate::scraper::Scrape;
+
+    fn scrape(at: Instant, requests: f64, running: f64, fast: f64, slow: f64) -> Scrape {
+        let text = format!(
+            "# HELP req_total Requests.\n# TYPE req_total counter\n\
+             req_total{{model=\"m\",code=\"200\"}} {requests}\n\
+             # TYPE running gauge\nrunning {running}\n\
+             # TYPE lat_seconds histogram\n\
+             lat_seconds_bucket{{le=\"0.1\"}} {fast}\n\
+             lat_seconds_bucket{{le=\"+Inf\"}} {}\n\
+             lat_seconds_sum {}\nlat_seconds_count {}\n\
+             # TYPE build_info gauge\nbuild_info{{version=\"1.2\"}} 1\n",
+            fast + slow,
+            fast * 0.05 + slow * 0.5,
+            fast + slow
+        );
+        Scrape {
+            sent_at: at,
+            at,
+            families: parse(&text).unwrap(),
+        }
+    }
+
+    /// A 2-second window: baseline at 0 ms, samples at 1 s and 2 s, one after.
+    fn report() -> TelemetryReport {
+        let t = Instant::now();
+        let s = |ms| t + Duration::from_millis(ms);
+        let clock = WallClock::from_pair(t, 1_000_000_000_000);
+        let endpoint = EndpointScrapes {
+            name: "http://h:8000/metrics".into(),
+            scrapes: vec![
+                scrape(s(0), 10.0, 9.0, 0.0, 0.0),
+                scrape(s(1000), 14.0, 2.0, 3.0, 1.0),
+                scrape(s(2000), 20.0, 4.0, 4.0, 2.0),
+                scrape(s(9000), 90.0, 9.0, 9.0, 9.0),
+            ],
+            ..EndpointScrapes::default()
+        };
+        let window = (
+            1_000_000_000_000 + 500_000_000,
+            1_000_000_000_000 + 2_500_000_000,
+        );
+        TelemetryReport::new(clock, window, Duration::ZERO, Vec::new(), vec![endpoint])
+    }
+
+    #[test]
+    fn csv_sections_hold_exact_window_statistics() {
+        let mut out = Vec::new();
+        write_csv(&report(), &mut out).unwrap();
+        let csv = String::from_utf8(out).unwrap();
+        let sections: Vec<&str> = csv.split("\r\n\r\n").collect();
+        assert_eq!(sections.len(), 4, "{csv}");
+        // Gauge: samples 2 and 4 → avg 3, sample std √2.
+        assert!(sections[0].starts_with("Endpoint,Metric,avg,min,max,std,p1,"));
+        assert!(sections[0].contains("http://h:8000/metrics,running,3.00,2.00,4.00,1.41,2.02,"));
+        // Counter: 20 − 10 over 2 s; labels sorted into columns.
+        assert_eq!(
+            sections[1],
+            "Endpoint,Metric,code,model,total,rate\r\nhttp://h:8000/metrics,req_total,200,m,10.00,5.00"
+        );
+        // Histogram: 6 observations, sum 4 × 0.05 + 2 × 0.5 = 1.2.
+        let row = sections[2].lines().nth(1).unwrap();
+        assert!(
+            row.starts_with("http://h:8000/metrics,lat_seconds,6.00,1.20,0.20,3.00,0.60,"),
+            "{row}"
+        );
+        assert_eq!(
+            sections[3],
+            "Endpoint,Metric,version,value\r\nhttp://h:8000/metrics,build_info,1.2,1.00\r\n"
+        );
+    }
+
+    #[test]
+    fn json_buckets_units_and_endpoint_info() {
+        let json = json(&report(), None);
+        let lat = &json["metrics"]["lat_seconds"];
+        assert_eq!(lat["unit"], "seconds");
+        assert_eq!(
+            lat["series"][0]["buckets"],
+            json!({"0.1": 4.0, "+Inf": 2.0})
+        );
+        assert_eq!(json["metrics"]["req_total"]["description"], "Requests.");
+        assert_eq!(
+            json["metrics"]["req_total"]["series"][0]["labels"],
+            json!({"model": "m", "code": "200"})
+        );
+        assert_eq!(json["metrics"]["build_info"]["type"], "info");
+        let info = &json["summary"]["endpoint_info"]["http://h:8000/metrics"];
+        assert_eq!(info["total_fetches"], 4);
+        assert_eq!(info["unique_updates"], 4);
+        assert_eq!(info["first_fetch_ns"], 1_000_000_000_000u64);
+        assert_eq!(info["median_update_interval_ms"], 1000.0);
+        assert_eq!(json["summary"]["start_time"], iso_time(1_000_500_000_000));
+    }
+
+    #[test]
+    fn units_from_suffixes() {
+        assert_eq!(infer_unit("vllm:prompt_tokens_total"), Some("tokens"));
+        assert_eq!(
+            infer_unit("vllm:e2e_request_latency_seconds"),
+            Some("seconds")
+        );
+        assert_eq!(infer_unit("vllm:gpu_cache_usage_perc"), Some("ratio"));
+        assert_eq!(infer_unit("running"), None);
+    }
+}
