@@ -48,7 +48,8 @@
 //! # });
 //! ```
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aiperf_core::transport::{BoxFuture, HttpMethod, HttpRequest, Transport, TransportError};
@@ -113,10 +114,18 @@ pub trait Sampler: Send + Sync + 'static {
 }
 
 /// A [`Sampler`] that GETs a Prometheus text endpoint through a [`Transport`].
-#[derive(Clone)]
+///
+/// Some servers answer `/metrics` with JSON and serve Prometheus text at
+/// `/prometheus/metrics` (SPEC §7.2). When a `…/metrics` URL answers JSON or text that does
+/// not parse, that alternative is tried once; if it works the sampler stays on it (the
+/// sampler's name remains the URL it was given).
 pub struct PrometheusSampler {
     url: String,
     transport: Arc<dyn Transport>,
+    /// The `/prometheus/metrics` URL, once it answered in place of `url`.
+    switched: Mutex<Option<String>>,
+    /// Whether the alternative was already tried (it is tried at most once).
+    fallback_tried: AtomicBool,
 }
 
 impl std::fmt::Debug for PrometheusSampler {
@@ -133,7 +142,72 @@ impl PrometheusSampler {
         PrometheusSampler {
             url: url.into(),
             transport,
+            switched: Mutex::new(None),
+            fallback_tried: AtomicBool::new(false),
         }
+    }
+
+    /// The URL scraped now: the given one, or its `/prometheus/metrics` alternative.
+    pub fn current_url(&self) -> String {
+        self.switched
+            .lock()
+            .ok()
+            .and_then(|s| s.clone())
+            .unwrap_or_else(|| self.url.clone())
+    }
+
+    /// `<base>/prometheus/metrics` for a `<base>/metrics` URL not already that path.
+    fn fallback_url(&self) -> Option<String> {
+        if self.url.ends_with("/prometheus/metrics") {
+            return None;
+        }
+        let base = self.url.strip_suffix("/metrics")?;
+        Some(format!("{base}/prometheus/metrics"))
+    }
+
+    async fn fetch(&self, url: &str, timeout: Duration) -> Result<Sampled, SampleError> {
+        let request = HttpRequest {
+            method: HttpMethod::Get,
+            url: url.to_string(),
+            headers: vec![(
+                "accept".to_string(),
+                "text/plain;version=0.0.4;q=0.9,*/*;q=0.1".to_string(),
+            )],
+            body: Default::default(),
+            timeout: Some(timeout),
+        };
+        let exchange = self.transport.send(request).await;
+        // The stamp is the transport's: when the body was complete, before any parsing.
+        let at = exchange.ended_at;
+        if let Some(error) = exchange.error {
+            return Err(SampleError::Transport(error));
+        }
+        match exchange.status {
+            Some(200) => {}
+            Some(status) => return Err(SampleError::Status(status)),
+            None => return Err(SampleError::Other("no response head".to_string())),
+        }
+        let json = exchange
+            .content_type
+            .as_deref()
+            .is_some_and(|t| t.to_ascii_lowercase().starts_with("application/json"));
+        if json {
+            return Err(SampleError::Parse(
+                "the endpoint answered JSON, not Prometheus text".to_string(),
+            ));
+        }
+        let body = exchange.body();
+        let text = String::from_utf8_lossy(&body);
+        let (families, errors) = parse_lenient(&text);
+        if families.is_empty() && !errors.is_empty() {
+            let first = errors.first().map(ToString::to_string).unwrap_or_default();
+            return Err(SampleError::Parse(first));
+        }
+        Ok(Sampled {
+            at,
+            families,
+            skipped_lines: errors.len(),
+        })
     }
 }
 
@@ -144,39 +218,30 @@ impl Sampler for PrometheusSampler {
 
     fn sample(&self, timeout: Duration) -> BoxFuture<'_, Result<Sampled, SampleError>> {
         Box::pin(async move {
-            let request = HttpRequest {
-                method: HttpMethod::Get,
-                url: self.url.clone(),
-                headers: vec![(
-                    "accept".to_string(),
-                    "text/plain;version=0.0.4;q=0.9,*/*;q=0.1".to_string(),
-                )],
-                body: Default::default(),
-                timeout: Some(timeout),
+            let result = self.fetch(&self.current_url(), timeout).await;
+            let Err(error @ SampleError::Parse(_)) = result else {
+                return result;
             };
-            let exchange = self.transport.send(request).await;
-            // The stamp is the transport's: when the body was complete, before any parsing.
-            let at = exchange.ended_at;
-            if let Some(error) = exchange.error {
-                return Err(SampleError::Transport(error));
+            let Some(fallback) = self.fallback_url() else {
+                return Err(error);
+            };
+            if self.fallback_tried.swap(true, Ordering::SeqCst) {
+                return Err(error);
             }
-            match exchange.status {
-                Some(200) => {}
-                Some(status) => return Err(SampleError::Status(status)),
-                None => return Err(SampleError::Other("no response head".to_string())),
+            match self.fetch(&fallback, timeout).await {
+                Ok(sampled) => {
+                    tracing::info!(
+                        endpoint = %self.url,
+                        using = %fallback,
+                        "metrics endpoint is not Prometheus text; using its /prometheus/metrics"
+                    );
+                    if let Ok(mut switched) = self.switched.lock() {
+                        *switched = Some(fallback);
+                    }
+                    Ok(sampled)
+                }
+                Err(_) => Err(error),
             }
-            let body = exchange.body();
-            let text = String::from_utf8_lossy(&body);
-            let (families, errors) = parse_lenient(&text);
-            if families.is_empty() && !errors.is_empty() {
-                let first = errors.first().map(ToString::to_string).unwrap_or_default();
-                return Err(SampleError::Parse(first));
-            }
-            Ok(Sampled {
-                at,
-                families,
-                skipped_lines: errors.len(),
-            })
         })
     }
 }
