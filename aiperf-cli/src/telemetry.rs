@@ -232,6 +232,8 @@ pub struct RunTotals {
     pub concurrency: Option<f64>,
     /// The run's `benchmark_id`.
     pub benchmark_id: Option<String>,
+    /// `--profile-export-prefix` as the summary files use it (known suffixes stripped).
+    pub export_prefix: Option<String>,
 }
 
 impl RunTotals {
@@ -241,8 +243,17 @@ impl RunTotals {
             output_tokens: summary.metric("total_output_tokens").map(|m| m.avg),
             concurrency: summary.config.load.concurrency.map(|c| c as f64),
             benchmark_id: Some(summary.benchmark_id.clone()),
+            export_prefix: export_prefix(summary.config.output.export_prefix.as_deref()),
         }
     }
+}
+
+/// The prefix exactly as the summary files got it: the JSON file's stem, unless that is
+/// the default name.
+fn export_prefix(prefix: Option<&str>) -> Option<String> {
+    let paths = aiperf_metrics::export::export_paths(Path::new(""), prefix);
+    let stem = paths.json.file_stem()?.to_str()?;
+    (stem != "profile_export_aiperf").then(|| stem.to_string())
 }
 
 /// What telemetry adds to a finished run.
@@ -274,6 +285,7 @@ impl Running {
         let options = ExportOptions {
             formats: self.formats,
             benchmark_id: totals.benchmark_id.clone(),
+            prefix: totals.export_prefix.clone(),
         };
         let files = export::write_files(&report, artifact_dir, &options)?;
         let gpus: Vec<GpuSummary> = report.gpus().cloned().collect();
@@ -519,6 +531,7 @@ mod tests {
             output_tokens: Some(1000.0),
             concurrency: Some(4.0),
             benchmark_id: Some("id-1".into()),
+            export_prefix: None,
         };
         let finished = running.finish(window, dir.path(), totals).await.unwrap();
         server.shutdown().await;

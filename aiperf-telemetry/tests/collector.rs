@@ -264,6 +264,7 @@ async fn collects_the_profiling_window_and_writes_every_export() {
             ServerMetricsFormat::Parquet,
         ],
         benchmark_id: Some("b-1".into()),
+        prefix: None,
     };
     let written = export::write_files(&report, dir.path(), &options).unwrap();
     let names: Vec<String> = written

@@ -169,6 +169,7 @@ async fn node_exporter_families_reach_every_server_metrics_export() {
             ServerMetricsFormat::Jsonl,
         ],
         benchmark_id: None,
+        prefix: None,
     };
     export::write_files(&report, dir.path(), &options).unwrap();
     let json = read_json(&dir.path().join("server_metrics_export.json"));

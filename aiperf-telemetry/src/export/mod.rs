@@ -24,6 +24,19 @@ pub const GPU_JSONL: &str = "gpu_telemetry_export.jsonl";
 /// `server_metrics_export` + `.json`, `.csv`, `.jsonl`, `.parquet`.
 pub const SERVER_METRICS_STEM: &str = "server_metrics_export";
 
+/// The telemetry file names: the defaults, or with a `--profile-export-prefix` `p`,
+/// `p_gpu_telemetry.jsonl` and `p_server_metrics.<ext>` (the names the Python AIPerf
+/// gives them; `p` is the prefix with known suffixes already stripped).
+fn file_names(prefix: Option<&str>) -> (String, String) {
+    match prefix.filter(|p| !p.is_empty()) {
+        None => (GPU_JSONL.to_string(), SERVER_METRICS_STEM.to_string()),
+        Some(p) => (
+            format!("{p}_gpu_telemetry.jsonl"),
+            format!("{p}_server_metrics"),
+        ),
+    }
+}
+
 /// Why writing a telemetry file failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -91,6 +104,9 @@ pub struct ExportOptions {
     pub formats: Vec<ServerMetricsFormat>,
     /// The run's `benchmark_id`, echoed in `server_metrics_export.json`.
     pub benchmark_id: Option<String>,
+    /// `--profile-export-prefix` without its known suffixes: files are then named
+    /// `<prefix>_gpu_telemetry.jsonl` and `<prefix>_server_metrics.<ext>`.
+    pub prefix: Option<String>,
 }
 
 impl Default for ExportOptions {
@@ -98,6 +114,7 @@ impl Default for ExportOptions {
         ExportOptions {
             formats: ServerMetricsFormat::DEFAULT.to_vec(),
             benchmark_id: None,
+            prefix: None,
         }
     }
 }
@@ -111,8 +128,9 @@ pub fn write_files(
     options: &ExportOptions,
 ) -> Result<Vec<PathBuf>, ExportError> {
     let mut written = Vec::new();
+    let (gpu_name, server_stem) = file_names(options.prefix.as_deref());
     if report.gpu.iter().any(|e| !e.scrapes.scrapes.is_empty()) {
-        let path = dir.join(GPU_JSONL);
+        let path = dir.join(gpu_name);
         write_with(&path, |out| gpu::write_jsonl(report, out))?;
         written.push(path);
     }
@@ -120,7 +138,7 @@ pub fn write_files(
         return Ok(written);
     }
     for format in dedup(&options.formats) {
-        let path = dir.join(format!("{SERVER_METRICS_STEM}.{}", extension(format)));
+        let path = dir.join(format!("{server_stem}.{}", extension(format)));
         match format {
             ServerMetricsFormat::Json => {
                 let value = server::json(report, options.benchmark_id.as_deref());
@@ -262,6 +280,19 @@ mod tests {
             "127.0.0.1:5/dcgm1"
         );
         assert_eq!(endpoint_key("custom"), "custom");
+    }
+
+    #[test]
+    fn prefixed_file_names() {
+        let default = file_names(None);
+        assert_eq!(default, (GPU_JSONL.into(), SERVER_METRICS_STEM.into()));
+        assert_eq!(
+            file_names(Some("run7")),
+            (
+                "run7_gpu_telemetry.jsonl".into(),
+                "run7_server_metrics".into()
+            )
+        );
     }
 
     #[test]
