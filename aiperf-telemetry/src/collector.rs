@@ -243,14 +243,15 @@ impl TelemetryHandle {
     /// (`(start, end)`, Unix ns as the engine's records carry them). Call it right after the
     /// profiling phase ends: counters take samples up to the grace period after its end.
     pub async fn finish(self, window_wall_ns: (u64, u64)) -> TelemetryReport {
-        let gpu = match self.gpu {
-            Some(handle) => handle.stop().await.endpoints,
-            None => Vec::new(),
+        // Both stop at once: each final scrape is bounded by the scrape timeout, and one
+        // set of endpoints should not wait for the other's.
+        let stop = |handle: Option<ScraperHandle>| async move {
+            match handle {
+                Some(handle) => handle.stop().await.endpoints,
+                None => Vec::new(),
+            }
         };
-        let server = match self.server {
-            Some(handle) => handle.stop().await.endpoints,
-            None => Vec::new(),
-        };
+        let (gpu, server) = tokio::join!(stop(self.gpu), stop(self.server));
         TelemetryReport::new(self.clock, window_wall_ns, self.counter_grace, gpu, server)
     }
 }

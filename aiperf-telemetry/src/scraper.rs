@@ -499,6 +499,7 @@ struct Store {
     out: EndpointScrapes,
     options: Options,
     warned_cap: bool,
+    warned_non_finite: bool,
 }
 
 impl Store {
@@ -521,6 +522,20 @@ impl Store {
         let mut families = sampled.families;
         if let Some(keep) = &self.options.keep {
             families.retain(|f| keep.contains(&f.name));
+        }
+        if !self.warned_non_finite {
+            let odd = families
+                .iter()
+                .flat_map(|f| f.samples.iter())
+                .find(|s| !s.value.is_finite());
+            if let Some(sample) = odd {
+                self.warned_non_finite = true;
+                tracing::warn!(
+                    endpoint = %self.out.name,
+                    sample = %sample.name,
+                    "telemetry samples with NaN or infinite values are left out of the statistics"
+                );
+            }
         }
         self.out.skipped_lines += sampled.skipped_lines as u64;
         let scrape = Scrape {
@@ -557,6 +572,7 @@ async fn run(
         out: EndpointScrapes::new(sampler.name()),
         options: options.clone(),
         warned_cap: false,
+        warned_non_finite: false,
     };
 
     // Reachability probe. If stop comes first, one bounded attempt decides instead.

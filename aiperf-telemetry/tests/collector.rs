@@ -439,3 +439,43 @@ async fn unreachable_endpoints_are_reported_without_delay() {
             .is_empty()
     );
 }
+
+/// A sampler that never answers.
+struct Hanging(&'static str);
+
+impl Sampler for Hanging {
+    fn name(&self) -> &str {
+        self.0
+    }
+
+    fn sample(&self, _timeout: Duration) -> BoxFuture<'_, Result<Sampled, SampleError>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn hanging_endpoints_cost_one_scrape_timeout_at_the_end() {
+    let transport: Arc<dyn Transport> = Arc::new(HttpTransport::builder().build().unwrap());
+    let config = TelemetryConfig::new()
+        .gpu_sampler(Arc::new(Hanging("gpu")))
+        .server_sampler(Arc::new(Hanging("server")))
+        .scrape_timeout(Duration::from_millis(300));
+    let handle = TelemetryCollector::start(config, transport);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let now = wall_ns();
+    let stopping = Instant::now();
+    let report = handle.finish((now, now)).await;
+    // GPU and server scrapers stop together: one timeout, not two.
+    let took = stopping.elapsed();
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(550),
+        "{took:?}"
+    );
+    assert!(report.gpu[0]
+        .scrapes
+        .unreachable
+        .as_deref()
+        .unwrap()
+        .contains("timed out"));
+    assert!(report.server[0].scrapes.unreachable.is_some());
+}
