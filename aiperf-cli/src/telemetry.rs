@@ -41,6 +41,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use aiperf_core::transport::Transport;
 use aiperf_metrics::export::console::{format_number, TextTable};
@@ -182,6 +183,24 @@ fn select(args: &TelemetryArgs, target_urls: &[String]) -> anyhow::Result<Select
     })
 }
 
+/// A scrape interval in seconds from the environment variable `name` (SPEC §1.5), if set.
+fn env_interval(name: &str) -> anyhow::Result<Option<Duration>> {
+    match std::env::var(name) {
+        Ok(value) => parse_interval(name, &value).map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
+fn parse_interval(name: &str, value: &str) -> anyhow::Result<Duration> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+        .with_context(|| format!("{name}={value:?}: expected a positive number of seconds"))
+}
+
 /// Telemetry collecting beside a run.
 #[derive(Debug)]
 pub struct Running {
@@ -200,6 +219,12 @@ pub async fn start(
 ) -> anyhow::Result<Option<Running>> {
     let selection = select(args, target_urls)?;
     let mut config = TelemetryConfig::new();
+    if let Some(interval) = env_interval("AIPERF_GPU_COLLECTION_INTERVAL")? {
+        config = config.gpu_interval(interval);
+    }
+    if let Some(interval) = env_interval("AIPERF_SERVER_METRICS_COLLECTION_INTERVAL")? {
+        config = config.server_interval(interval);
+    }
     if selection.gpu {
         config = config.default_gpu_endpoints();
         for url in selection.gpu_urls {
@@ -462,6 +487,19 @@ mod tests {
             totals.benchmark_id.as_deref(),
             Some(summary.benchmark_id.as_str())
         );
+    }
+
+    #[test]
+    fn intervals_from_the_environment() {
+        let name = "AIPERF_GPU_COLLECTION_INTERVAL";
+        assert_eq!(
+            parse_interval(name, " 0.5 ").unwrap(),
+            Duration::from_millis(500)
+        );
+        for bad in ["0", "-1", "fast", "NaN"] {
+            let error = parse_interval(name, bad).unwrap_err().to_string();
+            assert!(error.contains("positive number of seconds"), "{error}");
+        }
     }
 
     #[test]

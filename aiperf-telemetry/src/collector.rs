@@ -52,7 +52,8 @@ pub struct TelemetryConfig {
     gpu_samplers: Vec<Arc<dyn Sampler>>,
     server_urls: Vec<String>,
     server_samplers: Vec<Arc<dyn Sampler>>,
-    interval: Duration,
+    gpu_interval: Duration,
+    server_interval: Duration,
     scrape_timeout: Duration,
     reachability_timeout: Duration,
     counter_grace: Duration,
@@ -69,7 +70,8 @@ impl std::fmt::Debug for TelemetryConfig {
             .field("gpu_samplers", &gpu_samplers)
             .field("server_urls", &self.server_urls)
             .field("server_samplers", &server_samplers)
-            .field("interval", &self.interval)
+            .field("gpu_interval", &self.gpu_interval)
+            .field("server_interval", &self.server_interval)
             .field("counter_grace", &self.counter_grace)
             .finish_non_exhaustive()
     }
@@ -90,7 +92,8 @@ impl TelemetryConfig {
             gpu_samplers: Vec::new(),
             server_urls: Vec::new(),
             server_samplers: Vec::new(),
-            interval: DEFAULT_INTERVAL,
+            gpu_interval: DEFAULT_INTERVAL,
+            server_interval: DEFAULT_INTERVAL,
             scrape_timeout: DEFAULT_SCRAPE_TIMEOUT,
             reachability_timeout: DEFAULT_REACHABILITY_TIMEOUT,
             counter_grace: DEFAULT_COUNTER_GRACE,
@@ -140,9 +143,21 @@ impl TelemetryConfig {
         self
     }
 
-    /// Time between scrapes (default 333 ms).
-    pub fn interval(mut self, interval: Duration) -> Self {
-        self.interval = interval;
+    /// Time between scrapes of every endpoint (default 333 ms).
+    pub fn interval(self, interval: Duration) -> Self {
+        self.gpu_interval(interval).server_interval(interval)
+    }
+
+    /// Time between scrapes of the GPU endpoints (`AIPERF_GPU_COLLECTION_INTERVAL`).
+    pub fn gpu_interval(mut self, interval: Duration) -> Self {
+        self.gpu_interval = interval;
+        self
+    }
+
+    /// Time between scrapes of the server endpoints
+    /// (`AIPERF_SERVER_METRICS_COLLECTION_INTERVAL`).
+    pub fn server_interval(mut self, interval: Duration) -> Self {
+        self.server_interval = interval;
         self
     }
 
@@ -178,6 +193,7 @@ impl TelemetryConfig {
         &self,
         urls: &[String],
         extra: &[Arc<dyn Sampler>],
+        interval: Duration,
         t: &Arc<dyn Transport>,
     ) -> Option<Scraper> {
         let mut samplers: Vec<Arc<dyn Sampler>> = urls
@@ -187,7 +203,7 @@ impl TelemetryConfig {
         samplers.extend(extra.iter().cloned());
         (!samplers.is_empty()).then(|| {
             Scraper::from_samplers(samplers)
-                .interval(self.interval)
+                .interval(interval)
                 .scrape_timeout(self.scrape_timeout)
                 .reachability_timeout(self.reachability_timeout)
         })
@@ -205,14 +221,24 @@ impl TelemetryCollector {
     pub fn start(config: TelemetryConfig, transport: Arc<dyn Transport>) -> TelemetryHandle {
         let clock = WallClock::now();
         let gpu = config
-            .scraper(&config.gpu_urls, &config.gpu_samplers, &transport)
+            .scraper(
+                &config.gpu_urls,
+                &config.gpu_samplers,
+                config.gpu_interval,
+                &transport,
+            )
             .map(|s| {
                 s.keep_families(DCGM_FAMILIES)
                     .quiet_when_unreachable(config.quiet_gpu_urls.clone())
                     .start()
             });
         let server = config
-            .scraper(&config.server_urls, &config.server_samplers, &transport)
+            .scraper(
+                &config.server_urls,
+                &config.server_samplers,
+                config.server_interval,
+                &transport,
+            )
             .map(Scraper::start);
         TelemetryHandle {
             clock,
