@@ -1,9 +1,11 @@
 //! The GPU view of DCGM-exporter scrapes (SPEC §7.1): per GPU, the metrics of the DCGM
 //! mapping table in their display units.
 
+use std::time::Duration;
+
 use crate::scraper::EndpointScrapes;
 use crate::stats::GaugeStats;
-use crate::summary::{summarize, SeriesStats, Window};
+use crate::summary::{summarize_with_grace, SeriesStats, Window};
 
 /// How a GPU metric is summarised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,7 +241,19 @@ impl GpuSummary {
 /// Per GPU (grouped by the `gpu` label, else `UUID`) summaries of a DCGM endpoint over
 /// `window`, ordered by first appearance.
 pub fn gpu_summaries(endpoint: &EndpointScrapes, window: Window) -> Vec<GpuSummary> {
-    let summary = summarize(endpoint, window);
+    gpu_summaries_with_grace(endpoint, window, Duration::ZERO)
+}
+
+/// Like [`gpu_summaries`], but counters (energy, XID errors, power violation) also take
+/// samples up to `grace` after the window's end: the final scrape lands just after the
+/// profiling phase, and without it the energy of the window's last interval would be lost
+/// (SPEC §2.3: the end is widened by 666 ms). Gauges keep the exact window.
+pub fn gpu_summaries_with_grace(
+    endpoint: &EndpointScrapes,
+    window: Window,
+    grace: Duration,
+) -> Vec<GpuSummary> {
+    let summary = summarize_with_grace(endpoint, window, grace);
     let mut gpus: Vec<GpuSummary> = Vec::new();
     for def in GPU_METRICS {
         for series in summary.series.iter().filter(|s| s.name == def.source) {
@@ -291,7 +305,7 @@ pub fn gpu_summaries(endpoint: &EndpointScrapes, window: Window) -> Vec<GpuSumma
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     use super::*;
     use crate::prometheus::parse;
@@ -310,6 +324,7 @@ mod tests {
              DCGM_FI_PROF_SM_ACTIVE{{{labels}}} {sm}\n"
         );
         Scrape {
+            sent_at: at,
             at,
             families: parse(&text).unwrap(),
         }
@@ -354,5 +369,28 @@ mod tests {
                 "sm_utilization"
             ]
         );
+    }
+
+    #[test]
+    fn counters_take_the_grace_period_gauges_do_not() {
+        let t = Instant::now();
+        let ms = |n| t + Duration::from_millis(n);
+        let endpoint = EndpointScrapes {
+            name: "dcgm".into(),
+            scrapes: vec![
+                scrape(ms(0), 100.0, 1.0e9, 1.0, 0.0),
+                scrape(ms(100), 100.0, 1.0e9 + 1.0e6, 1.0, 0.0),
+                scrape(ms(300), 500.0, 1.0e9 + 4.0e6, 1.0, 0.0), // final scrape, in grace
+                scrape(ms(2000), 900.0, 9.0e9, 1.0, 0.0),        // long after
+            ],
+            ..EndpointScrapes::default()
+        };
+        let window = Window::new(ms(50), ms(200));
+        let strict = gpu_summaries(&endpoint, window);
+        assert!((strict[0].energy_joules().unwrap() - 1000.0).abs() < 1e-6);
+        let graced = gpu_summaries_with_grace(&endpoint, window, Duration::from_millis(666));
+        assert!((graced[0].energy_joules().unwrap() - 4000.0).abs() < 1e-6);
+        let power = graced[0].gauge("gpu_power_usage").unwrap();
+        assert_eq!((power.count, power.avg), (1, 100.0));
     }
 }

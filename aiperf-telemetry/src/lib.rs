@@ -9,7 +9,10 @@
 //! endpoints periodically (each on its own task; anything implementing [`Sampler`] can be
 //! scraped), [`summary`] summarises each series over a time window (counters: delta and
 //! rate; gauges: statistics; histograms: bucket deltas and estimated percentiles) and
-//! [`gpu`] gives the per-GPU view of DCGM exporters. Exports (JSON, CSV, JSONL) come next.
+//! [`gpu`] gives the per-GPU view of DCGM exporters, [`efficiency`] the power-efficiency
+//! metrics derived from it, and [`export`] writes the files of SPEC §7. [`collector`] ties
+//! them into one run: [`TelemetryCollector::start`] beside the benchmark,
+//! [`TelemetryHandle::finish`] after it, with the profiling window in wall-clock ns.
 //!
 //! ```
 //! use aiperf_telemetry::prometheus::{find_family, parse, MetricType};
@@ -39,16 +42,28 @@
 //! # Ok::<(), aiperf_telemetry::prometheus::ParseError>(())
 //! ```
 
+pub mod collector;
+pub mod efficiency;
+pub mod export;
 pub mod gpu;
 pub mod prometheus;
 pub mod scraper;
 pub mod stats;
 pub mod summary;
+pub mod wall;
 
-pub use gpu::{gpu_summaries, GpuSummary, DCGM_FAMILIES, GPU_METRICS};
+pub use collector::{
+    GpuEndpoint, ServerEndpoint, TelemetryCollector, TelemetryConfig, TelemetryHandle,
+    TelemetryReport, DEFAULT_COUNTER_GRACE, DEFAULT_DCGM_ENDPOINTS,
+};
+pub use efficiency::{power_efficiency, DerivedMetric, RunTotals};
+pub use gpu::{gpu_summaries, gpu_summaries_with_grace, GpuSummary, DCGM_FAMILIES, GPU_METRICS};
 pub use scraper::{
     EndpointScrapes, PrometheusSampler, SampleError, Sampled, Sampler, Scrape, Scraper,
     ScraperHandle, Scrapes,
 };
 pub use stats::GaugeStats;
-pub use summary::{summarize, EndpointSummary, SeriesStats, SeriesSummary, Window};
+pub use summary::{
+    summarize, summarize_with_grace, EndpointSummary, SeriesStats, SeriesSummary, Window,
+};
+pub use wall::WallClock;

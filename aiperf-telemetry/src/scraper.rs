@@ -48,7 +48,8 @@
 //! # });
 //! ```
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aiperf_core::transport::{BoxFuture, HttpMethod, HttpRequest, Transport, TransportError};
@@ -113,10 +114,18 @@ pub trait Sampler: Send + Sync + 'static {
 }
 
 /// A [`Sampler`] that GETs a Prometheus text endpoint through a [`Transport`].
-#[derive(Clone)]
+///
+/// Some servers answer `/metrics` with JSON and serve Prometheus text at
+/// `/prometheus/metrics` (SPEC §7.2). When a `…/metrics` URL answers JSON or text that does
+/// not parse, that alternative is tried once; if it works the sampler stays on it (the
+/// sampler's name remains the URL it was given).
 pub struct PrometheusSampler {
     url: String,
     transport: Arc<dyn Transport>,
+    /// The `/prometheus/metrics` URL, once it answered in place of `url`.
+    switched: Mutex<Option<String>>,
+    /// Whether the alternative was already tried (it is tried at most once).
+    fallback_tried: AtomicBool,
 }
 
 impl std::fmt::Debug for PrometheusSampler {
@@ -133,7 +142,72 @@ impl PrometheusSampler {
         PrometheusSampler {
             url: url.into(),
             transport,
+            switched: Mutex::new(None),
+            fallback_tried: AtomicBool::new(false),
         }
+    }
+
+    /// The URL scraped now: the given one, or its `/prometheus/metrics` alternative.
+    pub fn current_url(&self) -> String {
+        self.switched
+            .lock()
+            .ok()
+            .and_then(|s| s.clone())
+            .unwrap_or_else(|| self.url.clone())
+    }
+
+    /// `<base>/prometheus/metrics` for a `<base>/metrics` URL not already that path.
+    fn fallback_url(&self) -> Option<String> {
+        if self.url.ends_with("/prometheus/metrics") {
+            return None;
+        }
+        let base = self.url.strip_suffix("/metrics")?;
+        Some(format!("{base}/prometheus/metrics"))
+    }
+
+    async fn fetch(&self, url: &str, timeout: Duration) -> Result<Sampled, SampleError> {
+        let request = HttpRequest {
+            method: HttpMethod::Get,
+            url: url.to_string(),
+            headers: vec![(
+                "accept".to_string(),
+                "text/plain;version=0.0.4;q=0.9,*/*;q=0.1".to_string(),
+            )],
+            body: Default::default(),
+            timeout: Some(timeout),
+        };
+        let exchange = self.transport.send(request).await;
+        // The stamp is the transport's: when the body was complete, before any parsing.
+        let at = exchange.ended_at;
+        if let Some(error) = exchange.error {
+            return Err(SampleError::Transport(error));
+        }
+        match exchange.status {
+            Some(200) => {}
+            Some(status) => return Err(SampleError::Status(status)),
+            None => return Err(SampleError::Other("no response head".to_string())),
+        }
+        let json = exchange
+            .content_type
+            .as_deref()
+            .is_some_and(|t| t.to_ascii_lowercase().starts_with("application/json"));
+        if json {
+            return Err(SampleError::Parse(
+                "the endpoint answered JSON, not Prometheus text".to_string(),
+            ));
+        }
+        let body = exchange.body();
+        let text = String::from_utf8_lossy(&body);
+        let (families, errors) = parse_lenient(&text);
+        if families.is_empty() && !errors.is_empty() {
+            let first = errors.first().map(ToString::to_string).unwrap_or_default();
+            return Err(SampleError::Parse(first));
+        }
+        Ok(Sampled {
+            at,
+            families,
+            skipped_lines: errors.len(),
+        })
     }
 }
 
@@ -144,39 +218,30 @@ impl Sampler for PrometheusSampler {
 
     fn sample(&self, timeout: Duration) -> BoxFuture<'_, Result<Sampled, SampleError>> {
         Box::pin(async move {
-            let request = HttpRequest {
-                method: HttpMethod::Get,
-                url: self.url.clone(),
-                headers: vec![(
-                    "accept".to_string(),
-                    "text/plain;version=0.0.4;q=0.9,*/*;q=0.1".to_string(),
-                )],
-                body: Default::default(),
-                timeout: Some(timeout),
+            let result = self.fetch(&self.current_url(), timeout).await;
+            let Err(error @ SampleError::Parse(_)) = result else {
+                return result;
             };
-            let exchange = self.transport.send(request).await;
-            // The stamp is the transport's: when the body was complete, before any parsing.
-            let at = exchange.ended_at;
-            if let Some(error) = exchange.error {
-                return Err(SampleError::Transport(error));
+            let Some(fallback) = self.fallback_url() else {
+                return Err(error);
+            };
+            if self.fallback_tried.swap(true, Ordering::SeqCst) {
+                return Err(error);
             }
-            match exchange.status {
-                Some(200) => {}
-                Some(status) => return Err(SampleError::Status(status)),
-                None => return Err(SampleError::Other("no response head".to_string())),
+            match self.fetch(&fallback, timeout).await {
+                Ok(sampled) => {
+                    tracing::info!(
+                        endpoint = %self.url,
+                        using = %fallback,
+                        "metrics endpoint is not Prometheus text; using its /prometheus/metrics"
+                    );
+                    if let Ok(mut switched) = self.switched.lock() {
+                        *switched = Some(fallback);
+                    }
+                    Ok(sampled)
+                }
+                Err(_) => Err(error),
             }
-            let body = exchange.body();
-            let text = String::from_utf8_lossy(&body);
-            let (families, errors) = parse_lenient(&text);
-            if families.is_empty() && !errors.is_empty() {
-                let first = errors.first().map(ToString::to_string).unwrap_or_default();
-                return Err(SampleError::Parse(first));
-            }
-            Ok(Sampled {
-                at,
-                families,
-                skipped_lines: errors.len(),
-            })
         })
     }
 }
@@ -184,6 +249,8 @@ impl Sampler for PrometheusSampler {
 /// One stored scrape.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scrape {
+    /// When the scraper asked the sampler (the request was sent just after).
+    pub sent_at: Instant,
     /// When the response arrived.
     pub at: Instant,
     /// The families kept (all, or those named by [`Scraper::keep_families`]).
@@ -260,6 +327,7 @@ struct Options {
     reachability_timeout: Duration,
     max_scrapes: usize,
     keep: Option<Arc<[String]>>,
+    quiet: Option<Arc<[String]>>,
 }
 
 impl std::fmt::Debug for Scraper {
@@ -300,6 +368,7 @@ impl Scraper {
                 reachability_timeout: DEFAULT_REACHABILITY_TIMEOUT,
                 max_scrapes: DEFAULT_MAX_SCRAPES,
                 keep: None,
+                quiet: None,
             },
         }
     }
@@ -345,6 +414,18 @@ impl Scraper {
         S: Into<String>,
     {
         self.options.keep = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Endpoints (by sampler name) whose failed reachability probe is logged at debug level
+    /// instead of as a warning: guesses such as the default DCGM ports, which are usually
+    /// absent and not worth a warning.
+    pub fn quiet_when_unreachable<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.options.quiet = Some(names.into_iter().map(Into::into).collect());
         self
     }
 
@@ -396,11 +477,17 @@ impl ScraperHandle {
     }
 }
 
-async fn timed(sampler: &dyn Sampler, timeout: Duration) -> Result<Sampled, SampleError> {
-    match tokio::time::timeout(timeout, sampler.sample(timeout)).await {
+/// One bounded sample, with the instant it was asked for.
+async fn timed(
+    sampler: &dyn Sampler,
+    timeout: Duration,
+) -> (Instant, Result<Sampled, SampleError>) {
+    let sent_at = Instant::now();
+    let result = match tokio::time::timeout(timeout, sampler.sample(timeout)).await {
         Ok(result) => result,
         Err(_) => Err(SampleError::Timeout(timeout)),
-    }
+    };
+    (sent_at, result)
 }
 
 /// Resolves once stop was requested (or the handle was dropped).
@@ -412,12 +499,13 @@ struct Store {
     out: EndpointScrapes,
     options: Options,
     warned_cap: bool,
+    warned_non_finite: bool,
 }
 
 impl Store {
-    fn record(&mut self, result: Result<Sampled, SampleError>) {
+    fn record(&mut self, (sent_at, result): (Instant, Result<Sampled, SampleError>)) {
         match result {
-            Ok(sampled) => self.push(sampled),
+            Ok(sampled) => self.push(sent_at, sampled),
             Err(error) => {
                 self.out.failures += 1;
                 if self.out.failures == 1 {
@@ -430,13 +518,28 @@ impl Store {
         }
     }
 
-    fn push(&mut self, sampled: Sampled) {
+    fn push(&mut self, sent_at: Instant, sampled: Sampled) {
         let mut families = sampled.families;
         if let Some(keep) = &self.options.keep {
             families.retain(|f| keep.contains(&f.name));
         }
+        if !self.warned_non_finite {
+            let odd = families
+                .iter()
+                .flat_map(|f| f.samples.iter())
+                .find(|s| !s.value.is_finite());
+            if let Some(sample) = odd {
+                self.warned_non_finite = true;
+                tracing::warn!(
+                    endpoint = %self.out.name,
+                    sample = %sample.name,
+                    "telemetry samples with NaN or infinite values are left out of the statistics"
+                );
+            }
+        }
         self.out.skipped_lines += sampled.skipped_lines as u64;
         let scrape = Scrape {
+            sent_at,
             at: sampled.at,
             families,
         };
@@ -469,6 +572,7 @@ async fn run(
         out: EndpointScrapes::new(sampler.name()),
         options: options.clone(),
         warned_cap: false,
+        warned_non_finite: false,
     };
 
     // Reachability probe. If stop comes first, one bounded attempt decides instead.
@@ -481,14 +585,23 @@ async fn run(
         Some(result) => (result, false),
         None => (timed(sampler, options.scrape_timeout).await, true),
     };
+    let (sent_at, first) = first;
     match first {
-        Ok(sampled) => store.push(sampled),
+        Ok(sampled) => store.push(sent_at, sampled),
         Err(error) => {
-            tracing::warn!(
-                endpoint = %sampler.name(),
-                %error,
-                "telemetry endpoint unreachable; skipping it"
-            );
+            let quiet = options
+                .quiet
+                .as_ref()
+                .is_some_and(|q| q.iter().any(|n| n == sampler.name()));
+            if quiet {
+                tracing::debug!(endpoint = %sampler.name(), %error, "telemetry endpoint absent");
+            } else {
+                tracing::warn!(
+                    endpoint = %sampler.name(),
+                    %error,
+                    "telemetry endpoint unreachable; skipping it"
+                );
+            }
             store.out.unreachable = Some(error.to_string());
             return store.out;
         }

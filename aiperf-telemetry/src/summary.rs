@@ -425,6 +425,39 @@ pub fn summarize(endpoint: &EndpointScrapes, window: Window) -> EndpointSummary 
     }
 }
 
+/// Like [`summarize`], but counters and histograms also take samples up to `grace` after
+/// the window's end, while gauges keep the exact window. The scrape that follows the end of
+/// the profiling phase holds the increments of the window's last interval; without the grace
+/// they would be lost. The returned summary's window is `window`.
+pub fn summarize_with_grace(
+    endpoint: &EndpointScrapes,
+    window: Window,
+    grace: Duration,
+) -> EndpointSummary {
+    let strict = summarize(endpoint, window);
+    if grace.is_zero() {
+        return strict;
+    }
+    let wide = summarize(endpoint, Window::new(window.start, window.end + grace));
+    let series = wide
+        .series
+        .into_iter()
+        .filter_map(|s| match s.stats {
+            SeriesStats::Gauge(_) => strict
+                .series
+                .iter()
+                .find(|g| g.name == s.name && g.labels == s.labels)
+                .cloned(),
+            SeriesStats::Counter(_) | SeriesStats::Histogram(_) => Some(s),
+        })
+        .collect();
+    EndpointSummary {
+        name: strict.name,
+        window,
+        series,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -262,3 +262,67 @@ async fn custom_sampler_and_slow_sampler() {
     assert_eq!(s.last, calls);
     assert_eq!(s.delta, calls - 1.0);
 }
+
+/// A server whose `/metrics` answers JSON and whose `/prometheus/metrics` answers text;
+/// counts the requests per path.
+struct JsonFirst {
+    requests: std::sync::Mutex<Vec<String>>,
+}
+
+impl Transport for JsonFirst {
+    fn send(&self, request: HttpRequest) -> BoxFuture<'_, aiperf_core::transport::RawExchange> {
+        Box::pin(async move {
+            self.requests.lock().unwrap().push(request.url.clone());
+            let (content_type, body) = if request.url.ends_with("/prometheus/metrics") {
+                ("text/plain; version=0.0.4", "# TYPE up gauge\nup 1\n")
+            } else {
+                ("application/json", r#"{"up": 1}"#)
+            };
+            let now = Instant::now();
+            aiperf_core::transport::RawExchange {
+                started_at: now,
+                head_at: Some(now),
+                status: Some(200),
+                content_type: Some(content_type.into()),
+                headers: Vec::new(),
+                chunks: vec![aiperf_core::transport::Chunk {
+                    at: now,
+                    bytes: bytes::Bytes::from_static(body.as_bytes()),
+                }],
+                ended_at: now,
+                error: None,
+                trace: None,
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn json_metrics_switch_to_prometheus_metrics_once() {
+    use aiperf_telemetry::PrometheusSampler;
+
+    let server = Arc::new(JsonFirst {
+        requests: std::sync::Mutex::new(Vec::new()),
+    });
+    let sampler = PrometheusSampler::new("http://h:1/metrics", server.clone());
+    for _ in 0..3 {
+        let sampled = sampler.sample(Duration::from_secs(1)).await.unwrap();
+        assert_eq!(sampled.families[0].name, "up");
+    }
+    assert_eq!(sampler.current_url(), "http://h:1/prometheus/metrics");
+    assert_eq!(sampler.name(), "http://h:1/metrics");
+    assert_eq!(
+        *server.requests.lock().unwrap(),
+        [
+            "http://h:1/metrics",
+            "http://h:1/prometheus/metrics",
+            "http://h:1/prometheus/metrics",
+            "http://h:1/prometheus/metrics"
+        ]
+    );
+
+    // A URL not ending in /metrics has no alternative: the JSON answer is an error.
+    let plain = PrometheusSampler::new("http://h:1/other", server.clone());
+    let error = plain.sample(Duration::from_secs(1)).await.unwrap_err();
+    assert!(error.to_string().contains("JSON"), "{error}");
+}

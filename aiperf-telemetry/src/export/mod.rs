@@ -1,0 +1,303 @@
+//! The telemetry files of SPEC §7 and the pieces the main exports embed.
+//!
+//! - [`gpu`]: `gpu_telemetry_export.jsonl`, the `telemetry_data` object of
+//!   `profile_export_aiperf.json`, and the GPU table appended to `profile_export_aiperf.csv`;
+//! - [`server`]: `server_metrics_export.json`, `.csv` and `.jsonl`.
+//!
+//! Parquet (`server_metrics_export.parquet`) is not written yet: asking for it logs a
+//! warning and the other formats are still written.
+
+pub mod gpu;
+pub mod server;
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use crate::collector::TelemetryReport;
+
+/// `gpu_telemetry_export.jsonl`.
+pub const GPU_JSONL: &str = "gpu_telemetry_export.jsonl";
+/// `server_metrics_export` + `.json`, `.csv`, `.jsonl`, `.parquet`.
+pub const SERVER_METRICS_STEM: &str = "server_metrics_export";
+
+/// The telemetry file names: the defaults, or with a `--profile-export-prefix` `p`,
+/// `p_gpu_telemetry.jsonl` and `p_server_metrics.<ext>` (the names the Python AIPerf
+/// gives them; `p` is the prefix with known suffixes already stripped).
+fn file_names(prefix: Option<&str>) -> (String, String) {
+    match prefix.filter(|p| !p.is_empty()) {
+        None => (GPU_JSONL.to_string(), SERVER_METRICS_STEM.to_string()),
+        Some(p) => (
+            format!("{p}_gpu_telemetry.jsonl"),
+            format!("{p}_server_metrics"),
+        ),
+    }
+}
+
+/// Why writing a telemetry file failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The file could not be created or written.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A JSON value could not be serialised.
+    #[error("cannot serialise {path}: {source}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: serde_json::Error,
+    },
+}
+
+/// A `--server-metrics-formats` choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ServerMetricsFormat {
+    /// `server_metrics_export.json`.
+    Json,
+    /// `server_metrics_export.csv`.
+    Csv,
+    /// `server_metrics_export.jsonl` (every scrape).
+    Jsonl,
+    /// `server_metrics_export.parquet`: accepted, not written by this version.
+    Parquet,
+}
+
+impl ServerMetricsFormat {
+    /// The default set (SPEC §1.3: `json csv`; Parquet is not written by this version).
+    pub const DEFAULT: [ServerMetricsFormat; 2] =
+        [ServerMetricsFormat::Json, ServerMetricsFormat::Csv];
+}
+
+/// The error of [`ServerMetricsFormat::from_str`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown server metrics format \"{0}\" (choose from json, csv, jsonl, parquet)")]
+pub struct UnknownFormat(pub String);
+
+impl FromStr for ServerMetricsFormat {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "json" => Ok(ServerMetricsFormat::Json),
+            "csv" => Ok(ServerMetricsFormat::Csv),
+            "jsonl" => Ok(ServerMetricsFormat::Jsonl),
+            "parquet" => Ok(ServerMetricsFormat::Parquet),
+            _ => Err(UnknownFormat(s.to_string())),
+        }
+    }
+}
+
+/// What the files need beyond the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportOptions {
+    /// Server-metrics formats to write.
+    pub formats: Vec<ServerMetricsFormat>,
+    /// The run's `benchmark_id`, echoed in `server_metrics_export.json`.
+    pub benchmark_id: Option<String>,
+    /// `--profile-export-prefix` without its known suffixes: files are then named
+    /// `<prefix>_gpu_telemetry.jsonl` and `<prefix>_server_metrics.<ext>`.
+    pub prefix: Option<String>,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            formats: ServerMetricsFormat::DEFAULT.to_vec(),
+            benchmark_id: None,
+            prefix: None,
+        }
+    }
+}
+
+/// Write every telemetry file of `report` into `dir`: the GPU JSONL when a DCGM endpoint
+/// answered, the server-metrics files in `options.formats` when a server endpoint answered.
+/// Returns the paths written.
+pub fn write_files(
+    report: &TelemetryReport,
+    dir: &Path,
+    options: &ExportOptions,
+) -> Result<Vec<PathBuf>, ExportError> {
+    let mut written = Vec::new();
+    let (gpu_name, server_stem) = file_names(options.prefix.as_deref());
+    if report.gpu.iter().any(|e| !e.scrapes.scrapes.is_empty()) {
+        let path = dir.join(gpu_name);
+        write_with(&path, |out| gpu::write_jsonl(report, out))?;
+        written.push(path);
+    }
+    if !report.server.iter().any(|e| !e.scrapes.scrapes.is_empty()) {
+        return Ok(written);
+    }
+    for format in dedup(&options.formats) {
+        let path = dir.join(format!("{server_stem}.{}", extension(format)));
+        match format {
+            ServerMetricsFormat::Json => {
+                let value = server::json(report, options.benchmark_id.as_deref());
+                write_json(&path, &value)?;
+            }
+            ServerMetricsFormat::Csv => write_with(&path, |out| server::write_csv(report, out))?,
+            ServerMetricsFormat::Jsonl => {
+                write_with(&path, |out| server::write_jsonl(report, out))?
+            }
+            ServerMetricsFormat::Parquet => {
+                tracing::warn!(
+                    "server_metrics_export.parquet is not supported by this version; skipped"
+                );
+                continue;
+            }
+        }
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn dedup(formats: &[ServerMetricsFormat]) -> Vec<ServerMetricsFormat> {
+    let mut out = Vec::new();
+    for f in formats {
+        if !out.contains(f) {
+            out.push(*f);
+        }
+    }
+    out
+}
+
+fn extension(format: ServerMetricsFormat) -> &'static str {
+    match format {
+        ServerMetricsFormat::Json => "json",
+        ServerMetricsFormat::Csv => "csv",
+        ServerMetricsFormat::Jsonl => "jsonl",
+        ServerMetricsFormat::Parquet => "parquet",
+    }
+}
+
+fn write_with(
+    path: &Path,
+    body: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> Result<(), ExportError> {
+    let io = |source| ExportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut out = BufWriter::new(File::create(path).map_err(io)?);
+    body(&mut out).map_err(io)?;
+    out.flush().map_err(io)
+}
+
+fn write_json(path: &Path, value: &Value) -> Result<(), ExportError> {
+    let text = serde_json::to_string_pretty(value).map_err(|source| ExportError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    write_with(path, |out| out.write_all(text.as_bytes()))
+}
+
+/// A finite number as JSON, anything else as `null` (JSON has no NaN).
+pub(crate) fn number(v: f64) -> Value {
+    serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+}
+
+/// A CSV number: two decimals as the main CSV has them; empty when not finite.
+pub(crate) fn csv_number(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("{v:.2}"),
+        _ => String::new(),
+    }
+}
+
+/// A CSV field with minimal quoting (as Python's `csv` module writes).
+pub(crate) fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Unix ns as the naive UTC ISO timestamp the Python AIPerf writes
+/// (`2026-11-22T02:06:59.552360`).
+pub fn iso_time(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let micros = (unix_ns % 1_000_000_000) / 1_000;
+    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's
+/// algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// The name an endpoint goes by in exports: the URL without its scheme and without a
+/// trailing `/metrics` (`http://localhost:9400/metrics` → `localhost:9400`), so two
+/// exporters on one host stay apart.
+pub fn endpoint_key(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = rest.strip_suffix("/metrics").unwrap_or(rest);
+    rest.trim_end_matches('/').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times_and_keys() {
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00.000000");
+        assert_eq!(
+            iso_time(1_795_314_419_552_360_123),
+            "2026-11-22T02:26:59.552360"
+        );
+        assert_eq!(
+            endpoint_key("http://localhost:9400/metrics"),
+            "localhost:9400"
+        );
+        assert_eq!(
+            endpoint_key("http://127.0.0.1:5/dcgm1/metrics"),
+            "127.0.0.1:5/dcgm1"
+        );
+        assert_eq!(endpoint_key("custom"), "custom");
+    }
+
+    #[test]
+    fn prefixed_file_names() {
+        let default = file_names(None);
+        assert_eq!(default, (GPU_JSONL.into(), SERVER_METRICS_STEM.into()));
+        assert_eq!(
+            file_names(Some("run7")),
+            (
+                "run7_gpu_telemetry.jsonl".into(),
+                "run7_server_metrics".into()
+            )
+        );
+    }
+
+    #[test]
+    fn formats_parse() {
+        assert_eq!("JSONL".parse(), Ok(ServerMetricsFormat::Jsonl));
+        assert!("xml".parse::<ServerMetricsFormat>().is_err());
+    }
+}
