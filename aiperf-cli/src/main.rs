@@ -14,9 +14,6 @@ mod compare;
 mod kv;
 mod profile;
 mod readiness;
-// Until profile.rs calls it (see the note at the top of telemetry.rs); `expect` turns into
-// a warning of its own once the module is wired, so this line cannot outlive its reason.
-#[cfg_attr(not(test), expect(dead_code, reason = "wired into profile.rs next"))]
 mod telemetry;
 mod ui;
 mod workload;

@@ -135,6 +135,8 @@ pub async fn profile(
     }
 
     let plans = PhasePlan::for_dataset(&config, &conversations)?;
+    let telemetry =
+        crate::telemetry::start(&args.telemetry, &config.endpoint.urls, transport.clone()).await?;
     let cancel = CancellationToken::new();
     spawn_ctrl_c_handler(cancel.clone());
     let progress = Arc::new(Progress::default());
@@ -165,9 +167,31 @@ pub async fn profile(
         display.finish().await;
     }
     let summary = result?;
+    // Finish right after the run: counters take the scrapes just after the window's end.
+    let telemetry = match telemetry {
+        Some(running) => Some(
+            running
+                .finish(
+                    (
+                        summary.start_time_ns.unwrap_or(0),
+                        summary.end_time_ns.unwrap_or(0),
+                    ),
+                    &artifact_dir,
+                    crate::telemetry::RunTotals::from_summary(&summary),
+                )
+                .await?,
+        ),
+        None => None,
+    };
 
     write_summary_files(&summary, &paths)?;
+    if let Some(telemetry) = &telemetry {
+        telemetry.patch_summary_files(&paths.json, &paths.csv)?;
+    }
     print!("{}", console::render_console(&summary));
+    if let Some(text) = telemetry.as_ref().and_then(|t| t.console.as_deref()) {
+        print!("{text}");
+    }
     if args.output.show_trace_timing {
         if let Some(table) = console::metrics_table(&summary, ConsoleGroup::HttpTrace) {
             print!("{}", table.render());

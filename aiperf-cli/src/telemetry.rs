@@ -1,42 +1,5 @@
 //! GPU telemetry and server metrics beside `aiperf profile` (SPEC §7): the flags, which
 //! endpoints they select, and what the run gets back to print and to add to its files.
-//!
-//! Integration (not wired yet; these lines were tried on a scratch copy, where the ignored
-//! CLI test in tests/tests/telemetry.rs passed):
-//! - `args/mod.rs`: in `ProfileArgs` add
-//!   `#[command(flatten)] pub telemetry: crate::telemetry::TelemetryArgs,`
-//!   and delete `OutputArgs::no_server_metrics` / `OutputArgs::no_gpu_telemetry` (the same
-//!   flags live here now; clap panics on a flag defined twice).
-//! - `main.rs`: drop the `cfg_attr(…, expect(dead_code))` line above `mod telemetry;`.
-//! - `profile.rs`, right after `let plans = PhasePlan::for_dataset(…)?;` (the transport is
-//!   built and `mock` already replaced in `config.endpoint.urls`; the `Arc<HttpTransport>`
-//!   clone coerces to `Arc<dyn Transport>`):
-//!   ```text
-//!   let telemetry =
-//!       crate::telemetry::start(&args.telemetry, &config.endpoint.urls, transport.clone()).await?;
-//!   ```
-//! - right after `let summary = result?;` (finish soon after the run: counters take the
-//!   scrapes of the 666 ms after the window's end):
-//!   ```text
-//!   let telemetry = match telemetry {
-//!       Some(running) => Some(
-//!           running
-//!               .finish(
-//!                   (summary.start_time_ns.unwrap_or(0), summary.end_time_ns.unwrap_or(0)),
-//!                   &artifact_dir,
-//!                   crate::telemetry::RunTotals::from_summary(&summary),
-//!               )
-//!               .await?,
-//!       ),
-//!       None => None,
-//!   };
-//!   ```
-//! - after `write_summary_files(&summary, &paths)?;`:
-//!   `if let Some(t) = &telemetry { t.patch_summary_files(&paths.json, &paths.csv)?; }`
-//! - after `print!("{}", console::render_console(&summary));`:
-//!   `if let Some(text) = telemetry.as_ref().and_then(|t| t.console.as_deref()) { print!("{text}"); }`
-//! - tests/tests/telemetry.rs: remove the `#[ignore]` of
-//!   `profile_scrapes_the_node_exporter_through_server_metrics`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

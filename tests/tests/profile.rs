@@ -279,7 +279,8 @@ async fn connections_are_pooled_by_default_and_new_per_request_with_never() {
         let dir = tempfile::tempdir().unwrap();
         let mut argv = args(&format!(
             "-m mock-model --url {url} --concurrency 2 --request-count 12 --isl 8 --osl 2 \
-             --connection-reuse-strategy {strategy} --export-http-trace --show-trace-timing",
+             --connection-reuse-strategy {strategy} --export-http-trace --show-trace-timing \
+             --no-server-metrics",
             url = server.url()
         ));
         argv.extend(artifact_args(dir.path()));
@@ -435,7 +436,8 @@ async fn several_urls_share_the_conversations_round_robin() {
     let second = MockServer::start(MockConfig::fast()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut argv = args(&format!(
-        "-m mock-model --url {} --url {} --concurrency 3 --request-count 12 --isl 8 --osl 2",
+        "-m mock-model --url {} --url {} --concurrency 3 --request-count 12 --isl 8 --osl 2 \
+         --no-server-metrics",
         first.url(),
         second.url()
     ));

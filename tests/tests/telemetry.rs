@@ -186,7 +186,6 @@ async fn node_exporter_families_reach_every_server_metrics_export() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the profile.rs wiring"]
 async fn profile_scrapes_the_node_exporter_through_server_metrics() {
     let Some(exporter) = start_node_exporter() else {
         return;

@@ -49,6 +49,8 @@ pub struct ProfileArgs {
     pub load: LoadArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub telemetry: crate::telemetry::TelemetryArgs,
 }
 
 /// Where requests go and what they look like.
@@ -192,14 +194,6 @@ pub struct OutputArgs {
     /// Log level on stderr: trace, debug, info, warning (default) or error.
     #[arg(long = "log-level", default_value = "warning")]
     pub log_level: String,
-
-    /// Accepted for compatibility: this version does not scrape server metrics.
-    #[arg(long = "no-server-metrics")]
-    pub no_server_metrics: bool,
-
-    /// Accepted for compatibility: this version does not scrape GPU telemetry.
-    #[arg(long = "no-gpu-telemetry")]
-    pub no_gpu_telemetry: bool,
 }
 
 /// Export levels.
