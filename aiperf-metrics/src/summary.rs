@@ -468,10 +468,26 @@ impl MetricsSink {
                 })
             })
             .collect();
-        Ok(Self {
+        Ok(Self::empty(
             ctx,
-            config: config.clone(),
-            counter: Arc::new(MemoizedCounter::new(counter)),
+            config.clone(),
+            Arc::new(MemoizedCounter::new(counter)),
+            slos,
+        ))
+    }
+
+    /// A sink with nothing absorbed yet and no files.
+    fn empty(
+        ctx: MetricsContext,
+        config: BenchmarkConfig,
+        counter: Arc<dyn TokenCounter>,
+        slos: Vec<Slo>,
+    ) -> Self {
+        Self {
+            phase_index: u32::from(config.load.warmup.is_enabled()),
+            ctx,
+            config,
+            counter,
             slos,
             dists: vec![None; CATALOGUE.len()],
             totals: Totals::default(),
@@ -482,9 +498,8 @@ impl MetricsSink {
             writer: None,
             clock: None,
             cli_command: None,
-            phase_index: u32::from(config.load.warmup.is_enabled()),
             slices: None,
-        })
+        }
     }
 
     /// Also summarises each `width` of the profiling phase on its own (`--slice-duration`):
@@ -508,23 +523,12 @@ impl MetricsSink {
 
     /// An empty sink for one time slice: the same configuration, no files.
     fn slice_sink(&self) -> MetricsSink {
-        MetricsSink {
-            ctx: self.ctx,
-            config: self.config.clone(),
-            counter: Arc::clone(&self.counter),
-            slos: self.slos.clone(),
-            dists: vec![None; CATALOGUE.len()],
-            totals: Totals::default(),
-            errors: HashMap::new(),
-            lag: Distribution::new(),
-            late: 0,
-            timeline: Timeline::new(),
-            writer: None,
-            clock: None,
-            cli_command: None,
-            phase_index: self.phase_index,
-            slices: None,
-        }
+        Self::empty(
+            self.ctx,
+            self.config.clone(),
+            Arc::clone(&self.counter),
+            self.slos.clone(),
+        )
     }
 
     /// Streams one JSON line per profiling record to `path` (created or truncated) as

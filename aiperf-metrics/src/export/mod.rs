@@ -169,30 +169,7 @@ pub fn write_summary_files(summary: &Summary, paths: &ExportPaths) -> Result<(),
     Ok(())
 }
 
-/// Unix ns as the naive ISO timestamp the Python AIPerf writes
-/// (`2026-11-22T02:06:59.552360`), in UTC.
-pub fn iso_time(unix_ns: u64) -> String {
-    let secs = unix_ns / 1_000_000_000;
-    let micros = (unix_ns % 1_000_000_000) / 1_000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // civil-from-days (proleptic Gregorian)
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
+pub use aiperf_core::clock::iso_time;
 
 #[cfg(test)]
 mod tests {

@@ -222,34 +222,7 @@ pub(crate) fn csv_field(s: &str) -> String {
     }
 }
 
-/// Unix ns as the naive UTC ISO timestamp the Python AIPerf writes
-/// (`2026-11-22T02:06:59.552360`).
-pub fn iso_time(unix_ns: u64) -> String {
-    let secs = unix_ns / 1_000_000_000;
-    let micros = (unix_ns % 1_000_000_000) / 1_000;
-    let (year, month, day) = civil_from_days((secs / 86_400) as i64);
-    let rem = secs % 86_400;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's
-/// algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
-}
+pub use aiperf_core::clock::iso_time;
 
 /// The name an endpoint goes by in exports: the URL without its scheme and without a
 /// trailing `/metrics` (`http://localhost:9400/metrics` → `localhost:9400`), so two
