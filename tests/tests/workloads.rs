@@ -350,3 +350,55 @@ async fn a_bad_line_names_the_file_line_and_field_and_exits_2() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_turn_of_a_session_goes_to_the_url_of_its_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let first_dir = dir.path().join("first");
+    let second_dir = dir.path().join("second");
+    std::fs::create_dir_all(&first_dir).unwrap();
+    std::fs::create_dir_all(&second_dir).unwrap();
+    let (first, first_record) = recording_mock(&first_dir, 2.0, 1.0).await;
+    let (second, second_record) = recording_mock(&second_dir, 2.0, 1.0).await;
+    let argv = args(&format!(
+        "-m mock-model --url {} --url {} --session-turns-mean 3 --num-sessions 4 --concurrency 2 \
+         --isl 16 --osl 2 --no-server-metrics --artifact-dir {}",
+        first.url(),
+        second.url(),
+        dir.path().join("artifacts").display()
+    ));
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let sessions = |requests: &[Value]| {
+        let mut ids: BTreeMap<String, usize> = BTreeMap::new();
+        for request in requests {
+            *ids.entry(header(request, "x-correlation-id").to_owned())
+                .or_default() += 1;
+        }
+        ids
+    };
+    let on_first = sessions(&recorded(first, &first_record).await);
+    let on_second = sessions(&recorded(second, &second_record).await);
+    // Round-robin per session, and all three turns of each on the same server.
+    assert_eq!(on_first.len(), 2, "{on_first:?}");
+    assert_eq!(on_second.len(), 2, "{on_second:?}");
+    assert!(on_first
+        .values()
+        .chain(on_second.values())
+        .all(|turns| *turns == 3));
+    assert!(on_first.keys().all(|id| !on_second.contains_key(id)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulated_users_need_multi_turn_conversations() {
+    let output = profile(args(
+        "-m mock-model --url http://127.0.0.1:9 --user-centric-rate 5 --num-users 2 --isl 8",
+    ))
+    .await;
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--user-centric-rate needs multi-turn conversations"),
+        "{stderr}"
+    );
+}
