@@ -45,6 +45,9 @@ pub async fn profile(
     slos: &[Slo],
     cli_command: String,
 ) -> anyhow::Result<Outcome> {
+    // First, so that Ctrl-C during a long dataset load also ends the run cleanly.
+    let cancel = CancellationToken::new();
+    spawn_ctrl_c_handler(cancel.clone());
     let _mock = start_embedded_mock_if_asked(&mut config).await?;
     let seed = *config
         .input
@@ -137,8 +140,6 @@ pub async fn profile(
     let plans = PhasePlan::for_dataset(&config, &conversations)?;
     let telemetry =
         crate::telemetry::start(&args.telemetry, &config.endpoint.urls, transport.clone()).await?;
-    let cancel = CancellationToken::new();
-    spawn_ctrl_c_handler(cancel.clone());
     let progress = Arc::new(Progress::default());
     let mut builder = Benchmark::builder()
         .endpoint(Arc::clone(&endpoint))

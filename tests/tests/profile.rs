@@ -407,7 +407,18 @@ async fn ctrl_c_mid_run_keeps_complete_artifacts_for_what_finished() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(1_500));
+        // Interrupt once the run is under way (records are being written), however long
+        // the start took on a loaded machine.
+        let records = std::path::Path::new(&dir_arg).join("profile_export.jsonl");
+        let started = std::time::Instant::now();
+        while std::fs::read_to_string(&records).map_or(0, |t| t.lines().count()) < 4 {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the run never started"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(300));
         let status = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
             .status()
