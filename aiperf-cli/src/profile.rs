@@ -48,13 +48,14 @@ pub async fn profile(
     // First, so that Ctrl-C during a long dataset load also ends the run cleanly.
     let cancel = CancellationToken::new();
     spawn_ctrl_c_handler(cancel.clone());
-    let _mock = start_embedded_mock_if_asked(&mut config).await?;
     let seed = *config
         .input
         .random_seed
         .get_or_insert_with(rand::random::<u64>);
 
     let transport = Arc::new(build_transport(&args.endpoint)?);
+    let tokenizer = load_run_tokenizer(&config, transport.as_ref()).await?;
+    let _mock = start_embedded_mock_if_asked(&mut config, &tokenizer).await?;
     let endpoint = endpoint_for(
         &config.endpoint.endpoint_type,
         EndpointOptions {
@@ -100,7 +101,6 @@ pub async fn profile(
         wait_until_ready(transport.as_ref(), &target, readiness).await?;
     }
 
-    let tokenizer = load_run_tokenizer(&config, transport.as_ref()).await?;
     let workload = workload::load(
         args,
         &mut config,
@@ -243,15 +243,22 @@ fn build_transport(args: &EndpointArgs) -> anyhow::Result<HttpTransport> {
 
 /// `--url mock`: start the embedded mock server (TTFT 20 ms, ITL 5 ms, like the Python
 /// AIPerf's mock server) and point the run at it. The server lives as long as the guard.
+/// It counts prompt tokens with the run's tokenizer, so the usage it reports agrees with
+/// the client's counts.
 async fn start_embedded_mock_if_asked(
     config: &mut BenchmarkConfig,
+    tokenizer: &Tokenizer,
 ) -> anyhow::Result<Option<MockServer>> {
     if !config.endpoint.urls.iter().any(|url| url == MOCK_URL) {
         return Ok(None);
     }
-    let server = MockServer::start(MockConfig::default())
-        .await
-        .context("cannot start the embedded mock server")?;
+    let counter = tokenizer.clone();
+    let server = MockServer::start_counting_prompts_with(
+        MockConfig::default(),
+        Arc::new(move |text: &str| counter.count(text)),
+    )
+    .await
+    .context("cannot start the embedded mock server")?;
     eprintln!("Benchmarking the embedded mock server at {}", server.url());
     for url in &mut config.endpoint.urls {
         if url == MOCK_URL {

@@ -55,4 +55,4 @@ pub use routes::metrics::KV_CACHE_TOKENS;
 pub use routes::rankings::logit as ranking_logit;
 pub use server::{MockServer, SHUTDOWN_GRACE};
 pub use stats::MockStats;
-pub use tokens::{count_words, output_text, CORPUS, MAX_DEFAULT_OUTPUT};
+pub use tokens::{count_words, output_text, PromptTokenCounter, CORPUS, MAX_DEFAULT_OUTPUT};

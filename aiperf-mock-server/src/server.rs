@@ -27,7 +27,7 @@ use crate::record::Recorder;
 use crate::routes::{self, dcgm::DcgmState, error_body, ApiError, Ctx, Reply};
 use crate::state::State;
 use crate::stats::{MockStats, Route, Stats};
-use crate::tokens::PromptCounter;
+use crate::tokens::{PromptCounter, PromptTokenCounter};
 
 /// How long [`MockServer::shutdown`] lets in-flight responses finish.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
@@ -47,6 +47,22 @@ pub struct MockServer {
 impl MockServer {
     /// Validate `config`, load the tokenizer if any, bind, and start serving.
     pub async fn start(config: MockConfig) -> Result<MockServer, MockError> {
+        Self::start_inner(config, None).await
+    }
+
+    /// Like [`MockServer::start`], counting prompt tokens with `counter` (e.g. the
+    /// benchmark's tokenizer, so the usage the mock reports matches the client's counts).
+    pub async fn start_counting_prompts_with(
+        config: MockConfig,
+        counter: PromptTokenCounter,
+    ) -> Result<MockServer, MockError> {
+        Self::start_inner(config, Some(counter)).await
+    }
+
+    async fn start_inner(
+        config: MockConfig,
+        counter: Option<PromptTokenCounter>,
+    ) -> Result<MockServer, MockError> {
         config.validate()?;
         let tokenizer =
             match &config.tokenizer {
@@ -82,7 +98,7 @@ impl MockServer {
             cfg: config,
             seed,
             stats: Stats::new(),
-            prompts: PromptCounter::new(tokenizer),
+            prompts: PromptCounter::new(tokenizer, counter),
             recorder,
             next_seq: AtomicU64::new(0),
             started,

@@ -51,38 +51,51 @@ pub fn output_text(range: std::ops::Range<u32>) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Counts prompt tokens: a real tokenizer, or the word rule.
+/// A prompt-token count supplied by the program that embeds the server (e.g. the
+/// benchmark's own tokenizer, so the usage it reports agrees with the client's count).
+pub type PromptTokenCounter = Arc<dyn Fn(&str) -> usize + Send + Sync>;
+
+/// Counts prompt tokens: a real tokenizer, a function the embedder gave, or the word rule.
 #[derive(Clone, Default)]
 pub(crate) struct PromptCounter {
     tokenizer: Option<Arc<tokenizers::Tokenizer>>,
+    function: Option<PromptTokenCounter>,
 }
 
 impl std::fmt::Debug for PromptCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PromptCounter")
             .field("tokenizer", &self.tokenizer.is_some())
+            .field("function", &self.function.is_some())
             .finish()
     }
 }
 
 impl PromptCounter {
-    pub(crate) fn new(tokenizer: Option<tokenizers::Tokenizer>) -> Self {
+    pub(crate) fn new(
+        tokenizer: Option<tokenizers::Tokenizer>,
+        function: Option<PromptTokenCounter>,
+    ) -> Self {
         Self {
             tokenizer: tokenizer.map(Arc::new),
+            function,
         }
     }
 
     /// Number of tokens of `text` (at least 1).
     pub(crate) fn count(&self, text: &str) -> u32 {
-        let n = match &self.tokenizer {
-            Some(t) => match t.encode(text, false) {
+        let n = if let Some(count) = &self.function {
+            count(text)
+        } else if let Some(t) = &self.tokenizer {
+            match t.encode(text, false) {
                 Ok(enc) => enc.len(),
                 Err(e) => {
                     tracing::warn!(error = %e, "tokenizer failed; counting words instead");
                     count_words(text)
                 }
-            },
-            None => count_words(text),
+            }
+        } else {
+            count_words(text)
         };
         u32::try_from(n).unwrap_or(u32::MAX).max(1)
     }

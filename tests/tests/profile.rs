@@ -500,3 +500,23 @@ async fn time_slices_split_the_profiling_phase_from_its_start() {
         "{csv:.400}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_mock_reports_usage_that_agrees_with_the_clients_counts() {
+    // `--url mock` (the README's first command, smaller): the mock counts prompts with the
+    // run's tokenizer, so no token-count discrepancy is reported.
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(
+        "-m mock-model --url mock --streaming --concurrency 4 --request-count 20 --isl 128 \
+         --osl 16 --no-server-metrics",
+    );
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    assert_eq!(stat(&summary, "request_count", "avg"), 20.0);
+    assert_eq!(stat(&summary, "usage_prompt_tokens", "avg"), 128.0);
+    assert_eq!(stat(&summary, "usage_discrepancy_count", "avg"), 0.0);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stdout.contains("Discrepancy Warning"), "{stdout}");
+}
