@@ -1,5 +1,7 @@
-//! `profile_export.parquet` from the built binary against the in-process mock server: one
-//! row per profiling request, with the same values as `profile_export.jsonl`.
+//! The Parquet files of the built binary against the in-process mock server:
+//! `profile_export.parquet` has one row per profiling request with the same values as
+//! `profile_export.jsonl`; `--server-metrics-formats parquet` writes
+//! `server_metrics_export.parquet`.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 mod common;
@@ -73,4 +75,37 @@ async fn parquet_rows_match_the_jsonl_records() {
         }
     }
     assert_eq!(seen, 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_metrics_formats_parquet_writes_only_the_parquet_file() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --concurrency 2 --request-count 10 --isl 16 --osl 4 --no-gpu-telemetry --server-metrics-formats parquet",
+        url = server.url()
+    ));
+    argv.extend(["--artifact-dir".into(), dir.path().to_str().unwrap().into()]);
+    let output = profile(argv).await;
+    assert_exit(&output, 0);
+    let metrics_url = format!("{}/metrics", server.url());
+    server.shutdown().await;
+
+    assert!(!dir.path().join("server_metrics_export.json").exists());
+    let file = File::open(dir.path().join("server_metrics_export.parquet")).unwrap();
+    let batches: Vec<RecordBatch> = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    assert!(rows > 0);
+    for batch in &batches {
+        let urls = batch
+            .column_by_name("endpoint_url")
+            .unwrap()
+            .as_string::<i32>();
+        assert!((0..batch.num_rows()).all(|i| urls.value(i) == metrics_url));
+    }
 }
