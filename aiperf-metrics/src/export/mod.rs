@@ -187,6 +187,7 @@ mod tests {
         assert_eq!(p.csv, Path::new("out/profile_export_aiperf.csv"));
         assert_eq!(p.jsonl, Path::new("out/profile_export.jsonl"));
         assert_eq!(p.raw_jsonl, Path::new("out/profile_export_raw.jsonl"));
+        assert_eq!(p.parquet, Path::new("out/profile_export.parquet"));
         for given in [
             "foo",
             "foo.json",
@@ -198,6 +199,7 @@ mod tests {
             assert_eq!(p.json, Path::new("d/foo.json"), "{given}");
             assert_eq!(p.jsonl, Path::new("d/foo.jsonl"));
             assert_eq!(p.raw_jsonl, Path::new("d/foo_raw.jsonl"));
+            assert_eq!(p.parquet, Path::new("d/foo.parquet"));
             assert_eq!(p.timeslices_csv, Path::new("d/foo_timeslices.csv"));
             assert_eq!(p.inputs_json, Path::new("d/inputs.json"));
         }
