@@ -134,6 +134,7 @@ pub async fn profile(
     if config.output.export_level != ExportLevel::Summary {
         sink = sink
             .export_records_to(&paths.jsonl)?
+            .export_parquet_to(&paths.parquet)?
             .export_http_trace(args.output.export_http_trace);
     }
 

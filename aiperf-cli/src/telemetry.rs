@@ -43,7 +43,7 @@ pub struct TelemetryArgs {
     #[arg(long = "no-server-metrics", conflicts_with = "server_metrics")]
     pub no_server_metrics: bool,
 
-    /// Server metrics files to write (parquet is accepted but not written yet).
+    /// Server metrics files to write.
     #[arg(
         long = "server-metrics-formats",
         value_enum,
@@ -63,7 +63,7 @@ pub enum FormatArg {
     Csv,
     /// server_metrics_export.jsonl (every scrape)
     Jsonl,
-    /// server_metrics_export.parquet (not written yet)
+    /// server_metrics_export.parquet (every scrape, one row per sample)
     Parquet,
 }
 

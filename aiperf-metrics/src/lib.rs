@@ -89,12 +89,28 @@ pub enum MetricsError {
         #[source]
         source: std::io::Error,
     },
+    /// Writing a Parquet file failed.
+    #[error("cannot write {path}: {source}")]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
     /// Serialising JSON failed.
     #[error("cannot serialise JSON: {0}")]
     Json(#[from] serde_json::Error),
 }
 
 impl MetricsError {
+    pub(crate) fn parquet(path: &Path, source: parquet::errors::ParquetError) -> Self {
+        Self::Parquet {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
         Self::Io {
             path: path.to_path_buf(),

@@ -15,6 +15,7 @@ use crate::catalogue::{
     CATALOGUE,
 };
 use crate::export::jsonl::JsonlWriter;
+use crate::export::parquet::ParquetWriter;
 use crate::memo::MemoizedCounter;
 use crate::record_metrics::{
     compute_record_metrics, count_tokens, usage_fields, MetricValue, RecordMetrics, TokenCounts,
@@ -350,6 +351,7 @@ pub struct MetricsSink {
     late: u64,
     timeline: Timeline,
     writer: Option<JsonlWriter>,
+    parquet: Option<ParquetWriter>,
     clock: Option<Clock>,
     cli_command: Option<String>,
     phase_index: u32,
@@ -496,6 +498,7 @@ impl MetricsSink {
             late: 0,
             timeline: Timeline::new(),
             writer: None,
+            parquet: None,
             clock: None,
             cli_command: None,
             slices: None,
@@ -535,6 +538,14 @@ impl MetricsSink {
     /// records arrive, flushed at least every 100 records and at the end.
     pub fn export_records_to(mut self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
         self.writer = Some(JsonlWriter::create(path.as_ref())?);
+        Ok(self)
+    }
+
+    /// Also writes each profiling record as a row of `path` (`profile_export.parquet`,
+    /// created or truncated), a row group every
+    /// [`ROW_GROUP_ROWS`](crate::export::parquet::ROW_GROUP_ROWS) records.
+    pub fn export_parquet_to(mut self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
+        self.parquet = Some(ParquetWriter::create(path.as_ref())?);
         Ok(self)
     }
 
@@ -680,6 +691,9 @@ impl MetricsSink {
         if let Some(writer) = &mut self.writer {
             writer.write_record(record, metrics, self.phase_index)?;
         }
+        if let Some(parquet) = &mut self.parquet {
+            parquet.write_record(record, metrics)?;
+        }
         Ok(())
     }
 
@@ -687,6 +701,9 @@ impl MetricsSink {
     pub fn summarize(mut self, run: &RunInfo) -> Result<Summary, MetricsError> {
         if let Some(writer) = self.writer.take() {
             writer.finish()?;
+        }
+        if let Some(parquet) = self.parquet.take() {
+            parquet.finish()?;
         }
         let slices = self.slices.take();
         let ctx = self.ctx;

@@ -18,6 +18,11 @@ use aiperf_telemetry::{
     power_efficiency, RunTotals, SampleError, Sampled, Sampler, Scrape, TelemetryCollector,
     TelemetryConfig,
 };
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt64Type};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value;
 
 fn wall_ns() -> u64 {
@@ -277,9 +282,9 @@ async fn collects_the_profiling_window_and_writes_every_export() {
             "gpu_telemetry_export.jsonl",
             "server_metrics_export.json",
             "server_metrics_export.csv",
-            "server_metrics_export.jsonl"
-        ],
-        "Parquet is skipped"
+            "server_metrics_export.jsonl",
+            "server_metrics_export.parquet"
+        ]
     );
 
     let text = std::fs::read_to_string(dir.path().join("gpu_telemetry_export.jsonl")).unwrap();
@@ -409,7 +414,102 @@ async fn collects_the_profiling_window_and_writes_every_export() {
         ]
     );
     assert!(lines[0]["metrics"]["vllm:time_to_first_token_seconds"][0]["buckets"].is_object());
+    check_server_parquet(
+        &dir.path().join("server_metrics_export.parquet"),
+        &lines,
+        &vllm,
+        gen_name,
+    );
     server.shutdown().await;
+}
+
+/// `server_metrics_export.parquet` holds what the JSONL holds, one row per sample (a row
+/// per bucket for histograms), with counters as deltas between scrapes.
+fn check_server_parquet(path: &std::path::Path, jsonl: &[Value], vllm: &str, counter: &str) {
+    let batches: Vec<RecordBatch> =
+        ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
+    let schema = batches[0].schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(
+        names[..9],
+        [
+            "endpoint_url",
+            "metric_name",
+            "metric_type",
+            "timestamp_ns",
+            "value",
+            "sum",
+            "count",
+            "bucket_le",
+            "bucket_count"
+        ]
+    );
+    assert!(names.contains(&"model_name"), "label columns: {names:?}");
+    assert_eq!(schema.field(3).data_type(), &DataType::UInt64);
+    assert_eq!(schema.field(4).data_type(), &DataType::Float64);
+
+    let expected_rows: usize = jsonl
+        .iter()
+        .flat_map(|line| line["metrics"].as_object().unwrap().values())
+        .flat_map(|series| series.as_array().unwrap())
+        .map(|s| s.get("buckets").map_or(1, |b| b.as_object().unwrap().len()))
+        .sum();
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    assert_eq!(rows, expected_rows);
+
+    // the counter's deltas add up to its increase from the first scrape to the last
+    let vllm_lines: Vec<&Value> = jsonl.iter().filter(|l| l["endpoint_url"] == vllm).collect();
+    let total = |line: &Value| -> f64 {
+        line["metrics"][counter]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["value"].as_f64().unwrap())
+            .sum()
+    };
+    let increase = total(vllm_lines[vllm_lines.len() - 1]) - total(vllm_lines[0]);
+    let mut deltas = 0.0;
+    let mut first_gauge = None;
+    for batch in &batches {
+        let col = |name: &str| batch.column_by_name(name).unwrap().clone();
+        let url = col("endpoint_url");
+        let url = url.as_string::<i32>();
+        let name = col("metric_name");
+        let name = name.as_string::<i32>();
+        let kind = col("metric_type");
+        let kind = kind.as_string::<i32>();
+        let ts = col("timestamp_ns");
+        let ts = ts.as_primitive::<UInt64Type>();
+        let value = col("value");
+        let value = value.as_primitive::<Float64Type>();
+        for i in 0..batch.num_rows() {
+            if url.value(i) != vllm {
+                continue;
+            }
+            if name.value(i) == counter && !value.is_null(i) {
+                assert_eq!(kind.value(i), "counter");
+                deltas += value.value(i);
+            }
+            if name.value(i) == "vllm:num_requests_running" && first_gauge.is_none() {
+                assert_eq!(kind.value(i), "gauge");
+                first_gauge = Some((ts.value(i), value.value(i)));
+            }
+        }
+    }
+    assert!(increase > 0.0);
+    assert_eq!(deltas, increase);
+    let running = vllm_lines[0]["metrics"]["vllm:num_requests_running"][0]["value"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(
+        first_gauge,
+        Some((vllm_lines[0]["timestamp_ns"].as_u64().unwrap(), running))
+    );
 }
 
 #[tokio::test]

@@ -1,10 +1,11 @@
-//! Exporters: the summary JSON and CSV, the per-record JSONL, the console table, and the
+//! Exporters: the summary JSON and CSV, the per-record JSONL and Parquet, the console table, and the
 //! artifact directory and file naming (SPEC §3.1).
 
 pub mod console;
 pub mod csv;
 pub mod json;
 pub mod jsonl;
+pub mod parquet;
 pub mod timeslices;
 
 use std::fs::File;
@@ -25,6 +26,8 @@ pub struct ExportPaths {
     pub csv: PathBuf,
     /// `profile_export.jsonl`
     pub jsonl: PathBuf,
+    /// `profile_export.parquet`
+    pub parquet: PathBuf,
     /// `profile_export_raw.jsonl`
     pub raw_jsonl: PathBuf,
     /// `profile_export_aiperf_timeslices.json`
@@ -61,6 +64,7 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             json: dir.join("profile_export_aiperf.json"),
             csv: dir.join("profile_export_aiperf.csv"),
             jsonl: dir.join("profile_export.jsonl"),
+            parquet: dir.join("profile_export.parquet"),
             raw_jsonl: dir.join("profile_export_raw.jsonl"),
             timeslices_json: dir.join("profile_export_aiperf_timeslices.json"),
             timeslices_csv: dir.join("profile_export_aiperf_timeslices.csv"),
@@ -70,6 +74,7 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             json: dir.join(format!("{p}.json")),
             csv: dir.join(format!("{p}.csv")),
             jsonl: dir.join(format!("{p}.jsonl")),
+            parquet: dir.join(format!("{p}.parquet")),
             raw_jsonl: dir.join(format!("{p}_raw.jsonl")),
             timeslices_json: dir.join(format!("{p}_timeslices.json")),
             timeslices_csv: dir.join(format!("{p}_timeslices.csv")),
@@ -182,6 +187,7 @@ mod tests {
         assert_eq!(p.csv, Path::new("out/profile_export_aiperf.csv"));
         assert_eq!(p.jsonl, Path::new("out/profile_export.jsonl"));
         assert_eq!(p.raw_jsonl, Path::new("out/profile_export_raw.jsonl"));
+        assert_eq!(p.parquet, Path::new("out/profile_export.parquet"));
         for given in [
             "foo",
             "foo.json",
@@ -193,6 +199,7 @@ mod tests {
             assert_eq!(p.json, Path::new("d/foo.json"), "{given}");
             assert_eq!(p.jsonl, Path::new("d/foo.jsonl"));
             assert_eq!(p.raw_jsonl, Path::new("d/foo_raw.jsonl"));
+            assert_eq!(p.parquet, Path::new("d/foo.parquet"));
             assert_eq!(p.timeslices_csv, Path::new("d/foo_timeslices.csv"));
             assert_eq!(p.inputs_json, Path::new("d/inputs.json"));
         }

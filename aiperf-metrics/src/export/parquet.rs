@@ -1,0 +1,481 @@
+//! `profile_export.parquet`: the per-record export of `profile_export.jsonl` as typed
+//! columns, so a run can be queried in DuckDB, polars or pandas.
+//!
+//! One row per profiling record. Rows collect in Arrow builders and go to disk as a row
+//! group every [`ROW_GROUP_ROWS`] records, so memory stays bounded however long the run.
+//!
+//! Columns, in order:
+//! - metadata: `session_num` u64, `x_request_id`, `x_correlation_id`, `conversation_id`
+//!   strings, `turn_index` u32, `credit_issued_ns`, `request_start_ns`, `request_ack_ns`
+//!   (nullable), `request_end_ns` u64 wall-clock ns, `benchmark_phase` string;
+//! - one nullable column per record metric of the catalogue that JSONL exports, named by
+//!   tag and in catalogue order: Int64 for integer metrics, List<Float64> for list metrics
+//!   (`inter_chunk_latency`), Float64 otherwise; each field's metadata holds its `unit`;
+//! - `error_code` u16, `error_type`, `error_message` strings, null on success.
+//!
+//! Every run has the same schema (metrics that do not apply are null), so files of many
+//! runs can be read as one table. Values match the JSONL: display units, and a
+//! non-finite number is null.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    Float64Builder, Int64Builder, ListBuilder, StringBuilder, UInt16Builder, UInt32Builder,
+    UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::errors::ParquetError;
+use parquet::file::properties::WriterProperties;
+
+use aiperf_core::{ErrorDetails, RequestRecord};
+
+use crate::catalogue::{MetricDef, MetricFlags, MetricKind, CATALOGUE};
+use crate::record_metrics::{MetricValue, RecordMetrics};
+use crate::MetricsError;
+
+/// Records per row group: each group is written as soon as it is full.
+pub const ROW_GROUP_ROWS: usize = 1024;
+
+/// The record metrics that get a column: those JSONL writes per record.
+fn metric_defs() -> impl Iterator<Item = &'static MetricDef> {
+    CATALOGUE.iter().filter(|d| {
+        d.kind == MetricKind::Record && !d.flags.contains(MetricFlags::NO_INDIVIDUAL_RECORDS)
+    })
+}
+
+/// The item field of list columns; builder and schema must agree on it.
+fn list_item() -> FieldRef {
+    Arc::new(Field::new("item", DataType::Float64, true))
+}
+
+/// The Arrow type of a metric's column.
+fn metric_type(def: &MetricDef) -> DataType {
+    if def.flags.contains(MetricFlags::LIST) {
+        DataType::List(list_item())
+    } else if def.flags.contains(MetricFlags::INTEGER) {
+        DataType::Int64
+    } else {
+        DataType::Float64
+    }
+}
+
+/// The schema of `profile_export.parquet` (see the module documentation).
+pub fn records_schema() -> SchemaRef {
+    let u64_field = |name: &str, nullable| Field::new(name, DataType::UInt64, nullable);
+    let string = |name: &str, nullable| Field::new(name, DataType::Utf8, nullable);
+    let mut fields = vec![
+        u64_field("session_num", false),
+        string("x_request_id", false),
+        string("x_correlation_id", false),
+        string("conversation_id", false),
+        Field::new("turn_index", DataType::UInt32, false),
+        u64_field("credit_issued_ns", false),
+        u64_field("request_start_ns", false),
+        u64_field("request_ack_ns", true),
+        u64_field("request_end_ns", false),
+        string("benchmark_phase", false),
+    ];
+    fields.extend(metric_defs().map(|def| {
+        Field::new(def.tag, metric_type(def), true)
+            .with_metadata(HashMap::from([("unit".to_string(), def.unit.to_string())]))
+    }));
+    fields.push(Field::new("error_code", DataType::UInt16, true));
+    fields.push(string("error_type", true));
+    fields.push(string("error_message", true));
+    Arc::new(Schema::new(fields))
+}
+
+/// The builder of one metric column.
+enum MetricColumn {
+    Float(Float64Builder),
+    Int(Int64Builder),
+    List(ListBuilder<Float64Builder>),
+}
+
+impl MetricColumn {
+    fn for_def(def: &MetricDef) -> Self {
+        if def.flags.contains(MetricFlags::LIST) {
+            Self::List(ListBuilder::new(Float64Builder::new()).with_field(list_item()))
+        } else if def.flags.contains(MetricFlags::INTEGER) {
+            Self::Int(Int64Builder::new())
+        } else {
+            Self::Float(Float64Builder::new())
+        }
+    }
+
+    /// Appends `value`, or null. An integer column takes only whole finite values (token
+    /// counts always are); anything else would have to be rounded, so it is null.
+    fn append(&mut self, value: Option<&MetricValue>) {
+        let finite = |v: f64| v.is_finite().then_some(v);
+        match (self, value) {
+            (Self::Float(b), Some(MetricValue::Scalar(v))) => b.append_option(finite(*v)),
+            (Self::Int(b), Some(MetricValue::Scalar(v))) => {
+                let whole = v.is_finite() && v.fract() == 0.0 && v.abs() < 9e15;
+                b.append_option(whole.then_some(*v as i64));
+            }
+            (Self::List(b), Some(MetricValue::List(vs))) => {
+                for v in vs {
+                    b.values().append_option(finite(*v));
+                }
+                b.append(true);
+            }
+            (Self::Float(b), _) => b.append_null(),
+            (Self::Int(b), _) => b.append_null(),
+            (Self::List(b), _) => b.append_null(),
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::Float(b) => Arc::new(b.finish()),
+            Self::Int(b) => Arc::new(b.finish()),
+            Self::List(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// The rows of the row group being filled.
+struct Rows {
+    session_num: UInt64Builder,
+    x_request_id: StringBuilder,
+    x_correlation_id: StringBuilder,
+    conversation_id: StringBuilder,
+    turn_index: UInt32Builder,
+    credit_issued_ns: UInt64Builder,
+    request_start_ns: UInt64Builder,
+    request_ack_ns: UInt64Builder,
+    request_end_ns: UInt64Builder,
+    benchmark_phase: StringBuilder,
+    metrics: Vec<(&'static MetricDef, MetricColumn)>,
+    error_code: UInt16Builder,
+    error_type: StringBuilder,
+    error_message: StringBuilder,
+    len: usize,
+}
+
+impl Rows {
+    fn new() -> Self {
+        Self {
+            session_num: UInt64Builder::new(),
+            x_request_id: StringBuilder::new(),
+            x_correlation_id: StringBuilder::new(),
+            conversation_id: StringBuilder::new(),
+            turn_index: UInt32Builder::new(),
+            credit_issued_ns: UInt64Builder::new(),
+            request_start_ns: UInt64Builder::new(),
+            request_ack_ns: UInt64Builder::new(),
+            request_end_ns: UInt64Builder::new(),
+            benchmark_phase: StringBuilder::new(),
+            metrics: metric_defs()
+                .map(|d| (d, MetricColumn::for_def(d)))
+                .collect(),
+            error_code: UInt16Builder::new(),
+            error_type: StringBuilder::new(),
+            error_message: StringBuilder::new(),
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, record: &RequestRecord, metrics: &RecordMetrics) {
+        let wall = |ns: u64| record.clock.wall_of_perf(ns);
+        let credit = &record.credit;
+        self.session_num.append_value(credit.id);
+        self.x_request_id.append_value(&credit.request_id);
+        self.x_correlation_id.append_value(&credit.correlation_id);
+        self.conversation_id
+            .append_value(&credit.conversation.session_id);
+        self.turn_index
+            .append_value(u32::try_from(credit.turn_index).unwrap_or(u32::MAX));
+        self.credit_issued_ns
+            .append_value(wall(record.credit_issued_ns));
+        self.request_start_ns.append_value(wall(record.start_ns));
+        self.request_ack_ns.append_option(record.head_ns.map(wall));
+        self.request_end_ns.append_value(wall(record.end_ns));
+        self.benchmark_phase.append_value(credit.phase.to_string());
+        for (def, column) in &mut self.metrics {
+            column.append(metrics.get(def.tag));
+        }
+        // as JSONL: a failed record without error details is an invalid result
+        let invalid;
+        let error = match (&record.error, metrics.valid) {
+            (_, true) => None,
+            (Some(e), false) => Some(e),
+            (None, false) => {
+                invalid = ErrorDetails::invalid_result();
+                Some(&invalid)
+            }
+        };
+        self.error_code.append_option(error.and_then(|e| e.code));
+        self.error_type
+            .append_option(error.and_then(|e| e.kind.as_deref()));
+        self.error_message
+            .append_option(error.map(|e| e.message.as_str()));
+        self.len += 1;
+    }
+
+    /// The rows so far as one batch; the builders start empty again.
+    fn take_batch(&mut self, schema: &SchemaRef) -> Result<RecordBatch, ParquetError> {
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(self.session_num.finish()),
+            Arc::new(self.x_request_id.finish()),
+            Arc::new(self.x_correlation_id.finish()),
+            Arc::new(self.conversation_id.finish()),
+            Arc::new(self.turn_index.finish()),
+            Arc::new(self.credit_issued_ns.finish()),
+            Arc::new(self.request_start_ns.finish()),
+            Arc::new(self.request_ack_ns.finish()),
+            Arc::new(self.request_end_ns.finish()),
+            Arc::new(self.benchmark_phase.finish()),
+        ];
+        columns.extend(self.metrics.iter_mut().map(|(_, c)| c.finish()));
+        columns.push(Arc::new(self.error_code.finish()));
+        columns.push(Arc::new(self.error_type.finish()));
+        columns.push(Arc::new(self.error_message.finish()));
+        self.len = 0;
+        Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
+    }
+}
+
+/// Writes `profile_export.parquet` one row group at a time.
+pub struct ParquetWriter {
+    writer: ArrowWriter<File>,
+    schema: SchemaRef,
+    rows: Rows,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for ParquetWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParquetWriter")
+            .field("path", &self.path)
+            .field("pending", &self.rows.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ParquetWriter {
+    /// Creates (or truncates) `path`, creating its directory if needed.
+    pub fn create(path: &Path) -> Result<Self, MetricsError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| MetricsError::io(parent, e))?;
+        }
+        let file = File::create(path).map_err(|e| MetricsError::io(path, e))?;
+        let schema = records_schema();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+            .build();
+        let writer = ArrowWriter::try_new(file, Arc::clone(&schema), Some(props))
+            .map_err(|e| MetricsError::parquet(path, e))?;
+        Ok(Self {
+            writer,
+            schema,
+            rows: Rows::new(),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Appends one record's row; records with neither metrics nor error are skipped, as
+    /// in JSONL. A full row group goes to disk.
+    pub fn write_record(
+        &mut self,
+        record: &RequestRecord,
+        metrics: &RecordMetrics,
+    ) -> Result<(), MetricsError> {
+        if metrics.valid && metrics.values.is_empty() {
+            return Ok(());
+        }
+        self.rows.push(record, metrics);
+        if self.rows.len >= ROW_GROUP_ROWS {
+            self.flush_rows()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the pending rows out as one row group.
+    fn flush_rows(&mut self) -> Result<(), MetricsError> {
+        let batch = self
+            .rows
+            .take_batch(&self.schema)
+            .map_err(|e| MetricsError::parquet(&self.path, e))?;
+        self.writer
+            .write(&batch)
+            .map_err(|e| MetricsError::parquet(&self.path, e))?;
+        self.writer
+            .flush()
+            .map_err(|e| MetricsError::parquet(&self.path, e))
+    }
+
+    /// Writes the last rows and the file footer.
+    pub fn finish(mut self) -> Result<(), MetricsError> {
+        if self.rows.len > 0 {
+            self.flush_rows()?;
+        }
+        self.writer
+            .close()
+            .map(drop)
+            .map_err(|e| MetricsError::parquet(&self.path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use aiperf_core::{BenchmarkConfig, Phase, PhaseStats, RunInfo};
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type, UInt16Type, UInt32Type, UInt64Type};
+    use arrow_array::Array;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    use super::*;
+    use crate::catalogue::MetricsContext;
+    use crate::record_metrics::testkit::{clock, failed, record, resp, Words};
+    use crate::summary::MetricsSink;
+
+    const MS: u64 = 1_000_000;
+
+    /// Streams `n` records with TTFT 10 + i ms, then chunks 5 ms apart, plus one failure,
+    /// through a sink into `path`.
+    fn write_run(path: &Path, n: u64) {
+        let mut config = BenchmarkConfig::default();
+        config.endpoint.streaming = true;
+        let mut sink =
+            MetricsSink::with_context(&config, MetricsContext::streaming_chat(), Arc::new(Words))
+                .unwrap()
+                .export_parquet_to(path)
+                .unwrap();
+        for i in 0..n {
+            let start = i * 100 * MS;
+            let first = start + (10 + i) * MS;
+            let responses = (0..3)
+                .map(|k| resp(first + k * 5 * MS, "w ", "", None))
+                .collect();
+            let mut r = record(start, "a b c d", responses);
+            r.credit.id = i;
+            sink.process(&r).unwrap();
+        }
+        sink.process(&failed(0, "x y", 500, "boom")).unwrap();
+        let run = RunInfo {
+            clock: None,
+            phases: vec![PhaseStats {
+                phase: Phase::Profiling,
+                start_ns: 0,
+                sending_end_ns: 0,
+                end_ns: n * 100 * MS,
+                sent: 0,
+                completed: 0,
+                cancelled: 0,
+                grace_expired: false,
+            }],
+            was_cancelled: false,
+        };
+        sink.summarize(&run).unwrap();
+    }
+
+    #[test]
+    fn records_read_back_with_their_types_and_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile_export.parquet");
+        let n = ROW_GROUP_ROWS as u64 + 6;
+        write_run(&path, n);
+
+        let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
+        // a full row group, then the rest
+        let groups: Vec<i64> = builder
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows())
+            .collect();
+        assert_eq!(groups, vec![ROW_GROUP_ROWS as i64, 7]);
+        let schema = builder.schema().clone();
+        let expected = records_schema();
+        assert_eq!(schema.fields(), expected.fields());
+        let ttft = schema.field_with_name("time_to_first_token").unwrap();
+        assert_eq!(ttft.data_type(), &DataType::Float64);
+        assert_eq!(ttft.metadata()["unit"], "ms");
+        assert_eq!(
+            schema
+                .field_with_name("input_sequence_length")
+                .unwrap()
+                .data_type(),
+            &DataType::Int64
+        );
+        assert!(matches!(
+            schema
+                .field_with_name("inter_chunk_latency")
+                .unwrap()
+                .data_type(),
+            DataType::List(_)
+        ));
+        assert!(schema.field_with_name("credit_to_start_latency").is_err());
+
+        // one batch across both row groups
+        let mut batches: Vec<RecordBatch> = builder
+            .with_batch_size(4 * ROW_GROUP_ROWS)
+            .build()
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
+        assert_eq!(batches.len(), 1);
+        let batch = batches.remove(0);
+        assert_eq!(batch.num_rows() as u64, n + 1);
+
+        let col = |name: &str| batch.column_by_name(name).unwrap().clone();
+        let session = col("session_num");
+        let session = session.as_primitive::<UInt64Type>();
+        let ttft = col("time_to_first_token");
+        let ttft = ttft.as_primitive::<Float64Type>();
+        let isl = col("input_sequence_length");
+        let isl = isl.as_primitive::<Int64Type>();
+        let start = col("request_start_ns");
+        let start = start.as_primitive::<UInt64Type>();
+        let ack = col("request_ack_ns");
+        let ack = ack.as_primitive::<UInt64Type>();
+        for i in 0..n as usize {
+            assert_eq!(session.value(i), i as u64);
+            assert_eq!(ttft.value(i), 10.0 + i as f64);
+            assert_eq!(isl.value(i), 4);
+            let start_ns = clock().wall_of_perf(i as u64 * 100 * MS);
+            assert_eq!(start.value(i), start_ns);
+            assert_eq!(ack.value(i), clock().wall_of_perf(i as u64 * 100 * MS + 1));
+        }
+        assert_eq!(col("turn_index").as_primitive::<UInt32Type>().value(0), 0);
+        assert_eq!(col("x_request_id").as_string::<i32>().value(0), "req");
+        assert_eq!(
+            col("conversation_id").as_string::<i32>().value(0),
+            "session_000000"
+        );
+        assert_eq!(
+            col("benchmark_phase").as_string::<i32>().value(0),
+            "profiling"
+        );
+        let icl = col("inter_chunk_latency");
+        let icl = icl.as_list::<i32>().value(0);
+        assert_eq!(icl.as_primitive::<Float64Type>().values(), &[5.0, 5.0]);
+        assert!(col("error_code").is_null(0));
+        assert!(col("error_message").is_null(0));
+
+        // the failed record: only error_isl and the error
+        let bad = n as usize;
+        assert!(ttft.is_null(bad));
+        assert!(isl.is_null(bad));
+        assert_eq!(col("error_isl").as_primitive::<Int64Type>().value(bad), 2);
+        assert_eq!(
+            col("error_code").as_primitive::<UInt16Type>().value(bad),
+            500
+        );
+        assert_eq!(
+            col("error_type").as_string::<i32>().value(bad),
+            "Internal Server Error"
+        );
+        assert_eq!(col("error_message").as_string::<i32>().value(bad), "boom");
+    }
+}
