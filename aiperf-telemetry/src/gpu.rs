@@ -52,7 +52,7 @@ const fn def(
 }
 
 /// The DCGM metrics of SPEC §7.1, in the table's order.
-pub const GPU_METRICS: [GpuMetricDef; 11] = [
+pub const GPU_METRICS: [GpuMetricDef; 14] = [
     def(
         "gpu_power_usage",
         "GPU Power Usage",
@@ -101,6 +101,31 @@ pub const GPU_METRICS: [GpuMetricDef; 11] = [
         GpuMetricKind::Gauge,
         1.0,
     ),
+    // Beyond SPEC's table (the issue asks for clocks and temperatures): DCGM exports them.
+    def(
+        "memory_temperature",
+        "Memory Temperature",
+        "°C",
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        GpuMetricKind::Gauge,
+        1.0,
+    ),
+    def(
+        "sm_clock",
+        "SM Clock",
+        "MHz",
+        "DCGM_FI_DEV_SM_CLOCK",
+        GpuMetricKind::Gauge,
+        1.0,
+    ),
+    def(
+        "memory_clock",
+        "Memory Clock",
+        "MHz",
+        "DCGM_FI_DEV_MEM_CLOCK",
+        GpuMetricKind::Gauge,
+        1.0,
+    ),
     def(
         "sm_utilization",
         "SM Utilization",
@@ -144,19 +169,15 @@ pub const GPU_METRICS: [GpuMetricDef; 11] = [
 ];
 
 /// The DCGM families [`GPU_METRICS`] reads, for [`crate::Scraper::keep_families`].
-pub const DCGM_FAMILIES: [&str; 11] = [
-    "DCGM_FI_DEV_POWER_USAGE",
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-    "DCGM_FI_DEV_GPU_UTIL",
-    "DCGM_FI_DEV_MEM_COPY_UTIL",
-    "DCGM_FI_DEV_FB_USED",
-    "DCGM_FI_DEV_GPU_TEMP",
-    "DCGM_FI_PROF_SM_ACTIVE",
-    "DCGM_FI_DEV_DEC_UTIL",
-    "DCGM_FI_DEV_ENC_UTIL",
-    "DCGM_FI_DEV_XID_ERRORS",
-    "DCGM_FI_DEV_POWER_VIOLATION",
-];
+pub const DCGM_FAMILIES: [&str; GPU_METRICS.len()] = {
+    let mut families = [""; GPU_METRICS.len()];
+    let mut i = 0;
+    while i < GPU_METRICS.len() {
+        families[i] = GPU_METRICS[i].source;
+        i += 1;
+    }
+    families
+};
 
 /// Who a GPU is, from DCGM labels.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

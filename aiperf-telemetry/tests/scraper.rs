@@ -181,6 +181,16 @@ async fn scrape_mock_server_and_summarise_window() {
         assert!((0.5..2.0).contains(&ratio), "ratio {ratio}");
         assert!(gpu.gauge("gpu_memory_used").is_some());
         assert!(gpu.gauge("gpu_temperature").is_some());
+        assert!(gpu.gauge("memory_temperature").is_some());
+        // Clocks: the memory clock is the model's constant; the SM clock is idle or max.
+        let spec = server.config().dcgm.gpu.spec();
+        let memory_clock = gpu.gauge("memory_clock").unwrap();
+        assert_eq!(
+            (memory_clock.min, memory_clock.max),
+            (f64::from(spec.mem_clock_mhz), f64::from(spec.mem_clock_mhz))
+        );
+        let sm_clock = gpu.gauge("sm_clock").unwrap();
+        assert!(sm_clock.min >= 345.0 && sm_clock.max <= f64::from(spec.max_sm_clock_mhz));
     }
     server.shutdown().await;
 }
