@@ -27,12 +27,22 @@ fn free_port() -> u16 {
 async fn a_run_waits_for_a_server_that_starts_late() {
     built().await;
     let port = free_port();
+    // Something that hangs up on the first probe stands in for a server still starting,
+    // however long the run takes to get there on a loaded machine.
+    let not_ready = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let run = tokio::spawn(profile(args(&format!(
         "-m mock-model --url http://127.0.0.1:{port} --request-count 3 --isl 16 --osl 2 --wait-for-model-timeout 30 --wait-for-model-interval 0.2 --wait-for-model-mode both --artifact-dir {}",
         dir.path().display()
     ))));
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    let (first_probe, _) = tokio::time::timeout(Duration::from_secs(120), not_ready.accept())
+        .await
+        .expect("the run probes the server")
+        .unwrap();
+    drop(first_probe);
+    drop(not_ready);
     let server = MockServer::start(MockConfig {
         port,
         default_model: "mock-model".into(),
