@@ -73,32 +73,40 @@ const TRACE: &str = r#"{"timestamp": 1000, "input_length": 40, "output_length": 
 {"timestamp": 2200, "input_length": 40, "output_length": 4, "hash_ids": [6, 7]}
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_timestamped_trace_is_replayed_at_its_offsets() {
+/// Replays [`TRACE`] with `flags` against a recording mock; the requests it received.
+async fn replay_trace(flags: &str) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let (server, record) = recording_mock(dir.path(), 5.0, 1.0).await;
     let trace = write(dir.path(), "trace.jsonl", TRACE);
     let argv = run_args(
         &server,
         dir.path(),
-        &format!("--input-file {trace} --custom-dataset-type mooncake_trace --isl-block-size 20 --fixed-schedule-auto-offset"),
+        &format!("--input-file {trace} --isl-block-size 20 {flags}"),
     );
     let output = profile(argv).await;
     assert_exit(&output, 0);
-    let requests = recorded(server, &record).await;
-    assert_eq!(
-        requests.len(),
-        5,
-        "every trace entry once, no default count of 10"
-    );
+    recorded(server, &record).await
+}
+
+/// Each request arrived within 40 ms of its offset (ms) from the first.
+fn assert_offsets(requests: &[Value], want: &[f64]) {
     let first = received_ms(&requests[0]);
     let offsets: Vec<f64> = requests.iter().map(|r| received_ms(r) - first).collect();
-    for (got, want) in offsets.iter().zip([0.0, 200.0, 500.0, 800.0, 1200.0]) {
+    assert_eq!(offsets.len(), want.len(), "{offsets:?}");
+    for (got, want) in offsets.iter().zip(want) {
         assert!(
             (got - want).abs() < 40.0,
-            "sent at {offsets:?}, trace says 0/200/500/800/1200"
+            "sent at {offsets:?}, the trace says {want:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timestamped_trace_is_replayed_at_its_offsets() {
+    let requests =
+        replay_trace("--custom-dataset-type mooncake_trace --fixed-schedule-auto-offset").await;
+    // Every trace entry once, no default count of 10.
+    assert_offsets(&requests, &[0.0, 200.0, 500.0, 800.0, 1200.0]);
     // Equal hash ids give identical prompts; a shared first block a shared prefix.
     let prompts: Vec<String> = requests.iter().map(user_text).collect();
     assert_eq!(prompts[0], prompts[1]);
@@ -119,23 +127,10 @@ async fn a_timestamped_trace_is_replayed_at_its_offsets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixed_schedule_offsets_keep_exactly_the_window() {
-    let dir = tempfile::tempdir().unwrap();
-    let (server, record) = recording_mock(dir.path(), 5.0, 1.0).await;
-    let trace = write(dir.path(), "trace.jsonl", TRACE);
-    let argv = run_args(
-        &server,
-        dir.path(),
-        &format!("--input-file {trace} --isl-block-size 20 --fixed-schedule-start-offset 1200 --fixed-schedule-end-offset 1800"),
-    );
-    let output = profile(argv).await;
-    assert_exit(&output, 0);
-    let requests = recorded(server, &record).await;
-    assert_eq!(requests.len(), 3, "entries at 1200, 1500 and 1800");
-    let first = received_ms(&requests[0]);
-    let offsets: Vec<f64> = requests.iter().map(|r| received_ms(r) - first).collect();
-    for (got, want) in offsets.iter().zip([0.0, 300.0, 600.0]) {
-        assert!((got - want).abs() < 40.0, "{offsets:?}");
-    }
+    // Entries at 1200, 1500 and 1800 ms.
+    let requests =
+        replay_trace("--fixed-schedule-start-offset 1200 --fixed-schedule-end-offset 1800").await;
+    assert_offsets(&requests, &[0.0, 300.0, 600.0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
