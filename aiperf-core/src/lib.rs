@@ -100,7 +100,9 @@ pub use endpoint::{
     ParsedResponse, RequestInput, Usage,
 };
 pub use engine::{Benchmark, BenchmarkBuilder, Cancellation, EngineError, PhasePlan, Progress};
-pub use record::{Credit, ErrorDetails, HttpTiming, Phase, RequestRecord, TimedResponse};
+pub use record::{
+    Credit, ErrorDetails, HttpTiming, Phase, RawCapture, RequestRecord, TimedResponse,
+};
 pub use schedule::{
     Arrival, ClosedLoop, FixedSchedule, PlannedSession, RateScheduler, Scheduler,
     UserCentricSchedule,

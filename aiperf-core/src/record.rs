@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Clock;
 use crate::conversation::Conversation;
 use crate::endpoint::ParsedResponse;
-use crate::transport::TransportError;
+use crate::transport::{Chunk, TransportError};
 
 /// The phase a request belongs to. Warmup records never reach the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -128,6 +128,24 @@ pub struct RequestRecord {
     pub body_bytes: usize,
     /// The connection-level stamps, when the transport traced the exchange.
     pub http: Option<HttpTiming>,
+    /// What went over the wire, kept only when the benchmark was asked to
+    /// ([`BenchmarkBuilder::keep_raw_exchanges`](crate::BenchmarkBuilder::keep_raw_exchanges)).
+    pub raw: Option<Box<RawCapture>>,
+}
+
+/// The wire-level view of one exchange, for raw exports: the headers sent and the body
+/// chunks as they arrived. Kept unparsed: splitting it is the exporter's job, off the hot
+/// path.
+#[derive(Debug, Clone, Default)]
+pub struct RawCapture {
+    /// The request headers as sent, in order. Values may hold secrets (API keys):
+    /// redact them before writing them anywhere.
+    pub request_headers: Vec<(String, String)>,
+    /// The response's `Content-Type`, if any.
+    pub content_type: Option<String>,
+    /// The response body chunks with their arrival stamps (convert with
+    /// [`RequestRecord::clock`]).
+    pub chunks: Vec<Chunk>,
 }
 
 /// What the connection layer saw of a request, in perf nanoseconds: the inputs of the

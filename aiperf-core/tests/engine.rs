@@ -199,3 +199,49 @@ async fn later_turns_carry_the_history_with_the_servers_replies() {
         [0, 1, 2]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_exchanges_are_kept_only_when_asked() {
+    let run = |keep: bool| async move {
+        let transport = Arc::new(SlowEcho {
+            ttft: Some(Duration::from_millis(2)),
+            latency: Duration::from_millis(5),
+            ..SlowEcho::default()
+        });
+        Benchmark::builder()
+            .endpoint(Arc::new(Echo))
+            .transport(transport)
+            .url("http://127.0.0.1:1/echo")
+            .model("m")
+            .header("Authorization", "Bearer k")
+            .conversations(dataset(3), SamplingStrategy::Sequential, 1)
+            .phase(closed_loop(Phase::Warmup, 1, 1))
+            .phase(closed_loop(Phase::Profiling, 2, 3))
+            .keep_raw_exchanges(keep)
+            .sink(CollectRecords::default())
+            .unwrap()
+            .run()
+            .await
+            .unwrap()
+    };
+    assert!(run(false).await.iter().all(|r| r.raw.is_none()));
+
+    let records = run(true).await;
+    assert_eq!(records.len(), 4);
+    for record in &records {
+        let raw = record.raw.as_deref().expect("kept, warmup included");
+        let names: Vec<&str> = raw
+            .request_headers
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        assert_eq!(names, ["Authorization", "X-Request-ID", "X-Correlation-ID"]);
+        assert_eq!(raw.request_headers[1].1, record.credit.request_id);
+        assert_eq!(raw.request_headers[2].1, record.credit.correlation_id);
+        // The echo's two chunks, in order, with their stamps.
+        assert_eq!(raw.chunks.len(), 2);
+        assert!(raw.chunks[0].at <= raw.chunks[1].at);
+        let body: Vec<u8> = raw.chunks.iter().flat_map(|c| c.bytes.to_vec()).collect();
+        assert_eq!(body, record.payload);
+    }
+}

@@ -29,7 +29,9 @@ use crate::clock::Clock;
 use crate::conversation::Conversation;
 use crate::dataset::{ConversationSampler, SamplingStrategy};
 use crate::endpoint::Endpoint;
-use crate::record::{Credit, ErrorDetails, HttpTiming, Phase, RequestRecord, TimedResponse};
+use crate::record::{
+    Credit, ErrorDetails, HttpTiming, Phase, RawCapture, RequestRecord, TimedResponse,
+};
 use crate::schedule::ScheduleError;
 use crate::sink::{RecordSink, SinkError};
 use crate::transport::{RawExchange, Transport};
@@ -114,6 +116,7 @@ struct Shared {
     streaming: bool,
     headers: Vec<(String, String)>,
     timeout: Option<Duration>,
+    keep_raw: bool,
 }
 
 /// Builds a [`Benchmark`].
@@ -125,6 +128,7 @@ pub struct BenchmarkBuilder {
     streaming: bool,
     headers: Vec<(String, String)>,
     timeout: Option<Duration>,
+    keep_raw: bool,
     conversations: Vec<Conversation>,
     sampling: SamplingStrategy,
     seed: u64,
@@ -154,6 +158,7 @@ impl Benchmark<crate::sink::CollectRecords> {
             streaming: false,
             headers: Vec::new(),
             timeout: None,
+            keep_raw: false,
             conversations: Vec::new(),
             sampling: SamplingStrategy::Shuffle,
             seed: 0,
@@ -205,6 +210,14 @@ impl BenchmarkBuilder {
     /// Bound on each request.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Keep each exchange's request headers and response body chunks in
+    /// [`RequestRecord::raw`] (for a raw export). Off by default: the chunks of every
+    /// response would otherwise be held until the sink has seen the record.
+    pub fn keep_raw_exchanges(mut self, keep: bool) -> Self {
+        self.keep_raw = keep;
         self
     }
 
@@ -269,6 +282,7 @@ impl BenchmarkBuilder {
                 streaming: self.streaming,
                 headers: self.headers,
                 timeout: self.timeout,
+                keep_raw: self.keep_raw,
             }),
             phases: self.phases,
             sampler: ConversationSampler::new(self.conversations, self.sampling, self.seed),
@@ -287,6 +301,8 @@ struct Finished {
     /// The input-length text of a multi-turn request (its history included); `None` for
     /// a first turn, whose text the processor derives from the conversation.
     input_text: Option<String>,
+    /// The headers sent, when the benchmark keeps raw exchanges.
+    sent_headers: Option<Vec<(String, String)>>,
     outcome: Outcome,
 }
 
@@ -394,6 +410,7 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
         model,
         payload,
         input_text,
+        sent_headers,
         outcome,
     } = finished;
     let conversation = Arc::clone(&credit.conversation);
@@ -419,6 +436,7 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
         chunk_count: 0,
         body_bytes: 0,
         http: None,
+        raw: None,
     };
     match outcome {
         Outcome::NotSent { at, error } => {
@@ -460,6 +478,13 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
             if record.error.is_none() && !record.is_valid() {
                 record.error = Some(ErrorDetails::invalid_result());
             }
+            record.raw = sent_headers.map(|request_headers| {
+                Box::new(RawCapture {
+                    request_headers,
+                    content_type: exchange.content_type,
+                    chunks: exchange.chunks,
+                })
+            });
         }
     }
     record

@@ -160,6 +160,7 @@ impl PhaseRunner {
                     model,
                     payload: Bytes::new(),
                     input_text,
+                    sent_headers: None,
                     outcome: Outcome::NotSent {
                         at: Instant::now(),
                         error: ErrorDetails {
@@ -177,6 +178,7 @@ impl PhaseRunner {
         headers.extend(shared.headers.iter().cloned());
         headers.push(("X-Request-ID".into(), credit.request_id.clone()));
         headers.push(("X-Correlation-ID".into(), credit.correlation_id.clone()));
+        let sent_headers = shared.keep_raw.then(|| headers.clone());
         let request = HttpRequest {
             method: HttpMethod::Post,
             url: url.to_owned(),
@@ -231,6 +233,7 @@ impl PhaseRunner {
                 model,
                 payload: built.body,
                 input_text,
+                sent_headers,
                 outcome: Outcome::Exchanged(exchange),
             }))
             .await;
