@@ -16,6 +16,7 @@ use crate::catalogue::{
 };
 use crate::export::jsonl::JsonlWriter;
 use crate::export::parquet::ParquetWriter;
+use crate::export::raw::RawJsonlWriter;
 use crate::memo::MemoizedCounter;
 use crate::record_metrics::{
     compute_record_metrics, count_tokens, usage_fields, MetricValue, RecordMetrics, TokenCounts,
@@ -337,7 +338,7 @@ struct Slo {
 /// Receives records, computes their metrics, streams them to `profile_export.jsonl` and
 /// produces a [`Summary`] at the end.
 ///
-/// Warmup records are ignored. Token counting happens here, on the engine's processing
+/// Warmup records are ignored, except by the raw export. Token counting happens here, on the engine's processing
 /// task, never on the request hot path.
 pub struct MetricsSink {
     ctx: MetricsContext,
@@ -352,6 +353,7 @@ pub struct MetricsSink {
     timeline: Timeline,
     writer: Option<JsonlWriter>,
     parquet: Option<ParquetWriter>,
+    raw: Option<RawJsonlWriter>,
     clock: Option<Clock>,
     cli_command: Option<String>,
     phase_index: u32,
@@ -499,6 +501,7 @@ impl MetricsSink {
             timeline: Timeline::new(),
             writer: None,
             parquet: None,
+            raw: None,
             clock: None,
             cli_command: None,
             slices: None,
@@ -549,6 +552,15 @@ impl MetricsSink {
         Ok(self)
     }
 
+    /// Streams one raw JSON line per record of every phase, warmup included, to `path`
+    /// (`profile_export_raw.jsonl`, created or truncated). The records carry their wire
+    /// data only when the engine keeps raw exchanges
+    /// ([`BenchmarkBuilder::keep_raw_exchanges`](aiperf_core::BenchmarkBuilder::keep_raw_exchanges)).
+    pub fn export_raw_records_to(mut self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
+        self.raw = Some(RawJsonlWriter::create(path.as_ref())?);
+        Ok(self)
+    }
+
     /// Adds the transport's stamps of each request to its JSONL line as `trace_data`
     /// (`--export-http-trace`); no effect without [`MetricsSink::export_records_to`].
     pub fn export_http_trace(mut self, enabled: bool) -> Self {
@@ -573,7 +585,11 @@ impl MetricsSink {
 
     /// Processes one record (what [`RecordSink::on_record`] does), with typed errors.
     pub fn process(&mut self, record: &RequestRecord) -> Result<(), MetricsError> {
-        if record.credit.phase == Phase::Warmup {
+        let warmup = record.credit.phase == Phase::Warmup;
+        if let Some(raw) = &mut self.raw {
+            raw.write_record(record, if warmup { 0 } else { self.phase_index })?;
+        }
+        if warmup {
             return Ok(());
         }
         let tokens = count_tokens(record, Some(self.counter.as_ref()), &self.ctx);
@@ -704,6 +720,9 @@ impl MetricsSink {
         }
         if let Some(parquet) = self.parquet.take() {
             parquet.finish()?;
+        }
+        if let Some(raw) = self.raw.take() {
+            raw.finish()?;
         }
         let slices = self.slices.take();
         let ctx = self.ctx;

@@ -22,8 +22,9 @@ use crate::MetricsError;
 /// Records between two flushes of the JSONL file.
 pub const FLUSH_EVERY: usize = 100;
 
+/// The `metadata` object of a record line, shared with the raw export.
 #[derive(Serialize)]
-struct Metadata<'a> {
+pub(crate) struct Metadata<'a> {
     session_num: u64,
     x_request_id: &'a str,
     x_correlation_id: &'a str,
@@ -42,6 +43,34 @@ struct Metadata<'a> {
     was_cancelled: bool,
     agent_depth: u32,
     root_correlation_id: &'a str,
+}
+
+impl<'a> Metadata<'a> {
+    /// The metadata of `record`, run as phase number `phase_index` (0 for the first
+    /// phase run).
+    pub(crate) fn of(record: &'a RequestRecord, phase_index: u32) -> Self {
+        let clock = record.clock;
+        let phase = record.credit.phase.to_string();
+        Self {
+            session_num: record.credit.id,
+            x_request_id: &record.credit.request_id,
+            x_correlation_id: &record.credit.correlation_id,
+            conversation_id: &record.credit.conversation.session_id,
+            turn_index: record.credit.turn_index,
+            credit_issued_ns: clock.wall_of_perf(record.credit_issued_ns),
+            request_start_ns: clock.wall_of_perf(record.start_ns),
+            request_ack_ns: record.head_ns.map(|h| clock.wall_of_perf(h)),
+            request_end_ns: clock.wall_of_perf(record.end_ns),
+            benchmark_phase: phase.clone(),
+            phase_index,
+            profiling_index: 0,
+            phase_name: phase.clone(),
+            phase_kind: phase,
+            was_cancelled: false,
+            agent_depth: 0,
+            root_correlation_id: &record.credit.correlation_id,
+        }
+    }
 }
 
 struct Metrics<'a>(&'a RecordMetrics);
@@ -168,8 +197,6 @@ pub fn record_line(
     phase_index: u32,
     http_trace: bool,
 ) -> Result<String, MetricsError> {
-    let clock = record.clock;
-    let phase = record.credit.phase.to_string();
     let invalid;
     let error = if metrics.valid {
         None
@@ -188,25 +215,7 @@ pub fn record_line(
         })
     };
     let line = Line {
-        metadata: Metadata {
-            session_num: record.credit.id,
-            x_request_id: &record.credit.request_id,
-            x_correlation_id: &record.credit.correlation_id,
-            conversation_id: &record.credit.conversation.session_id,
-            turn_index: record.credit.turn_index,
-            credit_issued_ns: clock.wall_of_perf(record.credit_issued_ns),
-            request_start_ns: clock.wall_of_perf(record.start_ns),
-            request_ack_ns: record.head_ns.map(|h| clock.wall_of_perf(h)),
-            request_end_ns: clock.wall_of_perf(record.end_ns),
-            benchmark_phase: phase.clone(),
-            phase_index,
-            profiling_index: 0,
-            phase_name: phase.clone(),
-            phase_kind: phase,
-            was_cancelled: false,
-            agent_depth: 0,
-            root_correlation_id: &record.credit.correlation_id,
-        },
+        metadata: Metadata::of(record, phase_index),
         metrics: Metrics(metrics),
         error,
         trace_data: http_trace.then(|| TraceData::of(record)).flatten(),

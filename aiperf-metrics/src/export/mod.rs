@@ -1,4 +1,4 @@
-//! Exporters: the summary JSON and CSV, the per-record JSONL and Parquet, the console table, and the
+//! Exporters: the summary JSON and CSV, the per-record JSONL and Parquet, the raw JSONL, the console table, and the
 //! artifact directory and file naming (SPEC §3.1).
 
 pub mod console;
@@ -6,6 +6,8 @@ pub mod csv;
 pub mod json;
 pub mod jsonl;
 pub mod parquet;
+pub mod raw;
+pub mod sse_packets;
 pub mod timeslices;
 
 use std::fs::File;
