@@ -63,9 +63,7 @@ pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
     config.output.export_level = match args.output.export_level {
         ExportLevelArg::Summary => ExportLevel::Summary,
         ExportLevelArg::Records => ExportLevel::Records,
-        ExportLevelArg::Raw => anyhow::bail!(
-            "--export-level raw is not available yet; use records for one JSONL line per request"
-        ),
+        ExportLevelArg::Raw => ExportLevel::Raw,
     };
     if let Some(goodput) = &args.input.goodput {
         config.goodput = parse_goodput(goodput)?;
@@ -193,9 +191,9 @@ mod tests {
     }
 
     #[test]
-    fn raw_export_is_refused_rather_than_silently_ignored() {
-        let err = assemble_from(&["-m", "m", "--export-level", "raw"]).unwrap_err();
-        assert!(err.to_string().contains("not available yet"), "{err}");
+    fn raw_export_level_reaches_the_config() {
+        let config = assemble_from(&["-m", "m", "--export-level", "raw"]).unwrap();
+        assert_eq!(config.output.export_level, ExportLevel::Raw);
     }
 
     #[test]

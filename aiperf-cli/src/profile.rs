@@ -137,6 +137,10 @@ pub async fn profile(
             .export_parquet_to(&paths.parquet)?
             .export_http_trace(args.output.export_http_trace);
     }
+    let raw_export = config.output.export_level == ExportLevel::Raw;
+    if raw_export {
+        sink = sink.export_raw_records_to(&paths.raw_jsonl)?;
+    }
 
     let plans = PhasePlan::for_dataset(&config, &conversations)?;
     let telemetry =
@@ -154,7 +158,8 @@ pub async fn profile(
             derive_seed(seed, "dataset.sampling"),
         )
         .cancel_token(cancel.clone())
-        .progress(Arc::clone(&progress));
+        .progress(Arc::clone(&progress))
+        .keep_raw_exchanges(raw_export);
     for url in &request_urls {
         builder = builder.url(url.clone());
     }
@@ -199,7 +204,14 @@ pub async fn profile(
             print!("{}", table.render());
         }
     }
-    print_footer(&summary, &paths.csv, &paths.json, &artifact_dir);
+    let raw_records = raw_export.then_some(paths.raw_jsonl.as_path());
+    print_footer(
+        &summary,
+        &paths.csv,
+        &paths.json,
+        raw_records,
+        &artifact_dir,
+    );
     let slos_met = slos.is_empty() || {
         let report = summary.check_slos(slos);
         print!("{}", report.render());
@@ -330,10 +342,19 @@ fn spawn_ctrl_c_handler(cancel: CancellationToken) {
     });
 }
 
-fn print_footer(summary: &Summary, csv: &Path, json: &Path, dir: &Path) {
+fn print_footer(
+    summary: &Summary,
+    csv: &Path,
+    json: &Path,
+    raw_records: Option<&Path>,
+    dir: &Path,
+) {
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     println!("CSV Export: {}", absolute(csv).display());
     println!("JSON Export: {}", absolute(json).display());
+    if let Some(raw) = raw_records {
+        println!("Raw Records: {}", absolute(raw).display());
+    }
     println!("Artifacts: {}", absolute(dir).display());
     if summary.was_cancelled {
         println!(

@@ -164,8 +164,9 @@ pub struct OutputArgs {
     #[arg(long = "profile-export-prefix", visible_alias = "profile-export-file")]
     pub profile_export_prefix: Option<String>,
 
-    /// summary (JSON and CSV) or records (plus one JSONL line per request); raw (request
-    /// and response bodies) is recognised but not available yet.
+    /// summary (JSON and CSV), records (plus one JSONL line per request) or raw (plus
+    /// profile_export_raw.jsonl: each request's payload, headers and responses as received,
+    /// warmup included).
     #[arg(
         long = "export-level",
         visible_alias = "profile-export-level",
