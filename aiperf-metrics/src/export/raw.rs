@@ -87,10 +87,10 @@ impl Serialize for Headers<'_> {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Response<'a> {
-    Sse(SseMessage),
+    Sse(SseMessage<'a>),
     Body {
         perf_ns: u64,
-        text: String,
+        text: Cow<'a, str>,
         #[serde(skip_serializing_if = "Option::is_none")]
         content_type: Option<&'a str>,
     },
@@ -124,6 +124,18 @@ struct Line<'a> {
 /// [`RawCapture`] (the engine was not asked to keep raw exchanges) has no headers and
 /// no responses.
 pub fn raw_record_line(record: &RequestRecord, phase_index: u32) -> Result<String, MetricsError> {
+    let mut out = Vec::new();
+    write_line(record, phase_index, &mut out)?;
+    // serde_json writes UTF-8 only
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Appends one record's raw line (no trailing newline) to `out`.
+fn write_line(
+    record: &RequestRecord,
+    phase_index: u32,
+    out: &mut Vec<u8>,
+) -> Result<(), MetricsError> {
     let raw = record.raw.as_deref();
     // JSON cannot hold a raw line break inside a string, so any in a JSON body are
     // whitespace between tokens: blanking them keeps the body's meaning on one line.
@@ -147,21 +159,53 @@ pub fn raw_record_line(record: &RequestRecord, phase_index: u32) -> Result<Strin
                 Payload::Json,
             )
     });
+    let body = raw.map(|raw| Body::of(raw, record));
     let line = Line {
         metadata: Metadata::of(record, phase_index),
         start_perf_ns: record.start_ns,
         request_headers: raw.map(|raw| Headers(&raw.request_headers)),
         status: record.status,
-        responses: raw.map(|raw| responses(record, raw)).unwrap_or_default(),
+        responses: match (raw, &body) {
+            (Some(raw), Some(body)) => responses(raw, body),
+            _ => Vec::new(),
+        },
         error: record.error.as_ref(),
         payload,
     };
-    Ok(serde_json::to_string(&line)?)
+    Ok(serde_json::to_writer(out, &line)?)
+}
+
+/// A response body in one piece, with where each chunk ended and when it arrived.
+struct Body<'a> {
+    bytes: Cow<'a, [u8]>,
+    /// (end offset in `bytes`, perf ns of arrival) per chunk.
+    chunk_ends: Vec<(usize, u64)>,
+}
+
+impl<'a> Body<'a> {
+    fn of(raw: &'a RawCapture, record: &RequestRecord) -> Self {
+        let mut chunk_ends = Vec::with_capacity(raw.chunks.len());
+        let mut end = 0;
+        for chunk in &raw.chunks {
+            end += chunk.bytes.len();
+            chunk_ends.push((end, record.clock.perf_ns(chunk.at)));
+        }
+        let bytes = match raw.chunks.as_slice() {
+            [only] => Cow::Borrowed(&only.bytes[..]),
+            chunks => Cow::Owned(
+                chunks
+                    .iter()
+                    .flat_map(|c| c.bytes.iter().copied())
+                    .collect(),
+            ),
+        };
+        Self { bytes, chunk_ends }
+    }
 }
 
 /// SSE messages for an event stream, else the whole body as one response.
-fn responses<'a>(record: &RequestRecord, raw: &'a RawCapture) -> Vec<Response<'a>> {
-    let Some(last) = raw.chunks.last() else {
+fn responses<'a>(raw: &'a RawCapture, body: &'a Body<'_>) -> Vec<Response<'a>> {
+    let Some(&(_, last_perf_ns)) = body.chunk_ends.last() else {
         return Vec::new();
     };
     let content_type = raw.content_type.as_deref();
@@ -171,18 +215,14 @@ fn responses<'a>(record: &RequestRecord, raw: &'a RawCapture) -> Vec<Response<'a
             .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/event-stream"))
     });
     if event_stream {
-        return split_sse(&raw.chunks, &record.clock)
+        return split_sse(&body.bytes, &body.chunk_ends)
             .into_iter()
             .map(Response::Sse)
             .collect();
     }
-    let mut body = Vec::with_capacity(raw.chunks.iter().map(|c| c.bytes.len()).sum());
-    for chunk in &raw.chunks {
-        body.extend_from_slice(&chunk.bytes);
-    }
     vec![Response::Body {
-        perf_ns: record.clock.perf_ns(last.at),
-        text: String::from_utf8_lossy(&body).into_owned(),
+        perf_ns: last_perf_ns,
+        text: String::from_utf8_lossy(&body.bytes),
         content_type,
     }]
 }
@@ -193,6 +233,8 @@ pub struct RawJsonlWriter {
     out: BufWriter<File>,
     path: PathBuf,
     pending: usize,
+    /// One line, reused: lines run to tens of kilobytes.
+    line: Vec<u8>,
 }
 
 impl RawJsonlWriter {
@@ -206,6 +248,7 @@ impl RawJsonlWriter {
             out: BufWriter::new(file),
             path: path.to_path_buf(),
             pending: 0,
+            line: Vec::new(),
         })
     }
 
@@ -215,10 +258,11 @@ impl RawJsonlWriter {
         record: &RequestRecord,
         phase_index: u32,
     ) -> Result<(), MetricsError> {
-        let line = raw_record_line(record, phase_index)?;
+        self.line.clear();
+        write_line(record, phase_index, &mut self.line)?;
+        self.line.push(b'\n');
         let io = |e| MetricsError::io(&self.path, e);
-        self.out.write_all(line.as_bytes()).map_err(io)?;
-        self.out.write_all(b"\n").map_err(io)?;
+        self.out.write_all(&self.line).map_err(io)?;
         self.pending += 1;
         if self.pending >= RAW_FLUSH_EVERY {
             self.out.flush().map_err(io)?;

@@ -4,7 +4,7 @@
 //! Unlike the endpoint's SSE decoder, which merges a message into one event for parsing,
 //! this keeps every field line as it came, in order, so the export shows what the server
 //! sent. The rules:
-//! - lines end at CR, LF or CRLF (also when the CR and LF arrive in different chunks);
+//! - lines end at CR, LF or CRLF;
 //! - a blank line ends a message; the stream's last message is kept even without one;
 //! - each line is trimmed; `name: value` gives a packet with both trimmed (as the Python
 //!   AIPerf does, where the WHATWG rules strip one space only), a line starting with `:`
@@ -12,165 +12,142 @@
 //!   whitespace-only line is skipped;
 //! - a UTF-8 byte order mark opening the stream is dropped; invalid UTF-8 is replaced.
 //!
-//! A message is stamped with the arrival of the chunk that completed it (its blank line,
-//! or the last chunk for an unterminated final message): the moment its content was
-//! whole, as the parsed responses behind the metrics are stamped.
+//! The splitter works on the whole body, so a message split across chunks (even a CRLF
+//! split between two) is whole. A message is stamped with the arrival of the chunk that
+//! completed it (the one holding its blank line, or the last chunk for an unterminated
+//! final message): the moment its content was whole, as the parsed responses behind the
+//! metrics are stamped. Packets borrow from the body: nothing is copied.
+
+use std::borrow::Cow;
 
 use serde::Serialize;
-
-use aiperf_core::{Chunk, Clock};
 
 /// The UTF-8 byte order mark.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// One SSE message: its field lines, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SseMessage {
+pub struct SseMessage<'a> {
     /// Perf ns (the run's clock) of the chunk that completed the message.
     pub perf_ns: u64,
     /// The field lines.
-    pub packets: Vec<SsePacket>,
+    pub packets: Vec<SsePacket<'a>>,
 }
 
 /// One field line of an SSE message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SsePacket {
+pub struct SsePacket<'a> {
     /// The field name (`data`, `event`, `id`, `retry`, `comment`, or whatever the line
     /// named).
-    pub name: String,
+    pub name: Cow<'a, str>,
     /// The value; `None` for a line without a colon.
-    pub value: Option<String>,
+    pub value: Option<Cow<'a, str>>,
 }
 
-/// Splits `chunks` (a whole response body, in arrival order) into messages.
-pub fn split_sse(chunks: &[Chunk], clock: &Clock) -> Vec<SseMessage> {
-    let mut splitter = Splitter::default();
-    for chunk in chunks {
-        splitter.feed(&chunk.bytes, clock.perf_ns(chunk.at));
-    }
-    if let Some(last) = chunks.last() {
-        splitter.finish(clock.perf_ns(last.at));
-    }
-    splitter.messages
-}
-
-#[derive(Default)]
-struct Splitter {
-    /// Bytes of a line whose end has not arrived yet.
-    line: Vec<u8>,
-    /// The previous chunk ended with CR: a leading LF belongs to that line end.
-    skip_lf: bool,
-    /// A line has been completed before (the byte order mark check is done).
-    seen_line: bool,
-    packets: Vec<SsePacket>,
-    messages: Vec<SseMessage>,
-}
-
-impl Splitter {
-    fn feed(&mut self, mut bytes: &[u8], perf_ns: u64) {
-        if self.skip_lf {
-            self.skip_lf = false;
-            if let Some(rest) = bytes.strip_prefix(b"\n") {
-                bytes = rest;
-            }
-        }
-        while let Some(end) = bytes.iter().position(|&b| b == b'\r' || b == b'\n') {
-            self.line.extend_from_slice(&bytes[..end]);
-            self.end_line(perf_ns);
-            let crlf = bytes[end] == b'\r' && bytes.get(end + 1) == Some(&b'\n');
-            if bytes[end] == b'\r' && end + 1 == bytes.len() {
-                self.skip_lf = true;
-            }
-            bytes = &bytes[end + if crlf { 2 } else { 1 }..];
-        }
-        self.line.extend_from_slice(bytes);
-    }
-
-    fn finish(&mut self, perf_ns: u64) {
-        if !self.line.is_empty() {
-            self.end_line(perf_ns);
-        }
-        self.dispatch(perf_ns);
-    }
-
-    fn end_line(&mut self, perf_ns: u64) {
-        let mut line = std::mem::take(&mut self.line);
-        if !std::mem::replace(&mut self.seen_line, true) && line.starts_with(BOM) {
-            line.drain(..BOM.len());
-        }
+/// Splits `body` into messages. `chunk_ends` are the body offsets where each chunk
+/// ended, in order, with the perf ns of its arrival; the last must end at `body.len()`.
+pub fn split_sse<'a>(body: &'a [u8], chunk_ends: &[(usize, u64)]) -> Vec<SseMessage<'a>> {
+    let stamp_at = |offset: usize| {
+        let index = chunk_ends.partition_point(|(end, _)| *end <= offset);
+        chunk_ends
+            .get(index)
+            .or(chunk_ends.last())
+            .map_or(0, |(_, perf_ns)| *perf_ns)
+    };
+    let mut rest = body.strip_prefix(BOM).unwrap_or(body);
+    let mut messages = Vec::new();
+    let mut packets = Vec::new();
+    while !rest.is_empty() {
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .unwrap_or(rest.len());
+        let line = &rest[..end];
         if line.is_empty() {
-            self.dispatch(perf_ns);
-        } else if let Some(packet) = packet(&line) {
-            self.packets.push(packet);
+            if !packets.is_empty() {
+                let offset = body.len() - rest.len();
+                messages.push(SseMessage {
+                    perf_ns: stamp_at(offset),
+                    packets: std::mem::take(&mut packets),
+                });
+            }
+        } else if let Some(packet) = packet(line) {
+            packets.push(packet);
         }
-        line.clear();
-        self.line = line; // keep the allocation for the next line
+        let terminator = match rest.get(end..end + 2) {
+            Some(b"\r\n") => 2,
+            _ => usize::from(end < rest.len()),
+        };
+        rest = &rest[end + terminator..];
     }
-
-    fn dispatch(&mut self, perf_ns: u64) {
-        if !self.packets.is_empty() {
-            self.messages.push(SseMessage {
-                perf_ns,
-                packets: std::mem::take(&mut self.packets),
-            });
-        }
+    if !packets.is_empty() {
+        messages.push(SseMessage {
+            perf_ns: stamp_at(body.len().saturating_sub(1)),
+            packets,
+        });
     }
+    messages
 }
 
-/// The packet of one non-empty line; `None` for a whitespace-only line.
-fn packet(line: &[u8]) -> Option<SsePacket> {
-    let text = String::from_utf8_lossy(line);
-    let text = text.trim();
-    if text.is_empty() {
+/// A trimmed piece of a line as text.
+fn text(bytes: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(bytes.trim_ascii())
+}
+
+/// The packet of one line; `None` for a whitespace-only line.
+fn packet(line: &[u8]) -> Option<SsePacket<'_>> {
+    let line = line.trim_ascii();
+    if line.is_empty() {
         return None;
     }
-    Some(match text.split_once(':') {
+    Some(match line.iter().position(|&b| b == b':') {
         None => SsePacket {
-            name: text.to_owned(),
+            name: text(line),
             value: None,
         },
-        Some((name, value)) => SsePacket {
-            name: if name.is_empty() {
-                "comment"
-            } else {
-                name.trim()
-            }
-            .to_owned(),
-            value: Some(value.trim().to_owned()),
+        Some(colon) => SsePacket {
+            name: match colon {
+                0 => Cow::Borrowed("comment"),
+                _ => text(&line[..colon]),
+            },
+            value: Some(text(&line[colon + 1..])),
         },
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     const MS: u64 = 1_000_000;
 
-    /// Chunks arriving 1 ms, 2 ms, … after the clock's anchor.
-    fn chunks(clock: &Clock, pieces: &[&[u8]]) -> Vec<Chunk> {
-        pieces
-            .iter()
-            .enumerate()
-            .map(|(i, piece)| Chunk {
-                at: clock.anchor() + Duration::from_millis(i as u64 + 1),
-                bytes: piece.to_vec().into(),
-            })
-            .collect()
-    }
-
-    fn p(name: &str, value: Option<&str>) -> SsePacket {
+    fn p(name: &str, value: Option<&str>) -> SsePacket<'static> {
         SsePacket {
-            name: name.into(),
-            value: value.map(Into::into),
+            name: name.to_owned().into(),
+            value: value.map(|v| v.to_owned().into()),
         }
     }
 
-    fn split(pieces: &[&[u8]]) -> Vec<SseMessage> {
-        let clock = Clock::start();
-        split_sse(&chunks(&clock, pieces), &clock)
+    /// Owned messages of `pieces`, chunk `i` arriving at `i + 1` ms.
+    fn split(pieces: &[&[u8]]) -> Vec<SseMessage<'static>> {
+        let body = pieces.concat();
+        let mut chunk_ends = Vec::new();
+        let mut end = 0;
+        for (i, piece) in pieces.iter().enumerate() {
+            end += piece.len();
+            chunk_ends.push((end, (i as u64 + 1) * MS));
+        }
+        split_sse(&body, &chunk_ends)
+            .into_iter()
+            .map(|m| SseMessage {
+                perf_ns: m.perf_ns,
+                packets: m
+                    .packets
+                    .iter()
+                    .map(|q| p(&q.name, q.value.as_deref()))
+                    .collect(),
+            })
+            .collect()
     }
 
     #[test]
