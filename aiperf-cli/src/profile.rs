@@ -36,6 +36,8 @@ pub enum Outcome {
     Cancelled,
     /// The run completed but missed at least one `--slo`.
     SlosMissed,
+    /// Fewer than two runs of a multi-run succeeded, or a sweep point failed.
+    RunsFailed,
 }
 
 /// Runs the benchmark `config` describes and writes its artifacts.
@@ -58,6 +60,7 @@ pub struct Session {
     cancel: CancellationToken,
     transport: Arc<HttpTransport>,
     tokenizer: Tokenizer,
+    mock_url: Option<String>,
     /// Kept only so the embedded server lives as long as the session.
     _mock: Option<MockServer>,
     endpoint: Arc<dyn Endpoint>,
@@ -68,6 +71,8 @@ pub struct Session {
 
 /// One finished run: its summary and how it ended.
 pub struct RunReport {
+    /// The run's metrics.
+    pub summary: Summary,
     /// How the run ended.
     pub outcome: Outcome,
 }
@@ -131,12 +136,41 @@ impl Session {
             cancel,
             transport,
             tokenizer,
+            mock_url: mock.as_ref().map(MockServer::url),
             _mock: mock,
             endpoint,
             streaming,
             request_urls,
             headers,
         })
+    }
+
+    /// Points another run's `config` (e.g. a sweep point's) at the session's server
+    /// and streaming choice, as [`Session::start`] did for the first.
+    pub fn adopt(&self, config: &mut BenchmarkConfig) {
+        if let Some(mock_url) = &self.mock_url {
+            for url in &mut config.endpoint.urls {
+                if url == MOCK_URL {
+                    url.clone_from(mock_url);
+                }
+            }
+        }
+        config.endpoint.streaming = self.streaming;
+    }
+
+    /// True once Ctrl-C was pressed: no further run should start.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Waits `seconds`, or less when Ctrl-C is pressed meanwhile.
+    pub async fn cool_down(&self, seconds: f64) {
+        if seconds > 0.0 {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
+                _ = self.cancel.cancelled() => {}
+            }
+        }
     }
 
     /// Runs the benchmark once and writes its artifacts to `artifact_dir` (`None`: the
@@ -268,7 +302,7 @@ impl Session {
             report.passed()
         };
         let outcome = outcome(&summary, slos_met);
-        Ok(RunReport { outcome })
+        Ok(RunReport { summary, outcome })
     }
 }
 

@@ -6,9 +6,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod input;
 mod load;
+mod runs;
 
 pub use input::{InputArgs, RankingsArgs};
 pub use load::LoadArgs;
+pub use runs::{RunsArgs, SweepType};
 
 /// Benchmark generative-AI inference servers.
 #[derive(Debug, Parser)]
@@ -49,6 +51,8 @@ pub struct ProfileArgs {
     pub load: LoadArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub runs: RunsArgs,
     #[command(flatten)]
     pub telemetry: crate::telemetry::TelemetryArgs,
 }
