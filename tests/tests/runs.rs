@@ -397,3 +397,55 @@ async fn zip_lists_of_different_lengths_are_a_usage_error() {
     );
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_the_cooldown_stops_the_sequence_and_keeps_the_finished_run() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "profile -m mock-model --url {} --request-count 3 --isl 16 --osl 4 --num-profile-runs 3 \
+         --profile-run-cooldown-seconds 120 --no-server-metrics --ui-type none",
+        server.url()
+    ));
+    argv.extend(artifact_args(dir.path()));
+    let first_run = dir
+        .path()
+        .join("profile_runs/run_0001/profile_export_aiperf.json");
+    let (output, elapsed) = tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        let child = std::process::Command::new(common::aiperf_binary())
+            .args(&argv)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Interrupt once the first run has written its summary, however long that took.
+        while !first_run.exists() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "the first run never finished"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let status = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        (child.wait_with_output().unwrap(), started.elapsed())
+    })
+    .await
+    .unwrap();
+    assert_exit(&output, 130);
+    // The 120 s cooldown was cut short.
+    assert!(elapsed < std::time::Duration::from_secs(60), "{elapsed:?}");
+    assert_eq!(server.stats().requests_total, 3);
+    let run = read_json(
+        &dir.path()
+            .join("profile_runs/run_0001/profile_export_aiperf.json"),
+    );
+    assert_eq!(stat(&run, "request_count", "avg"), 3.0);
+    assert!(!dir.path().join("profile_runs/run_0002").exists());
+    assert!(!dir.path().join("aggregate").exists());
+}
