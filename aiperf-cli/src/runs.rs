@@ -16,6 +16,7 @@ use aiperf_metrics::export::resolve_artifact_dir;
 use aiperf_metrics::slo::Slo;
 use aiperf_metrics::sweep::{SweepParameter, SweepPoint, SweepSummary};
 use aiperf_metrics::Summary;
+use anyhow::Context;
 
 use crate::args::ProfileArgs;
 use crate::profile::{Outcome, Session};
@@ -151,6 +152,7 @@ async fn run_point(
     let runs = &point.args.runs;
     let count = runs.num_profile_runs;
     if count == 1 {
+        write_run_config(dir, &point.config)?;
         let report = match session
             .run_once(
                 &point.args,
@@ -199,6 +201,7 @@ async fn run_point(
         let label = format!("run_{run:04}");
         eprintln!("Profile run {run}/{count} ({label})");
         let run_dir = dir.join("profile_runs").join(&label);
+        write_run_config(&run_dir, &config)?;
         let result = session
             .run_once(
                 &point.args,
@@ -273,6 +276,19 @@ async fn run_point(
         outcome,
         metrics: Some(SweepPoint::metrics_of_runs(&aggregate)),
     })
+}
+
+/// `run_config.json`: the configuration the run was given (warmup and seed as this
+/// run has them), so a single run of a sequence can be understood and repeated.
+/// Secrets (API key, header values) are not part of the serialised configuration.
+fn write_run_config(dir: &Path, config: &BenchmarkConfig) -> anyhow::Result<()> {
+    let path = dir.join("run_config.json");
+    std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            let json = serde_json::to_string_pretty(config).map_err(std::io::Error::other)?;
+            std::fs::write(&path, json)
+        })
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// A run whose summary enters the aggregate: it completed, SLOs met or not.

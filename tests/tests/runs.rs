@@ -72,6 +72,16 @@ async fn three_runs_write_each_run_and_an_aggregate_computed_as_by_hand() {
         .collect();
     assert_eq!(inputs[0], inputs[1]);
     assert_eq!(inputs[0], inputs[2]);
+    // Each run records the configuration it was given: the warmup only in the first.
+    let run_config = |i: usize| {
+        read_json(
+            &dir.path()
+                .join(format!("profile_runs/run_{i:04}/run_config.json")),
+        )
+    };
+    assert_eq!(run_config(1)["load"]["warmup"]["request_count"], 2);
+    assert!(run_config(2)["load"]["warmup"]["request_count"].is_null());
+    assert_eq!(run_config(3)["input"]["random_seed"], 42);
 
     let aggregate = read_json(
         &dir.path()
