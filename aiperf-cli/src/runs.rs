@@ -134,11 +134,6 @@ fn combine(outcomes: &[Outcome]) -> Outcome {
     ]
     .into_iter()
     .find(|worst| outcomes.contains(worst))
-    .map(|worst| match worst {
-        // In a sweep, a point whose every request failed is a failed point.
-        Outcome::AllFailed if outcomes.len() > 1 => Outcome::RunsFailed,
-        other => other,
-    })
     .unwrap_or(Outcome::Completed)
 }
 
@@ -305,4 +300,19 @@ fn describe_failure(outcome: Outcome) -> &'static str {
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worst_point_decides_the_outcome() {
+        use Outcome::*;
+        assert_eq!(combine(&[Completed, Completed]), Completed);
+        assert_eq!(combine(&[Completed, SlosMissed]), SlosMissed);
+        assert_eq!(combine(&[SlosMissed, AllFailed, Completed]), AllFailed);
+        assert_eq!(combine(&[RunsFailed, AllFailed]), RunsFailed);
+        assert_eq!(combine(&[RunsFailed, Cancelled]), Cancelled);
+    }
 }

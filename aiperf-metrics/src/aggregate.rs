@@ -13,6 +13,7 @@
 //! assert!((stats.t_critical - 4.302652729).abs() < 1e-6);
 //! ```
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -181,15 +182,18 @@ impl ConfidenceAggregate {
         cooldown_seconds: f64,
     ) -> Result<Self, AggregateError> {
         t_critical(runs.len(), confidence_level)?;
+        // First-seen order of the keys, and each key's values over the runs.
         let mut keys: Vec<(String, &'static str)> = Vec::new();
         let mut values: Vec<Vec<f64>> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
         for (_, summary) in runs {
             for metric in &summary.metrics {
                 for (stat, value) in metric_values(metric) {
                     let key = format!("{}_{stat}", metric.tag);
-                    match keys.iter().position(|(k, _)| *k == key) {
-                        Some(i) => values[i].push(value),
+                    match index.get(&key) {
+                        Some(&i) => values[i].push(value),
                         None => {
+                            index.insert(key.clone(), keys.len());
                             keys.push((key, metric.unit));
                             values.push(vec![value]);
                         }
