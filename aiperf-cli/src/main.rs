@@ -82,20 +82,14 @@ fn main() -> ExitCode {
 fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitCode {
     let workers = args.load.workers_max;
     let single_run = args.runs.num_profile_runs == 1;
-    let points = match sweep_points(argv, args) {
-        Ok(points) => points,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            return ExitCode::from(2);
-        }
-    };
-    let slos = match assemble::slos(&points[0].args) {
-        Ok(slos) => slos,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            return ExitCode::from(2);
-        }
-    };
+    let (slos, points) =
+        match assemble::slos(&args).and_then(|slos| Ok((slos, sweep_points(argv, args)?))) {
+            Ok(assembled) => assembled,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                return ExitCode::from(2);
+            }
+        };
     let runtime = match network_runtime(workers) {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -103,16 +97,15 @@ fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitC
             return ExitCode::FAILURE;
         }
     };
-    let result = if single_run && points.len() == 1 {
-        let point = points.into_iter().next().expect("one point");
-        runtime.block_on(profile::profile(
+    let result = match <[runs::Point; 1]>::try_from(points) {
+        Ok([point]) if single_run => runtime.block_on(profile::profile(
             &point.args,
             point.config,
             &slos,
             cli_command,
-        ))
-    } else {
-        runtime.block_on(runs::run_points(points, &slos, cli_command))
+        )),
+        Ok(point) => runtime.block_on(runs::run_points(point.into(), &slos, cli_command)),
+        Err(points) => runtime.block_on(runs::run_points(points, &slos, cli_command)),
     };
     match result {
         Ok(Outcome::Completed) => ExitCode::SUCCESS,
