@@ -246,12 +246,14 @@ async fn run_point(
         .map(|(label, summary)| (label.clone(), summary))
         .collect();
     // A run cut short by Ctrl-C counts as failed; the runs never started are not listed.
-    let aggregate = ConfidenceAggregate::from_runs(
+    let mut aggregate = ConfidenceAggregate::from_runs(
         &labelled,
         failures,
         runs.confidence_level,
         runs.profile_run_cooldown_seconds,
     )?;
+    // The runs asked for, also when Ctrl-C left some unstarted.
+    aggregate.num_profile_runs = count as usize;
     let aggregate_dir = dir.join("aggregate");
     aggregate.write_files(&aggregate_dir)?;
     eprintln!(

@@ -135,7 +135,8 @@ pub struct FailedRun {
 /// The aggregate of a multi-run benchmark.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfidenceAggregate {
-    /// Runs asked for (`--num-profile-runs`).
+    /// Runs asked for (`--num-profile-runs`); [`ConfidenceAggregate::from_runs`] counts
+    /// the successful and failed runs, a caller whose sequence stopped early sets it.
     pub num_profile_runs: usize,
     /// Labels of the runs aggregated, in order.
     pub run_labels: Vec<String>,
