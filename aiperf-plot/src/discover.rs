@@ -63,7 +63,27 @@ pub fn detect(paths: &[PathBuf]) -> Result<Mode, PlotError> {
             dir: run.dir,
         }));
     }
+    strip_common_prefix(&mut runs);
     Ok(Mode::Multi(runs))
+}
+
+/// Drops the leading path components all labels share (`/home/me/results/`), keeping at
+/// least the last component of each: what is left is what tells the runs apart.
+fn strip_common_prefix(runs: &mut [LabelledRun]) {
+    let split: Vec<Vec<&str>> = runs.iter().map(|r| r.label.split('/').collect()).collect();
+    let Some(shortest) = split.iter().map(Vec::len).min() else {
+        return;
+    };
+    let common = (0..shortest.saturating_sub(1))
+        .take_while(|&i| split.iter().all(|parts| parts[i] == split[0][i]))
+        .count();
+    let stripped: Vec<String> = split
+        .iter()
+        .map(|parts| parts[common..].join("/"))
+        .collect();
+    for (run, label) in runs.iter_mut().zip(stripped) {
+        run.label = label;
+    }
 }
 
 /// The run directories below `root`, labelled relative to it, in natural order.
@@ -191,7 +211,32 @@ mod tests {
         };
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[0].dir, a);
-        assert_eq!(runs[1].label, b.display().to_string());
+        // Labelled by what differs: the temporary folder's path is common to both.
+        assert_eq!(runs[1].label, "b");
+    }
+
+    #[test]
+    fn common_leading_components_are_dropped_from_labels() {
+        let mut runs: Vec<LabelledRun> = ["/tmp/r/x", "/tmp/r/y/z", "/tmp/r/y/w"]
+            .into_iter()
+            .map(|label| LabelledRun {
+                label: label.into(),
+                dir: label.into(),
+            })
+            .collect();
+        strip_common_prefix(&mut runs);
+        let labels: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["x", "y/z", "y/w"]);
+
+        let mut same = vec![
+            LabelledRun {
+                label: "/a/b".into(),
+                dir: "/a/b".into()
+            };
+            2
+        ];
+        strip_common_prefix(&mut same);
+        assert_eq!(same[0].label, "b");
     }
 
     #[test]

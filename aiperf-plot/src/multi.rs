@@ -135,7 +135,7 @@ fn pareto(
         x: x_axis,
         y: Axis::linear(y_label),
         body: Body::Xy {
-            series: vec![front_series, runs_series],
+            series: vec![runs_series, front_series],
         },
     })
 }
@@ -228,8 +228,8 @@ mod tests {
         let Body::Xy { series } = &charts[0].body else {
             panic!("xy");
         };
-        assert_eq!(series[0].points, [[100.0, 1000.0], [300.0, 3000.0]]);
-        assert_eq!(series[1].point_labels, ["c1", "c4", "c8"]);
+        assert_eq!(series[1].points, [[100.0, 1000.0], [300.0, 3000.0]]);
+        assert_eq!(series[0].point_labels, ["c1", "c4", "c8"]);
 
         let Body::Xy { series } = &charts[1].body else {
             panic!("xy");
@@ -238,9 +238,9 @@ mod tests {
             charts[1].y.label,
             "output token throughput per GPU (tokens/s/GPU)"
         );
-        assert_eq!(series[1].points[2], [60.0, 1500.0]);
+        assert_eq!(series[0].points[2], [60.0, 1500.0]);
         // Interactivity and throughput both higher-better: c1 and c8 trade off, c4 loses.
-        assert_eq!(series[0].points, [[60.0, 1500.0], [90.0, 500.0]]);
+        assert_eq!(series[1].points, [[60.0, 1500.0], [90.0, 500.0]]);
 
         let Body::Bars { categories, groups } = &charts[2].body else {
             panic!("bars");

@@ -171,7 +171,13 @@ fn draw_xy<DB: DrawingBackend>(
         })
         .collect();
     let all = scaled.iter().flatten();
-    let x = axis_coord(&chart.x, all.clone().map(|p| p.0), 0.0);
+    // Room right of the rightmost point for its label.
+    let labelled = series.iter().any(|s| !s.point_labels.is_empty());
+    let x = axis_coord(
+        &chart.x,
+        all.clone().map(|p| p.0),
+        if labelled { 0.2 } else { 0.0 },
+    );
     // Room above the data for the legend, which sits in the upper right corner.
     let legend_room = if series.len() > 1 {
         0.05 * series.len() as f64
@@ -283,8 +289,8 @@ fn draw_bars<DB: DrawingBackend>(
     let values = groups
         .iter()
         .flat_map(|g| g.values.iter().flatten().copied());
-    // Room right of the longest bar for its value.
-    let x = axis_coord(&chart.x, values, 0.08);
+    // Room right of the longest bar for its value and the legend.
+    let x = axis_coord(&chart.x, values, 0.25);
     // One key point per row, labelled with the category through the formatter.
     let y = Coord::new(
         -0.5..rows as f64 - 0.5,

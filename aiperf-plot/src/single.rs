@@ -27,6 +27,12 @@ pub fn charts(run: &RunArtifacts) -> Vec<Chart> {
         "inter-token latency (ms)",
         ok.iter().filter_map(|r| r.itl_ms),
     ));
+    charts.extend(distribution(
+        "latency_distribution",
+        "Request latency",
+        "request latency (ms)",
+        ok.iter().filter_map(|r| r.latency_ms),
+    ));
     charts.extend(ttft_vs_isl(&ok));
     charts.extend(ttft_over_time(&ok));
     charts.extend(latency_over_time(&ok));
@@ -182,11 +188,8 @@ fn inter_chunk_by_position(rows: &[RequestRow]) -> Option<Chart> {
         line("p50", |s| s.p50),
         line("p90", |s| s.p90),
     ];
-    let log = wants_log_scale(
-        series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p[1]).filter(|v| *v > 0.0)),
-    );
+    // A zero gap (chunks merged by the server) rules out a log axis.
+    let log = wants_log_scale(series.iter().flat_map(|s| s.points.iter().map(|p| p[1])));
     Some(Chart {
         name: "itl_by_position".into(),
         title: "Inter-chunk latency by position in the response".into(),
@@ -327,6 +330,7 @@ mod tests {
             names(&charts),
             [
                 "ttft_distribution",
+                "latency_distribution",
                 "ttft_vs_isl",
                 "ttft_over_time",
                 "latency_over_time",
@@ -336,7 +340,7 @@ mod tests {
         );
         assert_eq!(charts[0].title, "Time to first token (4 requests)");
         assert_eq!(
-            charts[5].title,
+            charts[6].title,
             "Output token throughput over time (records binned by end time)"
         );
     }
