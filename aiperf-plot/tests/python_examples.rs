@@ -67,7 +67,7 @@ fn a_python_streaming_run_with_timeslices_gets_every_single_run_chart() {
                 .join("streaming-c4-raw-export-timeslices/profile_export_aiperf_timeslices.json"),
         ),
     );
-    let outcome = plot(&[run.clone()], &PlotOptions::default()).unwrap();
+    let outcome = plot(std::slice::from_ref(&run), &PlotOptions::default()).unwrap();
     assert_eq!(outcome.mode, Mode::Single(run.clone()));
     assert_eq!(outcome.output, run.join("plots"));
     assert_eq!(
