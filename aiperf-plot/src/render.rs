@@ -253,7 +253,10 @@ fn draw_histogram<DB: DrawingBackend>(
         bars.iter().flat_map(|(low, high, _)| [*low, *high]),
         0.0,
     );
-    let y = axis_coord(&chart.y, bars.iter().map(|b| b.2), 0.0);
+    let mut y = axis_coord(&chart.y, bars.iter().map(|b| b.2), 0.0);
+    // Counts: no tick at half a request.
+    y.bold.retain(|v| v.fract() == 0.0);
+    y.light.retain(|v| v.fract() == 0.0);
     let mut plot = builder(root, chart, colours, 60).build_cartesian_2d(x, y)?;
     mesh(&mut plot, chart, colours).draw()?;
     let fill = colours.series[0];

@@ -6,8 +6,9 @@ use crate::series::{self, thin, wants_log_scale};
 
 /// Scatter charts keep at most this many requests (evenly strided beyond it).
 const MAX_DOTS: usize = 5_000;
-/// Histogram bins.
-const BINS: usize = 40;
+/// Histogram bins at most; fewer for few requests (twice the square root of their number,
+/// at least 10) so that bars are not mostly empty.
+const MAX_BINS: usize = 40;
 
 /// Every chart the run's files allow, in report order. A chart whose data is missing
 /// (a non-streaming run has no ITL, a run without `--slice-duration` no timeslices) is left
@@ -73,9 +74,13 @@ fn distribution(
         x: Axis::scaled(label, log),
         y: Axis::from_zero("requests"),
         body: Body::Histogram {
-            bins: series::histogram(&values, BINS, log),
+            bins: series::histogram(&values, bins_for(values.len()), log),
         },
     })
+}
+
+fn bins_for(values: usize) -> usize {
+    ((2.0 * (values as f64).sqrt()).ceil() as usize).clamp(10, MAX_BINS)
 }
 
 /// Dots of `(x, y)` pairs, thinned to [`MAX_DOTS`]; the title says when it was thinned.
