@@ -19,6 +19,8 @@ pub const SUMMARY_FILE: &str = "profile_export_aiperf.json";
 pub const RECORDS_FILE: &str = "profile_export.jsonl";
 /// Per-slice metrics (`--slice-duration`).
 pub const TIMESLICES_FILE: &str = "profile_export_aiperf_timeslices.json";
+/// One line per GPU per DCGM scrape, when GPU telemetry ran.
+pub const GPU_TELEMETRY_FILE: &str = "gpu_telemetry_export.jsonl";
 
 /// One metric's statistics in display units, as in `profile_export_aiperf.json`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -80,6 +82,21 @@ pub struct Timeslice {
     pub metrics: Metrics,
 }
 
+/// One GPU's readings at one scrape of `gpu_telemetry_export.jsonl`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GpuSample {
+    /// Wall-clock time of the scrape, ns since the Unix epoch.
+    pub timestamp_ns: u64,
+    /// The DCGM exporter scraped.
+    pub endpoint: String,
+    /// The GPU's index on its host, as written.
+    pub gpu_index: String,
+    /// GPU utilization, %.
+    pub utilization_pct: Option<f64>,
+    /// Power draw, W.
+    pub power_w: Option<f64>,
+}
+
 /// Everything read from one run's artifact directory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunArtifacts {
@@ -91,6 +108,8 @@ pub struct RunArtifacts {
     pub records: Vec<RequestRow>,
     /// The time slices; empty when the run had no `--slice-duration`.
     pub timeslices: Vec<Timeslice>,
+    /// GPU telemetry samples; empty without GPU telemetry.
+    pub gpu_samples: Vec<GpuSample>,
 }
 
 impl RunArtifacts {
@@ -102,6 +121,7 @@ impl RunArtifacts {
             summary,
             records: read_records_if_present(&dir.join(RECORDS_FILE))?,
             timeslices: read_timeslices_if_present(&dir.join(TIMESLICES_FILE))?,
+            gpu_samples: read_gpu_samples_if_present(&dir.join(GPU_TELEMETRY_FILE))?,
         })
     }
 
@@ -112,6 +132,7 @@ impl RunArtifacts {
             summary: read_summary(&dir.join(SUMMARY_FILE))?,
             records: Vec::new(),
             timeslices: Vec::new(),
+            gpu_samples: Vec::new(),
         })
     }
 }
@@ -138,18 +159,40 @@ fn read_records_if_present(path: &Path) -> Result<Vec<RequestRow>, PlotError> {
 
 /// Reads the JSONL records from `reader`; `path` names the file in errors.
 pub fn read_records(reader: impl BufRead, path: &Path) -> Result<Vec<RequestRow>, PlotError> {
+    read_jsonl(reader, path, RawRecord::into_row)
+}
+
+fn read_gpu_samples_if_present(path: &Path) -> Result<Vec<GpuSample>, PlotError> {
+    match File::open(path) {
+        Ok(file) => read_gpu_samples(BufReader::new(file), path),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(error) => Err(PlotError::io(path, error)),
+    }
+}
+
+/// Reads GPU telemetry lines from `reader`; `path` names the file in errors.
+pub fn read_gpu_samples(reader: impl BufRead, path: &Path) -> Result<Vec<GpuSample>, PlotError> {
+    read_jsonl(reader, path, RawGpuLine::into_sample)
+}
+
+/// Each non-blank line of a JSONL file parsed as `T` and converted by `convert`.
+fn read_jsonl<T: serde::de::DeserializeOwned, R>(
+    reader: impl BufRead,
+    path: &Path,
+    convert: fn(T) -> R,
+) -> Result<Vec<R>, PlotError> {
     let mut rows = Vec::new();
     for (index, line) in reader.lines().enumerate() {
         let line = line.map_err(|error| PlotError::io(path, error))?;
         if line.trim().is_empty() {
             continue;
         }
-        let record: RawRecord = serde_json::from_str(&line).map_err(|source| PlotError::Json {
+        let parsed: T = serde_json::from_str(&line).map_err(|source| PlotError::Json {
             path: path.to_path_buf(),
             line: Some(index + 1),
             source,
         })?;
-        rows.push(record.into_row());
+        rows.push(convert(parsed));
     }
     Ok(rows)
 }
@@ -239,6 +282,34 @@ struct RawMetric {
     value: Value,
 }
 
+#[derive(Deserialize)]
+struct RawGpuLine {
+    timestamp_ns: u64,
+    #[serde(default)]
+    dcgm_url: String,
+    #[serde(default)]
+    gpu_index: Value,
+    #[serde(default)]
+    telemetry_data: BTreeMap<String, Value>,
+}
+
+impl RawGpuLine {
+    fn into_sample(self) -> GpuSample {
+        let number = |tag: &str| self.telemetry_data.get(tag).and_then(Value::as_f64);
+        GpuSample {
+            timestamp_ns: self.timestamp_ns,
+            gpu_index: match &self.gpu_index {
+                Value::String(index) => index.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            },
+            utilization_pct: number("gpu_utilization"),
+            power_w: number("gpu_power_usage"),
+            endpoint: self.dcgm_url,
+        }
+    }
+}
+
 impl RawRecord {
     fn into_row(self) -> RequestRow {
         let number = |tag: &str| self.metrics.get(tag).and_then(|m| m.value.as_f64());
@@ -297,6 +368,33 @@ mod tests {
         assert!(
             message.starts_with("dir/r.jsonl line 3: not the JSON aiperf writes"),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn gpu_lines_give_utilization_and_power_per_gpu() {
+        let text = concat!(
+            r#"{"timestamp_ns":5,"dcgm_url":"http://h:9400/metrics","gpu_index":0,"gpu_uuid":"u","telemetry_data":{"gpu_power_usage":71.5,"gpu_utilization":40.0}}"#,
+            "\n",
+            r#"{"timestamp_ns":6,"gpu_index":"1","telemetry_data":{}}"#,
+        );
+        let samples = read_gpu_samples(text.as_bytes(), Path::new("g.jsonl")).expect("reads");
+        assert_eq!(
+            samples,
+            [
+                GpuSample {
+                    timestamp_ns: 5,
+                    endpoint: "http://h:9400/metrics".into(),
+                    gpu_index: "0".into(),
+                    utilization_pct: Some(40.0),
+                    power_w: Some(71.5),
+                },
+                GpuSample {
+                    timestamp_ns: 6,
+                    gpu_index: "1".into(),
+                    ..GpuSample::default()
+                },
+            ]
         );
     }
 

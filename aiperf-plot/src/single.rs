@@ -1,6 +1,8 @@
 //! The charts of one run.
 
-use crate::artifacts::{RequestRow, RunArtifacts, Timeslice};
+use std::collections::BTreeMap;
+
+use crate::artifacts::{GpuSample, RequestRow, RunArtifacts, Timeslice};
 use crate::chart::{Axis, Body, Chart, Mark, Series};
 use crate::series::{self, thin, wants_log_scale};
 
@@ -40,6 +42,20 @@ pub fn charts(run: &RunArtifacts) -> Vec<Chart> {
     charts.extend(inter_chunk_by_position(&run.records));
     charts.extend(isl_vs_osl(&ok));
     charts.extend(throughput_over_time(run));
+    charts.extend(gpu_over_time(
+        run,
+        "gpu_utilization_over_time",
+        "GPU utilization over time",
+        "GPU utilization (%)",
+        |s| s.utilization_pct,
+    ));
+    charts.extend(gpu_over_time(
+        run,
+        "gpu_power_over_time",
+        "GPU power over time",
+        "GPU power (W)",
+        |s| s.power_w,
+    ));
     charts.extend(timeslice_latency(
         &run.timeslices,
         "timeslices_ttft",
@@ -248,6 +264,58 @@ fn throughput_over_time(run: &RunArtifacts) -> Option<Chart> {
     })
 }
 
+/// One line per GPU of a telemetry reading, on the time axis of the other charts (seconds
+/// since the first request was sent; since the first scrape without records).
+fn gpu_over_time(
+    run: &RunArtifacts,
+    name: &str,
+    title: &str,
+    label: &str,
+    reading: fn(&GpuSample) -> Option<f64>,
+) -> Option<Chart> {
+    let first_scrape = run.gpu_samples.iter().map(|s| s.timestamp_ns).min()?;
+    let origin = run
+        .records
+        .iter()
+        .filter_map(|r| r.start_ns)
+        .min()
+        .unwrap_or(first_scrape);
+    let several_endpoints = run
+        .gpu_samples
+        .iter()
+        .any(|s| s.endpoint != run.gpu_samples[0].endpoint);
+    let mut lines: BTreeMap<String, Vec<[f64; 2]>> = BTreeMap::new();
+    for sample in &run.gpu_samples {
+        let Some(value) = reading(sample) else {
+            continue;
+        };
+        let gpu = if several_endpoints {
+            format!("{} GPU {}", sample.endpoint, sample.gpu_index)
+        } else {
+            format!("GPU {}", sample.gpu_index)
+        };
+        let seconds = (sample.timestamp_ns as f64 - origin as f64) / 1e9;
+        lines.entry(gpu).or_default().push([seconds, value]);
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    let series = lines
+        .into_iter()
+        .map(|(gpu, mut points)| {
+            points.sort_by(|a, b| a[0].total_cmp(&b[0]));
+            Series::new(gpu, Mark::Line, points)
+        })
+        .collect();
+    Some(Chart {
+        name: name.into(),
+        title: title.into(),
+        x: Axis::linear("time since the first request was sent (s)"),
+        y: Axis::from_zero(label),
+        body: Body::Xy { series },
+    })
+}
+
 fn slice_axis_label(slices: &[Timeslice], source: &str) -> &'static str {
     let timed = slices.first().is_some_and(|s| s.start_ns.is_some());
     if source == "per time slice" && !timed {
@@ -312,6 +380,7 @@ mod tests {
             summary: Summary::default(),
             records,
             timeslices,
+            gpu_samples: Vec::new(),
         }
     }
 
@@ -387,6 +456,41 @@ mod tests {
         let stats: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(stats, ["avg", "p99"]);
         assert_eq!(series[1].points, [[0.0, 20.0], [2.0, 24.0]]);
+    }
+
+    #[test]
+    fn gpu_readings_are_one_line_per_gpu_timed_from_the_first_request() {
+        let mut run = run(
+            vec![RequestRow {
+                start_ns: Some(10_000_000_000),
+                ..RequestRow::default()
+            }],
+            Vec::new(),
+        );
+        let sample = |at_s: u64, gpu: &str, utilization: f64| GpuSample {
+            timestamp_ns: at_s * 1_000_000_000,
+            endpoint: "h:9400".into(),
+            gpu_index: gpu.into(),
+            utilization_pct: Some(utilization),
+            power_w: None,
+        };
+        run.gpu_samples = vec![
+            sample(12, "1", 30.0),
+            sample(11, "0", 50.0),
+            sample(9, "0", 0.0),
+        ];
+        let charts = charts(&run);
+        let chart = charts
+            .iter()
+            .find(|c| c.name == "gpu_utilization_over_time")
+            .expect("utilization chart");
+        assert!(!charts.iter().any(|c| c.name == "gpu_power_over_time"));
+        let Body::Xy { series } = &chart.body else {
+            panic!("xy chart");
+        };
+        assert_eq!(series[0].name, "GPU 0");
+        assert_eq!(series[0].points, [[-1.0, 0.0], [1.0, 50.0]]);
+        assert_eq!(series[1].points, [[2.0, 30.0]]);
     }
 
     #[test]
