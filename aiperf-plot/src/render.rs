@@ -470,13 +470,14 @@ fn nice_step(raw: f64) -> f64 {
 }
 
 /// A number as a tick or bar label: four significant digits at most, `k` and `M` for
-/// thousands and millions, no trailing zeros.
+/// thousands and millions (from 1,000 on, so that one axis does not mix `5000` and `10k`),
+/// no trailing zeros.
 pub fn format_number(value: f64) -> String {
     let magnitude = value.abs();
     if magnitude >= 1e6 {
         return format!("{}M", format_number(value / 1e6));
     }
-    if magnitude >= 1e4 {
+    if magnitude >= 1e3 {
         return format!("{}k", format_number(value / 1e3));
     }
     if magnitude < 1e-12 {
@@ -512,7 +513,8 @@ mod tests {
         assert_eq!(format_number(2.5), "2.5");
         assert_eq!(format_number(19.999999999), "20");
         assert_eq!(format_number(0.001234), "0.001234");
-        assert_eq!(format_number(1234.56), "1235");
+        assert_eq!(format_number(1234.56), "1.235k");
+        assert_eq!(format_number(999.0), "999");
         assert_eq!(format_number(12_500.0), "12.5k");
         assert_eq!(format_number(3_000_000.0), "3M");
         assert_eq!(format_number(-40.0), "-40");

@@ -6,7 +6,6 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::chart::Chart;
-use crate::render::format_number;
 use crate::theme::Theme;
 
 /// A table of the report: a caption, column headers and rows of cells.
@@ -81,9 +80,14 @@ pub fn html(title: &str, theme: Theme, tables: &[Table], charts: &[RenderedChart
     page
 }
 
-/// A number cell: four significant digits, as the charts print them.
+/// A number cell as the CSV export writes numbers: whole numbers as they are, others with
+/// two decimals; empty when missing.
 pub fn cell(value: Option<f64>) -> String {
-    value.map(format_number).unwrap_or_default()
+    match value {
+        Some(v) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
+        Some(v) => format!("{v:.2}"),
+        None => String::new(),
+    }
 }
 
 fn write_table(page: &mut String, table: &Table) {
@@ -149,6 +153,10 @@ mod tests {
         assert!(page.contains("<figure id=\"c\">\n<svg id=\"s\"></svg>"));
         assert!(page.contains("<h2>Runs &lt;1&gt;</h2>"));
         assert!(page.contains("<td>a/&lt;/script&gt;</td><td>12.35</td>"));
+        assert_eq!(
+            (cell(Some(40.0)), cell(Some(10318.9505)), cell(None)),
+            ("40".into(), "10318.95".into(), String::new())
+        );
         assert!(page.contains("\"label\":\"x (ms)\""));
         assert!(page.contains("a/<\\/script>"));
         assert!(page.contains("background: #181a1f"));

@@ -104,7 +104,7 @@ fn dots(points: Vec<[f64; 2]>, name: &str, title: &str) -> (Series, String) {
     let total = points.len();
     let (kept, stride) = thin(&points, MAX_DOTS);
     let title = if stride > 1 {
-        format!("{title} (every {stride}th of {total} requests)")
+        format!("{title} (1 in {stride} of {total} requests)")
     } else {
         format!("{title} ({total} requests)")
     };
