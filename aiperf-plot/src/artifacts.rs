@@ -261,12 +261,14 @@ fn count_gpus(telemetry: &Value) -> Option<usize> {
     (count > 0).then_some(count)
 }
 
+/// A line of `profile_export.jsonl`. Versions before 0.11 wrote explicit nulls, hence the
+/// options everywhere.
 #[derive(Deserialize)]
 struct RawRecord {
     #[serde(default)]
-    metadata: RawMetadata,
+    metadata: Option<RawMetadata>,
     #[serde(default)]
-    metrics: BTreeMap<String, RawMetric>,
+    metrics: Option<BTreeMap<String, Value>>,
     #[serde(default)]
     error: Option<Value>,
 }
@@ -275,11 +277,6 @@ struct RawRecord {
 struct RawMetadata {
     request_start_ns: Option<u64>,
     request_end_ns: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct RawMetric {
-    value: Value,
 }
 
 #[derive(Deserialize)]
@@ -312,19 +309,20 @@ impl RawGpuLine {
 
 impl RawRecord {
     fn into_row(self) -> RequestRow {
-        let number = |tag: &str| self.metrics.get(tag).and_then(|m| m.value.as_f64());
+        let metrics = self.metrics.unwrap_or_default();
+        let value = |tag: &str| metrics.get(tag).and_then(|metric| metric.get("value"));
+        let number = |tag: &str| value(tag).and_then(Value::as_f64);
+        let metadata = self.metadata.unwrap_or_default();
         RequestRow {
-            start_ns: self.metadata.request_start_ns,
-            end_ns: self.metadata.request_end_ns,
+            start_ns: metadata.request_start_ns,
+            end_ns: metadata.request_end_ns,
             ttft_ms: number("time_to_first_token"),
             latency_ms: number("request_latency"),
             itl_ms: number("inter_token_latency"),
             isl: number("input_sequence_length"),
             osl: number("output_sequence_length"),
-            inter_chunk_ms: self
-                .metrics
-                .get("inter_chunk_latency")
-                .and_then(|m| m.value.as_array())
+            inter_chunk_ms: value("inter_chunk_latency")
+                .and_then(Value::as_array)
                 .map(|gaps| gaps.iter().filter_map(Value::as_f64).collect())
                 .unwrap_or_default(),
             failed: self.error.as_ref().is_some_and(|e| !e.is_null()),
@@ -351,6 +349,25 @@ mod tests {
                 ..RequestRow::default()
             }]
         );
+    }
+
+    #[test]
+    fn explicit_nulls_of_older_versions_are_absent_values() {
+        let line = r#"{"metadata":{"request_start_ns":null},"metrics":{"time_to_first_token":null,"request_latency":{"value":null,"unit":"ms"},"output_sequence_length":{"value":7,"unit":"tokens"}},"error":null}"#;
+        let rows = read_records(line.as_bytes(), Path::new("r.jsonl")).expect("reads");
+        assert_eq!(
+            rows,
+            [RequestRow {
+                osl: Some(7.0),
+                ..RequestRow::default()
+            }]
+        );
+        let rows = read_records(
+            r#"{"metadata":null,"metrics":null}"#.as_bytes(),
+            Path::new("r"),
+        )
+        .expect("reads");
+        assert_eq!(rows, [RequestRow::default()]);
     }
 
     #[test]
@@ -395,6 +412,32 @@ mod tests {
                     ..GpuSample::default()
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_summary_is_read_with_its_metric_blocks_and_a_bad_one_names_its_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(SUMMARY_FILE);
+        std::fs::write(
+            &path,
+            r#"{"schema_version":"1.3","time_to_first_token":{"unit":"ms","avg":2.5,"p99":null},"input_config":{"x":1},"was_cancelled":false}"#,
+        )
+        .expect("write");
+        let summary = read_summary(&path).expect("reads");
+        assert_eq!(summary.metrics.len(), 1);
+        assert_eq!(summary.stat("time_to_first_token", "avg"), Some(2.5));
+        assert_eq!(summary.stat("time_to_first_token", "p99"), None);
+        assert_eq!(summary.gpu_count, None);
+
+        std::fs::write(&path, "[1, 2]").expect("write");
+        let message = read_summary(&path).expect_err("not an object").to_string();
+        assert_eq!(
+            message,
+            format!(
+                "{}: not the JSON aiperf writes: expected an object with the aiperf keys",
+                path.display()
+            )
         );
     }
 
