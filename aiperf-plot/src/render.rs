@@ -507,6 +507,67 @@ fn shorten(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    use crate::chart::{Axis, Mark, Series};
+
+    fn line_chart() -> Chart {
+        Chart {
+            name: "c".into(),
+            title: "A title".into(),
+            x: Axis::linear("x (s)"),
+            y: Axis::scaled("y (ms)", true),
+            body: Body::Xy {
+                series: vec![Series::new(
+                    "s",
+                    Mark::Line,
+                    vec![[0.0, 1.0], [1.0, 1000.0]],
+                )],
+            },
+        }
+    }
+
+    /// The decoded RGB pixels of a PNG.
+    fn decode(file: &[u8]) -> (png::OutputInfo, Vec<u8>) {
+        let mut reader = png::Decoder::new(std::io::Cursor::new(file))
+            .read_info()
+            .expect("a PNG");
+        let mut pixels = vec![0; reader.output_buffer_size().expect("size")];
+        let info = reader.next_frame(&mut pixels).expect("a frame");
+        (info, pixels)
+    }
+
+    #[test]
+    fn each_theme_paints_its_background_and_draws_text_in_its_foreground() {
+        for theme in [Theme::Light, Theme::Dark] {
+            let colours = theme.colours();
+            let (info, pixels) = decode(&png(&line_chart(), theme).expect("renders"));
+            assert_eq!((info.width, info.height), (WIDTH, HEIGHT));
+            let background = colours.background;
+            assert_eq!(
+                pixels[..3],
+                [background.0, background.1, background.2],
+                "{theme:?}"
+            );
+            // The title's glyphs: foreground pixels in the top band.
+            let foreground = colours.foreground;
+            let title_band = &pixels[..WIDTH as usize * 50 * 3];
+            let glyph_pixels = title_band
+                .chunks(3)
+                .filter(|p| *p == [foreground.0, foreground.1, foreground.2])
+                .count();
+            assert!(glyph_pixels > 100, "{theme:?}: {glyph_pixels} title pixels");
+        }
+    }
+
+    #[test]
+    fn svg_has_the_title_the_axis_labels_and_decade_ticks() {
+        let svg = svg(&line_chart(), Theme::Light).expect("renders");
+        for text in ["A title", "x (s)", "y (ms)", "1", "10", "100", "1k"] {
+            // plotters writes each text element's content on a line of its own.
+            let element = format!(">\n{text}\n</text>");
+            assert!(svg.contains(&element), "svg lacks {text}");
+        }
+    }
+
     #[test]
     fn numbers_are_short_and_exact_enough() {
         assert_eq!(format_number(0.0), "0");
