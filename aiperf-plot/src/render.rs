@@ -74,7 +74,7 @@ pub fn size(chart: &Chart) -> (u32, u32) {
     match &chart.body {
         Body::Bars { categories, groups } => {
             let rows = (categories.len() * groups.len().max(1)) as u32;
-            (WIDTH, HEIGHT.max(160 + rows * 26))
+            (WIDTH, HEIGHT.max(160 + rows * 32))
         }
         _ => (WIDTH, HEIGHT),
     }
