@@ -40,7 +40,7 @@ async fn fixture_run(server: &MockServer, dir: &Path, concurrency: u32) {
     let mut argv = args(&format!(
         "-m mock-model --url {url} --streaming --concurrency {concurrency} --request-count 40 \
          --isl 64 --isl-stddev 16 --osl 24 --osl-stddev 8 --slice-duration 0.2 --random-seed 3 \
-         --no-server-metrics",
+         --no-server-metrics --no-gpu-telemetry",
         url = server.url()
     ));
     argv.extend(["--artifact-dir".into(), dir.to_str().unwrap().into()]);
