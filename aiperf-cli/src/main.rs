@@ -13,6 +13,7 @@ mod assemble;
 mod cli_docs;
 mod compare;
 mod kv;
+mod plot;
 mod profile;
 mod readiness;
 mod runs;
@@ -69,6 +70,13 @@ fn main() -> ExitCode {
                 } else {
                     ExitCode::FAILURE
                 }
+            }
+        },
+        Command::Plot(args) => match plot::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
             }
         },
         Command::Profile(args) => {
