@@ -187,10 +187,10 @@ fn read_jsonl<T: serde::de::DeserializeOwned, R>(
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: T = serde_json::from_str(&line).map_err(|source| PlotError::Json {
+        let parsed: T = serde_json::from_str(&line).map_err(|reason| PlotError::Json {
             path: path.to_path_buf(),
             line: Some(index + 1),
-            source,
+            reason,
         })?;
         rows.push(convert(parsed));
     }
@@ -218,10 +218,10 @@ fn read_timeslices_if_present(path: &Path) -> Result<Vec<Timeslice>, PlotError> 
 
 fn read_json_document(path: &Path) -> Result<Value, PlotError> {
     let text = std::fs::read_to_string(path).map_err(|error| PlotError::io(path, error))?;
-    serde_json::from_str(&text).map_err(|source| PlotError::Json {
+    serde_json::from_str(&text).map_err(|reason| PlotError::Json {
         path: path.to_path_buf(),
         line: None,
-        source,
+        reason,
     })
 }
 
@@ -231,7 +231,7 @@ fn not_an_object(path: &Path) -> PlotError {
     PlotError::Json {
         path: path.to_path_buf(),
         line: None,
-        source: serde_json::Error::custom("expected an object with the aiperf keys"),
+        reason: serde_json::Error::custom("expected an object with the aiperf keys"),
     }
 }
 

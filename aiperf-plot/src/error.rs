@@ -6,22 +6,23 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
     /// A file or folder could not be read or written.
-    #[error("cannot access {path}: {source}")]
+    #[error("cannot access {path}: {reason}")]
     Io {
         /// The file or folder.
         path: PathBuf,
-        /// The operating system's reason.
-        source: std::io::Error,
+        /// The operating system's reason (in the message, not a separate cause, so
+        /// that it is printed once).
+        reason: std::io::Error,
     },
     /// A JSON artifact is malformed.
-    #[error("{path}{}: not the JSON aiperf writes: {source}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
+    #[error("{path}{}: not the JSON aiperf writes: {reason}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
     Json {
         /// The file.
         path: PathBuf,
         /// The 1-based line of a JSONL file; `None` for a whole-file JSON document.
         line: Option<usize>,
-        /// The parser's reason.
-        source: serde_json::Error,
+        /// The parser's reason (in the message, printed once).
+        reason: serde_json::Error,
     },
     /// No run artifacts were found where the user pointed.
     #[error("no aiperf run found in {0}: expected profile_export_aiperf.json there or in its subfolders (a run's artifact directory, a sweep or a multi-run folder)")]
@@ -40,10 +41,10 @@ pub enum PlotError {
 }
 
 impl PlotError {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, reason: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),
-            source,
+            reason,
         }
     }
 
