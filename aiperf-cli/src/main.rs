@@ -1,6 +1,7 @@
 //! The `aiperf` command-line tool: a thin composition of the aiperf-rs library crates.
 //!
-//! Exit status: 0 when the run completed, 1 when it failed or every request failed,
+//! Exit status: 0 when the run completed, 1 when it failed or every request failed (for
+//! `--num-profile-runs`: fewer than two runs succeeded; for a sweep: a point failed),
 //! 2 for a usage or configuration error, 3 when the run missed an `--slo`, 4 when
 //! `aiperf compare` found a regression beyond a `--fail-on-regression` limit, 130 when
 //! Ctrl-C cut the run short.
@@ -12,8 +13,11 @@ mod assemble;
 mod cli_docs;
 mod compare;
 mod kv;
+mod plot;
 mod profile;
 mod readiness;
+mod runs;
+mod sweep;
 mod telemetry;
 mod ui;
 mod workload;
@@ -22,7 +26,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use args::{Cli, Command};
+use args::{Cli, Command, ProfileArgs};
 
 /// mimalloc instead of the system allocator: request tasks allocate response buffers on
 /// the runtime's threads and the processing thread frees them, a pattern that fragments
@@ -34,7 +38,15 @@ use profile::Outcome;
 fn main() -> ExitCode {
     let argv = args::normalise_flag_spelling(std::env::args());
     let cli_command = redact_command_line(&argv);
-    let cli = Cli::parse_from(argv);
+    // A sweep's comma lists are checked point by point later; clap sees the first point.
+    let first_point = match sweep::first_point(&argv) {
+        Ok(first_point) => first_point,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(first_point);
     match cli.command {
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
@@ -60,40 +72,97 @@ fn main() -> ExitCode {
                 }
             }
         },
+        Command::Plot(args) => match plot::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Profile(args) => {
             init_logging(&args.output.log_level);
-            let (config, slos) = match assemble::assemble(&args)
-                .and_then(|config| Ok((config, assemble::slos(&args)?)))
-            {
-                Ok(assembled) => assembled,
-                Err(error) => {
-                    eprintln!("error: {error:#}");
-                    return ExitCode::from(2);
-                }
-            };
-            let runtime = match network_runtime(args.load.workers_max) {
-                Ok(runtime) => runtime,
-                Err(error) => {
-                    eprintln!("error: cannot start the async runtime: {error}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            match runtime.block_on(profile::profile(&args, config, &slos, cli_command)) {
-                Ok(Outcome::Completed) => ExitCode::SUCCESS,
-                Ok(Outcome::AllFailed) => ExitCode::FAILURE,
-                Ok(Outcome::SlosMissed) => ExitCode::from(3),
-                Ok(Outcome::Cancelled) => ExitCode::from(130),
-                Err(error) => {
-                    eprintln!("error: {error:#}");
-                    if error.is::<workload::UsageError>() {
-                        ExitCode::from(2)
-                    } else {
-                        ExitCode::FAILURE
-                    }
-                }
+            run_profile(&argv, *args, cli_command)
+        }
+    }
+}
+
+/// `aiperf profile`: one run, or the runs of `--num-profile-runs` and of a sweep.
+fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitCode {
+    let workers = args.load.workers_max;
+    let single_run = args.runs.num_profile_runs == 1;
+    let (slos, points) =
+        match assemble::slos(&args).and_then(|slos| Ok((slos, sweep_points(argv, args)?))) {
+            Ok(assembled) => assembled,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                return ExitCode::from(2);
+            }
+        };
+    let runtime = match network_runtime(workers) {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match <[runs::Point; 1]>::try_from(points) {
+        Ok([point]) if single_run => runtime.block_on(profile::profile(
+            &point.args,
+            point.config,
+            &slos,
+            cli_command,
+        )),
+        Ok(point) => runtime.block_on(runs::run_points(point.into(), &slos, cli_command)),
+        Err(points) => runtime.block_on(runs::run_points(points, &slos, cli_command)),
+    };
+    match result {
+        Ok(Outcome::Completed) => ExitCode::SUCCESS,
+        Ok(Outcome::AllFailed | Outcome::RunsFailed) => ExitCode::FAILURE,
+        Ok(Outcome::SlosMissed) => ExitCode::from(3),
+        Ok(Outcome::Cancelled) => ExitCode::from(130),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            if error.is::<workload::UsageError>() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
             }
         }
     }
+}
+
+/// The points to run: the command line itself, or one per sweep combination, each
+/// parsed and assembled up front so a bad value fails before anything runs.
+fn sweep_points(argv: &[String], args: ProfileArgs) -> anyhow::Result<Vec<runs::Point>> {
+    let expanded = sweep::expand(argv, args.runs.sweep_type)?;
+    if expanded.is_empty() {
+        let config = assemble::assemble(&args)?;
+        return Ok(vec![runs::Point {
+            label: None,
+            parameters: Vec::new(),
+            args,
+            config,
+        }]);
+    }
+    let mut points = Vec::with_capacity(expanded.len());
+    for point in expanded {
+        let args = match Cli::try_parse_from(&point.argv) {
+            Ok(Cli {
+                command: Command::Profile(args),
+            }) => *args,
+            Ok(_) => anyhow::bail!("a sweep point is not an `aiperf profile` command line"),
+            Err(error) => error.exit(),
+        };
+        let config = assemble::assemble(&args)
+            .map_err(|error| error.context(format!("sweep point {}", point.label)))?;
+        points.push(runs::Point {
+            label: Some(point.label),
+            parameters: point.parameters,
+            args,
+            config,
+        });
+    }
+    Ok(points)
 }
 
 /// The runtime that sends requests. One thread by default: every request task and

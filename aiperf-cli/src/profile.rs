@@ -36,6 +36,8 @@ pub enum Outcome {
     Cancelled,
     /// The run completed but missed at least one `--slo`.
     SlosMissed,
+    /// Fewer than two runs of a multi-run succeeded, or a sweep point failed.
+    RunsFailed,
 }
 
 /// Runs the benchmark `config` describes and writes its artifacts.
@@ -45,179 +47,275 @@ pub async fn profile(
     slos: &[Slo],
     cli_command: String,
 ) -> anyhow::Result<Outcome> {
-    // First, so that Ctrl-C during a long dataset load also ends the run cleanly.
-    let cancel = CancellationToken::new();
-    spawn_ctrl_c_handler(cancel.clone());
-    let seed = *config
-        .input
-        .random_seed
-        .get_or_insert_with(rand::random::<u64>);
+    let session = Session::start(args, &mut config).await?;
+    let report = session
+        .run_once(args, config, None, slos, cli_command)
+        .await?;
+    Ok(report.outcome)
+}
 
-    let transport = Arc::new(build_transport(&args.endpoint)?);
-    let tokenizer = load_run_tokenizer(&config, transport.as_ref()).await?;
-    let _mock = start_embedded_mock_if_asked(&mut config, &tokenizer).await?;
-    let endpoint = endpoint_for(
-        &config.endpoint.endpoint_type,
-        EndpointOptions {
-            use_legacy_max_tokens: config.endpoint.use_legacy_max_tokens,
-            use_server_token_count: config.endpoint.use_server_token_count,
-            extra_inputs: config.endpoint.extra_inputs.clone(),
-        },
-    )?;
-    let streaming = config.endpoint.streaming && endpoint.info().supports_streaming;
-    if config.endpoint.streaming && !streaming {
-        eprintln!(
-            "warning: the {} endpoint does not stream; --streaming is ignored",
-            endpoint.info().name
-        );
-    }
-    config.endpoint.streaming = streaming;
+/// What every run of one invocation shares: the Ctrl-C token, the transport, the
+/// tokenizer, the embedded mock server (kept alive across runs) and the request target.
+pub struct Session {
+    cancel: CancellationToken,
+    transport: Arc<HttpTransport>,
+    tokenizer: Tokenizer,
+    mock_url: Option<String>,
+    /// Kept only so the embedded server lives as long as the session.
+    _mock: Option<MockServer>,
+    endpoint: Arc<dyn Endpoint>,
+    streaming: bool,
+    request_urls: Vec<String>,
+    headers: Vec<(String, String)>,
+}
 
-    let request_urls: Vec<String> = config
-        .endpoint
-        .urls
-        .iter()
-        .map(|base| {
-            build_url(
-                base,
-                config.endpoint.custom_endpoint.as_deref(),
-                endpoint.info().path(streaming),
-            )
-        })
-        .collect();
-    let mut headers = config.endpoint.headers.clone();
-    if let Some(key) = &config.endpoint.api_key {
-        let (name, value) = api_key_header(endpoint.info(), key);
-        headers.insert(0, (name.to_owned(), value));
-    }
-    if let Some(readiness) = Readiness::from_args(&args.endpoint)? {
-        let target = Target {
-            base_urls: &config.endpoint.urls,
-            request_urls: &request_urls,
-            model: config.primary_model(),
-            endpoint: endpoint.as_ref(),
-            headers: &headers,
-        };
-        wait_until_ready(transport.as_ref(), &target, readiness).await?;
-    }
+/// One finished run: its summary and how it ended.
+pub struct RunReport {
+    /// The run's metrics.
+    pub summary: Summary,
+    /// How the run ended.
+    pub outcome: Outcome,
+}
 
-    let workload = workload::load(
-        args,
-        &mut config,
-        endpoint.info().name,
-        &tokenizer,
-        transport.as_ref(),
-    )
-    .await?;
-    let conversations = workload.conversations;
+impl Session {
+    /// Sets up what the runs share and waits for the server when asked. `config` is
+    /// adjusted as every run needs it (see [`Session::adopt`]).
+    pub async fn start(args: &ProfileArgs, config: &mut BenchmarkConfig) -> anyhow::Result<Self> {
+        // First, so that Ctrl-C during a long dataset load also ends the run cleanly.
+        let cancel = CancellationToken::new();
+        spawn_ctrl_c_handler(cancel.clone());
 
-    let artifact_dir = resolve_artifact_dir(&config);
-    std::fs::create_dir_all(&artifact_dir).with_context(|| {
-        format!(
-            "cannot create the artifact directory {}",
-            artifact_dir.display()
-        )
-    })?;
-    let paths = export_paths(&artifact_dir, config.output.export_prefix.as_deref());
-    write_inputs_json(
-        &artifact_dir.join("inputs.json"),
-        endpoint.as_ref(),
-        &config,
-        &conversations,
-    )?;
+        let transport = Arc::new(build_transport(&args.endpoint)?);
+        let tokenizer = load_run_tokenizer(config, transport.as_ref()).await?;
+        let mock = start_embedded_mock_if_asked(config, &tokenizer).await?;
+        let endpoint = endpoint_for(
+            &config.endpoint.endpoint_type,
+            EndpointOptions {
+                use_legacy_max_tokens: config.endpoint.use_legacy_max_tokens,
+                use_server_token_count: config.endpoint.use_server_token_count,
+                extra_inputs: config.endpoint.extra_inputs.clone(),
+            },
+        )?;
+        let streaming = config.endpoint.streaming && endpoint.info().supports_streaming;
+        if config.endpoint.streaming && !streaming {
+            eprintln!(
+                "warning: the {} endpoint does not stream; --streaming is ignored",
+                endpoint.info().name
+            );
+        }
+        config.endpoint.streaming = streaming;
 
-    let mut sink = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer))?
-        .with_cli_command(cli_command);
-    if let Some(width) = args.output.slice_duration {
-        sink = sink.with_time_slices(Duration::from_secs_f64(width));
-    }
-    if config.output.export_level != ExportLevel::Summary {
-        sink = sink
-            .export_records_to(&paths.jsonl)?
-            .export_parquet_to(&paths.parquet)?
-            .export_http_trace(args.output.export_http_trace);
-    }
-    let raw_export = config.output.export_level == ExportLevel::Raw;
-    if raw_export {
-        sink = sink.export_raw_records_to(&paths.raw_jsonl)?;
-    }
-
-    let plans = PhasePlan::for_dataset(&config, &conversations)?;
-    let telemetry =
-        crate::telemetry::start(&args.telemetry, &config.endpoint.urls, transport.clone()).await?;
-    let progress = Arc::new(Progress::default());
-    let mut builder = Benchmark::builder()
-        .endpoint(Arc::clone(&endpoint))
-        .transport(transport)
-        .model(config.primary_model())
-        .streaming(streaming)
-        .request_timeout(config.endpoint.request_timeout)
-        .conversations(
-            conversations,
-            workload.sampling,
-            derive_seed(seed, "dataset.sampling"),
-        )
-        .cancel_token(cancel.clone())
-        .progress(Arc::clone(&progress))
-        .keep_raw_exchanges(raw_export);
-    for url in &request_urls {
-        builder = builder.url(url.clone());
-    }
-    for (name, value) in &headers {
-        builder = builder.header(name.clone(), value.clone());
-    }
-    builder = builder.phases(plans);
-
-    let display = ui::spawn_progress(ui::default_ui(args.output.ui_type), &config, progress);
-    let result = builder.sink(sink)?.run().await;
-    if let Some(display) = display {
-        display.finish().await;
-    }
-    let summary = result?;
-    // Finish right after the run: counters take the scrapes just after the window's end.
-    let telemetry = match telemetry {
-        Some(running) => Some(
-            running
-                .finish(
-                    (
-                        summary.start_time_ns.unwrap_or(0),
-                        summary.end_time_ns.unwrap_or(0),
-                    ),
-                    &artifact_dir,
-                    crate::telemetry::RunTotals::from_summary(&summary),
+        let request_urls: Vec<String> = config
+            .endpoint
+            .urls
+            .iter()
+            .map(|base| {
+                build_url(
+                    base,
+                    config.endpoint.custom_endpoint.as_deref(),
+                    endpoint.info().path(streaming),
                 )
-                .await?,
-        ),
-        None => None,
-    };
+            })
+            .collect();
+        let mut headers = config.endpoint.headers.clone();
+        if let Some(key) = &config.endpoint.api_key {
+            let (name, value) = api_key_header(endpoint.info(), key);
+            headers.insert(0, (name.to_owned(), value));
+        }
+        if let Some(readiness) = Readiness::from_args(&args.endpoint)? {
+            let target = Target {
+                base_urls: &config.endpoint.urls,
+                request_urls: &request_urls,
+                model: config.primary_model(),
+                endpoint: endpoint.as_ref(),
+                headers: &headers,
+            };
+            wait_until_ready(transport.as_ref(), &target, readiness).await?;
+        }
+        Ok(Self {
+            cancel,
+            transport,
+            tokenizer,
+            mock_url: mock.as_ref().map(MockServer::url),
+            _mock: mock,
+            endpoint,
+            streaming,
+            request_urls,
+            headers,
+        })
+    }
 
-    write_summary_files(&summary, &paths)?;
-    if let Some(telemetry) = &telemetry {
-        telemetry.patch_summary_files(&paths.json, &paths.csv)?;
+    /// Points another run's `config` (e.g. a sweep point's) at the session's server
+    /// and streaming choice, as [`Session::start`] did for the first.
+    pub fn adopt(&self, config: &mut BenchmarkConfig) {
+        if let Some(mock_url) = &self.mock_url {
+            for url in &mut config.endpoint.urls {
+                if url == MOCK_URL {
+                    url.clone_from(mock_url);
+                }
+            }
+        }
+        config.endpoint.streaming = self.streaming;
     }
-    print!("{}", console::render_console(&summary));
-    if let Some(text) = telemetry.as_ref().and_then(|t| t.console.as_deref()) {
-        print!("{text}");
+
+    /// True once Ctrl-C was pressed: no further run should start.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
-    if args.output.show_trace_timing {
-        if let Some(table) = console::metrics_table(&summary, ConsoleGroup::HttpTrace) {
-            print!("{}", table.render());
+
+    /// Waits `seconds`, or less when Ctrl-C is pressed meanwhile.
+    pub async fn cool_down(&self, seconds: f64) {
+        if seconds > 0.0 {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {}
+                _ = self.cancel.cancelled() => {}
+            }
         }
     }
-    let raw_records = raw_export.then_some(paths.raw_jsonl.as_path());
-    print_footer(
-        &summary,
-        &paths.csv,
-        &paths.json,
-        raw_records,
-        &artifact_dir,
-    );
-    let slos_met = slos.is_empty() || {
-        let report = summary.check_slos(slos);
-        print!("{}", report.render());
-        report.passed()
-    };
-    Ok(outcome(&summary, slos_met))
+
+    /// Runs the benchmark once and writes its artifacts to `artifact_dir` (`None`: the
+    /// directory `--artifact-dir` and the run's load shape name).
+    pub async fn run_once(
+        &self,
+        args: &ProfileArgs,
+        mut config: BenchmarkConfig,
+        artifact_dir: Option<&Path>,
+        slos: &[Slo],
+        cli_command: String,
+    ) -> anyhow::Result<RunReport> {
+        let seed = *config
+            .input
+            .random_seed
+            .get_or_insert_with(rand::random::<u64>);
+        let endpoint = &self.endpoint;
+        let workload = workload::load(
+            args,
+            &mut config,
+            endpoint.info().name,
+            &self.tokenizer,
+            self.transport.as_ref(),
+        )
+        .await?;
+        let conversations = workload.conversations;
+
+        let artifact_dir = match artifact_dir {
+            Some(dir) => dir.to_path_buf(),
+            None => resolve_artifact_dir(&config),
+        };
+        std::fs::create_dir_all(&artifact_dir).with_context(|| {
+            format!(
+                "cannot create the artifact directory {}",
+                artifact_dir.display()
+            )
+        })?;
+        let paths = export_paths(&artifact_dir, config.output.export_prefix.as_deref());
+        write_inputs_json(
+            &artifact_dir.join("inputs.json"),
+            endpoint.as_ref(),
+            &config,
+            &conversations,
+        )?;
+
+        let mut sink =
+            MetricsSink::new(&config, endpoint.info(), Arc::new(self.tokenizer.clone()))?
+                .with_cli_command(cli_command);
+        if let Some(width) = args.output.slice_duration {
+            sink = sink.with_time_slices(Duration::from_secs_f64(width));
+        }
+        if config.output.export_level != ExportLevel::Summary {
+            sink = sink
+                .export_records_to(&paths.jsonl)?
+                .export_parquet_to(&paths.parquet)?
+                .export_http_trace(args.output.export_http_trace);
+        }
+        let raw_export = config.output.export_level == ExportLevel::Raw;
+        if raw_export {
+            sink = sink.export_raw_records_to(&paths.raw_jsonl)?;
+        }
+
+        let plans = PhasePlan::for_dataset(&config, &conversations)?;
+        let telemetry = crate::telemetry::start(
+            &args.telemetry,
+            &config.endpoint.urls,
+            self.transport.clone(),
+        )
+        .await?;
+        let progress = Arc::new(Progress::default());
+        let mut builder = Benchmark::builder()
+            .endpoint(Arc::clone(endpoint))
+            .transport(self.transport.clone())
+            .model(config.primary_model())
+            .streaming(self.streaming)
+            .request_timeout(config.endpoint.request_timeout)
+            .conversations(
+                conversations,
+                workload.sampling,
+                derive_seed(seed, "dataset.sampling"),
+            )
+            .cancel_token(self.cancel.clone())
+            .progress(Arc::clone(&progress))
+            .keep_raw_exchanges(raw_export);
+        for url in &self.request_urls {
+            builder = builder.url(url.clone());
+        }
+        for (name, value) in &self.headers {
+            builder = builder.header(name.clone(), value.clone());
+        }
+        builder = builder.phases(plans);
+
+        // The live display is chosen per run, so a multi-run sequence can refuse one.
+        let display = ui::spawn_progress(ui::default_ui(args.output.ui_type), &config, progress);
+        let result = builder.sink(sink)?.run().await;
+        if let Some(display) = display {
+            display.finish().await;
+        }
+        let summary = result?;
+        // Finish right after the run: counters take the scrapes just after the window's end.
+        let telemetry = match telemetry {
+            Some(running) => Some(
+                running
+                    .finish(
+                        (
+                            summary.start_time_ns.unwrap_or(0),
+                            summary.end_time_ns.unwrap_or(0),
+                        ),
+                        &artifact_dir,
+                        crate::telemetry::RunTotals::from_summary(&summary),
+                    )
+                    .await?,
+            ),
+            None => None,
+        };
+
+        write_summary_files(&summary, &paths)?;
+        if let Some(telemetry) = &telemetry {
+            telemetry.patch_summary_files(&paths.json, &paths.csv)?;
+        }
+        print!("{}", console::render_console(&summary));
+        if let Some(text) = telemetry.as_ref().and_then(|t| t.console.as_deref()) {
+            print!("{text}");
+        }
+        if args.output.show_trace_timing {
+            if let Some(table) = console::metrics_table(&summary, ConsoleGroup::HttpTrace) {
+                print!("{}", table.render());
+            }
+        }
+        let raw_records = raw_export.then_some(paths.raw_jsonl.as_path());
+        print_footer(
+            &summary,
+            &paths.csv,
+            &paths.json,
+            raw_records,
+            &artifact_dir,
+        );
+        let slos_met = slos.is_empty() || {
+            let report = summary.check_slos(slos);
+            print!("{}", report.render());
+            report.passed()
+        };
+        let outcome = outcome(&summary, slos_met);
+        Ok(RunReport { summary, outcome })
+    }
 }
 
 fn outcome(summary: &Summary, slos_met: bool) -> Outcome {

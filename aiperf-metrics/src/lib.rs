@@ -42,6 +42,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod aggregate;
 pub mod catalogue;
 pub mod compare;
 pub mod export;
@@ -50,6 +51,7 @@ pub mod record_metrics;
 pub mod slo;
 pub mod stats;
 pub mod summary;
+pub mod sweep;
 pub mod timeline;
 
 use std::path::{Path, PathBuf};

@@ -13,22 +13,24 @@ use clap::{Args, ValueEnum};
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
-    /// Mean input sequence length of synthetic prompts, in tokens.
+    /// Mean input sequence length of synthetic prompts, in tokens. A comma list
+    /// (128,512) runs a sweep.
     #[arg(long = "isl", visible_aliases = ["prompt-input-tokens-mean", "synthetic-input-tokens-mean"],
           default_value_t = 550)]
     pub isl: u32,
 
-    /// Standard deviation of the input sequence length.
+    /// Standard deviation of the input sequence length. A comma list runs a sweep.
     #[arg(long = "isl-stddev",
           visible_aliases = ["prompt-input-tokens-stddev", "synthetic-input-tokens-stddev"],
           default_value_t = 0.0)]
     pub isl_stddev: f64,
 
     /// Mean output length: each request asks for this many tokens. Unset: no limit is sent.
+    /// A comma list runs a sweep.
     #[arg(long = "osl", visible_aliases = ["prompt-output-tokens-mean", "output-tokens-mean"])]
     pub osl: Option<u32>,
 
-    /// Standard deviation of the output length.
+    /// Standard deviation of the output length. A comma list runs a sweep.
     #[arg(long = "osl-stddev",
           visible_aliases = ["prompt-output-tokens-stddev", "output-tokens-stddev"],
           default_value_t = 0.0)]

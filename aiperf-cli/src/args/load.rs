@@ -10,7 +10,8 @@ use clap::{Args, ValueEnum};
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Load")]
 pub struct LoadArgs {
-    /// Maximum sessions in flight (closed loop); with --request-rate, a cap.
+    /// Maximum sessions in flight (closed loop); with --request-rate, a cap. A comma
+    /// list (1,2,4) runs a parameter sweep, one point per value (see --sweep-type).
     #[arg(long)]
     pub concurrency: Option<usize>,
 
@@ -18,7 +19,8 @@ pub struct LoadArgs {
     #[arg(long = "concurrency-ramp-duration")]
     pub concurrency_ramp_duration: Option<f64>,
 
-    /// Maximum requests waiting for their first token (streaming only).
+    /// Maximum requests waiting for their first token (streaming only). A comma list
+    /// runs a sweep.
     #[arg(long = "prefill-concurrency")]
     pub prefill_concurrency: Option<usize>,
 
@@ -26,7 +28,7 @@ pub struct LoadArgs {
     #[arg(long = "prefill-concurrency-ramp-duration")]
     pub prefill_concurrency_ramp_duration: Option<f64>,
 
-    /// Target requests per second (open loop).
+    /// Target requests per second (open loop). A comma list (5,10,20) runs a sweep.
     #[arg(long = "request-rate")]
     pub request_rate: Option<f64>,
 
@@ -46,7 +48,8 @@ pub struct LoadArgs {
     #[arg(long = "arrival-smoothness", visible_alias = "vllm-burstiness")]
     pub arrival_smoothness: Option<f64>,
 
-    /// Stop after this many requests (default 10 when no stop condition is given).
+    /// Stop after this many requests (default 10 when no stop condition is given). A
+    /// comma list runs a sweep.
     #[arg(long = "request-count", visible_alias = "num-requests")]
     pub request_count: Option<u64>,
 
@@ -54,7 +57,7 @@ pub struct LoadArgs {
     #[arg(long = "num-sessions", visible_aliases = ["conversation-num", "num-conversations"])]
     pub num_sessions: Option<u64>,
 
-    /// Stop sending after this many seconds.
+    /// Stop sending after this many seconds. A comma list runs a sweep.
     #[arg(long = "benchmark-duration")]
     pub benchmark_duration: Option<f64>,
 
@@ -92,7 +95,7 @@ pub struct LoadArgs {
     #[arg(long = "user-centric-rate")]
     pub user_centric_rate: Option<f64>,
 
-    /// Simulated users of --user-centric-rate.
+    /// Simulated users of --user-centric-rate. A comma list runs a sweep.
     #[arg(long = "num-users")]
     pub num_users: Option<usize>,
 

@@ -6,9 +6,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod input;
 mod load;
+mod runs;
 
 pub use input::{InputArgs, RankingsArgs};
 pub use load::LoadArgs;
+pub use runs::{RunsArgs, SweepType};
 
 /// Benchmark generative-AI inference servers.
 #[derive(Debug, Parser)]
@@ -34,6 +36,9 @@ pub enum Command {
     },
     /// Compare two runs' artifacts: differences, their significance, regression gates.
     Compare(CompareArgs),
+    /// Draw charts (PNG and SVG) and a self-contained report.html from one run's artifacts,
+    /// or compare several runs (a sweep, a multi-run folder, or several directories).
+    Plot(PlotArgs),
 }
 
 /// `aiperf profile`.
@@ -49,6 +54,8 @@ pub struct ProfileArgs {
     pub load: LoadArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub runs: RunsArgs,
     #[command(flatten)]
     pub telemetry: crate::telemetry::TelemetryArgs,
 }
@@ -283,6 +290,33 @@ pub struct CompareArgs {
     /// Number of bootstrap resamples for the percentile confidence intervals.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub bootstrap_resamples: u32,
+}
+
+/// `aiperf plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Run artifact directories. One directory holding profile_export.jsonl (or
+    /// profile_export_aiperf.json) plots that run; a directory whose subfolders hold runs, or
+    /// several directories, compares the runs.
+    #[arg(value_name = "PATHS", default_value = "./artifacts")]
+    pub paths: Vec<PathBuf>,
+
+    /// Folder for the charts and report.html (created if missing; default: FIRST_PATH/plots).
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+
+    /// Colour scheme of the charts and the report.
+    #[arg(long, value_enum, default_value_t = PlotTheme::Light)]
+    pub theme: PlotTheme,
+}
+
+/// `aiperf plot --theme`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlotTheme {
+    /// Dark text on white.
+    Light,
+    /// Light text on a dark background.
+    Dark,
 }
 
 #[cfg(test)]

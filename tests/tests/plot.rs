@@ -1,0 +1,231 @@
+//! `aiperf plot`, the built binary, on runs the binary made against the in-process mock:
+//! every chart file of a single run (PNG size, well-formed SVG), the report holding the
+//! run's numbers with nothing fetched from the network, and a two-run comparison.
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use aiperf_mock_server::{MockConfig, MockServer};
+use common::{aiperf_binary, args, assert_exit, profile, read_json, read_jsonl, stat};
+
+/// The charts of a streaming run with timeslices, in report order.
+const SINGLE_RUN_CHARTS: [&str; 11] = [
+    "ttft_distribution",
+    "itl_distribution",
+    "latency_distribution",
+    "ttft_vs_isl",
+    "ttft_over_time",
+    "latency_over_time",
+    "itl_by_position",
+    "isl_vs_osl",
+    "throughput_over_time",
+    "timeslices_ttft",
+    "timeslices_itl",
+];
+
+const COMPARISON_CHARTS: [&str; 6] = [
+    "pareto_throughput_vs_latency",
+    "pareto_throughput_per_gpu_vs_interactivity",
+    "ttft_by_run",
+    "itl_by_run",
+    "latency_by_run",
+    "throughput_by_run",
+];
+
+/// A streaming run against `server` with varied lengths and 0.2 s time slices.
+async fn fixture_run(server: &MockServer, dir: &Path, concurrency: u32) {
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --streaming --concurrency {concurrency} --request-count 40 \
+         --isl 64 --isl-stddev 16 --osl 24 --osl-stddev 8 --slice-duration 0.2 --random-seed 3 \
+         --no-server-metrics --no-gpu-telemetry",
+        url = server.url()
+    ));
+    argv.extend(["--artifact-dir".into(), dir.to_str().unwrap().into()]);
+    assert_exit(&profile(argv).await, 0);
+}
+
+fn plot(arguments: &[&str]) -> Output {
+    Command::new(aiperf_binary())
+        .arg("plot")
+        .args(arguments)
+        .output()
+        .expect("aiperf runs")
+}
+
+/// Width and height from a PNG's IHDR chunk, which follows the 8-byte signature.
+fn png_size(path: &Path) -> (u32, u32) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(
+        &bytes[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} is a PNG",
+        path.display()
+    );
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let word = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    (word(16), word(20))
+}
+
+/// Checks that `text` is one well-formed XML element tree rooted at `<svg>`: every tag
+/// closes in order (a tiny parser: enough for plotters' output, no CDATA or comments).
+fn assert_well_formed_svg(text: &str, name: &str) {
+    let body = text.trim_start();
+    let body = match body.strip_prefix("<?xml") {
+        Some(rest) => rest.split_once("?>").unwrap().1.trim_start(),
+        None => body,
+    };
+    assert!(body.starts_with("<svg"), "{name} starts with <svg");
+    let mut open: Vec<&str> = Vec::new();
+    let mut rest = body;
+    while let Some(start) = rest.find('<') {
+        let end = rest[start..]
+            .find('>')
+            .unwrap_or_else(|| panic!("{name}: unclosed tag"))
+            + start;
+        let tag = &rest[start + 1..end];
+        if let Some(closing) = tag.strip_prefix('/') {
+            assert_eq!(
+                open.pop(),
+                Some(closing.trim()),
+                "{name}: mismatched </{closing}>"
+            );
+        } else if !tag.ends_with('/') {
+            open.push(tag.split_whitespace().next().unwrap());
+        }
+        rest = &rest[end + 1..];
+        if open.is_empty() {
+            assert!(rest.trim().is_empty(), "{name}: content after </svg>");
+        }
+    }
+    assert!(open.is_empty(), "{name}: unclosed {open:?}");
+}
+
+/// No reference a browser would fetch: the SVG namespace is a name, not a download.
+fn assert_self_contained(report: &str) {
+    let without_namespace = report.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    assert!(
+        !without_namespace.contains("http://"),
+        "report references http://"
+    );
+    assert!(
+        !without_namespace.contains("https://"),
+        "report references https://"
+    );
+    assert!(!report.contains("<script src"), "report loads a script");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_gets_every_chart_as_png_and_svg_and_a_report_with_its_numbers() {
+    let server = MockServer::start(MockConfig::with_timing(20.0, 2.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    fixture_run(&server, &run, 4).await;
+
+    let output = plot(&[run.to_str().unwrap()]);
+    assert_exit(&output, 0);
+    let plots = run.join("plots");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("11 charts (PNG and SVG) in {}", plots.display())),
+        "{stdout}"
+    );
+    for name in SINGLE_RUN_CHARTS {
+        assert_eq!(
+            png_size(&plots.join(format!("{name}.png"))),
+            (1200, 700),
+            "{name}"
+        );
+        let svg = std::fs::read_to_string(plots.join(format!("{name}.svg"))).unwrap();
+        assert_well_formed_svg(&svg, name);
+    }
+
+    let report = std::fs::read_to_string(plots.join("report.html")).unwrap();
+    assert_self_contained(&report);
+    assert_eq!(report.matches("<figure id=").count(), 11);
+    assert_eq!(report.matches("<svg ").count(), 11);
+    // The summary table shows the run's request count.
+    let summary = read_json(&run.join("profile_export_aiperf.json"));
+    assert_eq!(stat(&summary, "request_count", "avg"), 40.0);
+    assert!(report.contains("<td>request_count</td><td>requests</td><td>40</td>"));
+    // Every request's (ISL, TTFT) is in the data of the TTFT-vs-ISL chart, exactly.
+    for record in read_jsonl(&run.join("profile_export.jsonl")) {
+        let isl = record["metrics"]["input_sequence_length"]["value"]
+            .as_f64()
+            .unwrap();
+        let ttft = &record["metrics"]["time_to_first_token"]["value"];
+        let point = format!("[{isl:?},{ttft}]");
+        assert!(report.contains(&point), "report lacks {point}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_in_subfolders_are_compared_in_natural_order() {
+    let server = MockServer::start(MockConfig::with_timing(20.0, 2.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("sweep");
+    for concurrency in [8, 2] {
+        fixture_run(
+            &server,
+            &sweep.join(format!("concurrency_{concurrency}")),
+            concurrency,
+        )
+        .await;
+    }
+    let out: PathBuf = dir.path().join("charts");
+
+    let output = plot(&[
+        sweep.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--theme",
+        "dark",
+    ]);
+    assert_exit(&output, 0);
+    assert!(String::from_utf8_lossy(&output.stdout)
+        .starts_with("Compared 2 runs:\n  concurrency_2\n  concurrency_8\n"));
+    for name in COMPARISON_CHARTS {
+        assert_eq!(png_size(&out.join(format!("{name}.png"))).0, 1200, "{name}");
+        assert_well_formed_svg(
+            &std::fs::read_to_string(out.join(format!("{name}.svg"))).unwrap(),
+            name,
+        );
+    }
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_self_contained(&report);
+    assert!(report.contains("background: #181a1f"), "dark theme");
+    // The Pareto chart's data holds each run's (latency avg, throughput avg) exactly.
+    for concurrency in [2, 8] {
+        let summary = read_json(&sweep.join(format!(
+            "concurrency_{concurrency}/profile_export_aiperf.json"
+        )));
+        let point = format!(
+            "[{},{}]",
+            summary["request_latency"]["avg"], summary["output_token_throughput"]["avg"]
+        );
+        assert!(report.contains(&point), "report lacks {point}");
+        assert!(report.contains(&format!("<td>concurrency_{concurrency}</td>")));
+    }
+}
+
+#[test]
+fn a_folder_without_runs_is_an_error_that_says_what_was_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = plot(&[dir.path().to_str().unwrap()]);
+    assert_exit(&output, 1);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "error: no aiperf run found in {}: expected profile_export_aiperf.json there or in \
+             its subfolders (a run's artifact directory, a sweep or a multi-run folder)\n",
+            dir.path().display()
+        )
+    );
+    assert!(!dir.path().join("plots").exists());
+}
