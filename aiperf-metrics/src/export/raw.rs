@@ -192,12 +192,13 @@ impl<'a> Body<'a> {
         }
         let bytes = match raw.chunks.as_slice() {
             [only] => Cow::Borrowed(&only.bytes[..]),
-            chunks => Cow::Owned(
-                chunks
-                    .iter()
-                    .flat_map(|c| c.bytes.iter().copied())
-                    .collect(),
-            ),
+            chunks => {
+                let mut bytes = Vec::with_capacity(end);
+                for chunk in chunks {
+                    bytes.extend_from_slice(&chunk.bytes);
+                }
+                Cow::Owned(bytes)
+            }
         };
         Self { bytes, chunk_ends }
     }

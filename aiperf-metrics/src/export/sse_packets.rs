@@ -54,31 +54,29 @@ pub fn split_sse<'a>(body: &'a [u8], chunk_ends: &[(usize, u64)]) -> Vec<SseMess
             .or(chunk_ends.last())
             .map_or(0, |(_, perf_ns)| *perf_ns)
     };
-    let mut rest = body.strip_prefix(BOM).unwrap_or(body);
+    let text = Text::of(body);
+    let mut start = if body.starts_with(BOM) { BOM.len() } else { 0 };
     let mut messages = Vec::new();
     let mut packets = Vec::new();
-    while !rest.is_empty() {
-        let end = rest
+    while start < body.len() {
+        let end = body[start..]
             .iter()
             .position(|&b| b == b'\r' || b == b'\n')
-            .unwrap_or(rest.len());
-        let line = &rest[..end];
-        if line.is_empty() {
+            .map_or(body.len(), |at| start + at);
+        if end == start {
             if !packets.is_empty() {
-                let offset = body.len() - rest.len();
                 messages.push(SseMessage {
-                    perf_ns: stamp_at(offset),
+                    perf_ns: stamp_at(end),
                     packets: std::mem::take(&mut packets),
                 });
             }
-        } else if let Some(packet) = packet(line) {
+        } else if let Some(packet) = packet(&text, start, end) {
             packets.push(packet);
         }
-        let terminator = match rest.get(end..end + 2) {
-            Some(b"\r\n") => 2,
-            _ => usize::from(end < rest.len()),
+        start = match body.get(end..end + 2) {
+            Some(b"\r\n") => end + 2,
+            _ => end + 1,
         };
-        rest = &rest[end + terminator..];
     }
     if !packets.is_empty() {
         messages.push(SseMessage {
@@ -89,28 +87,66 @@ pub fn split_sse<'a>(body: &'a [u8], chunk_ends: &[(usize, u64)]) -> Vec<SseMess
     messages
 }
 
-/// A trimmed piece of a line as text.
-fn text(bytes: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(bytes.trim_ascii())
+/// The body as text: validated once when it is UTF-8 (nearly always), so pieces borrow
+/// from it; otherwise each piece is converted with replacement characters.
+enum Text<'a> {
+    Valid(&'a str),
+    Invalid(&'a [u8]),
 }
 
-/// The packet of one line; `None` for a whitespace-only line.
-fn packet(line: &[u8]) -> Option<SsePacket<'_>> {
-    let line = line.trim_ascii();
-    if line.is_empty() {
+impl<'a> Text<'a> {
+    fn of(body: &'a [u8]) -> Self {
+        std::str::from_utf8(body).map_or(Text::Invalid(body), Text::Valid)
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        match self {
+            Text::Valid(text) => text.as_bytes(),
+            Text::Invalid(bytes) => bytes,
+        }
+    }
+
+    /// Bytes `start..end` with ASCII whitespace trimmed. The bounds always sit next to
+    /// ASCII bytes (line ends, colons, whitespace), so they are character boundaries.
+    fn piece(&self, start: usize, end: usize) -> Cow<'a, str> {
+        let (start, end) = trimmed(self.bytes(), start, end);
+        match self {
+            Text::Valid(text) => Cow::Borrowed(text.get(start..end).unwrap_or_default()),
+            Text::Invalid(bytes) => String::from_utf8_lossy(&bytes[start..end]),
+        }
+    }
+}
+
+/// `start..end` without leading and trailing ASCII whitespace.
+fn trimmed(bytes: &[u8], mut start: usize, mut end: usize) -> (usize, usize) {
+    while start < end && bytes[start].is_ascii_whitespace() {
+        start += 1;
+    }
+    while end > start && bytes[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    (start, end)
+}
+
+/// The packet of the line at `start..end`; `None` for a whitespace-only line.
+fn packet<'a>(text: &Text<'a>, start: usize, end: usize) -> Option<SsePacket<'a>> {
+    let bytes = text.bytes();
+    let (start, end) = trimmed(bytes, start, end);
+    if start == end {
         return None;
     }
-    Some(match line.iter().position(|&b| b == b':') {
+    Some(match bytes[start..end].iter().position(|&b| b == b':') {
         None => SsePacket {
-            name: text(line),
+            name: text.piece(start, end),
             value: None,
         },
+        Some(0) => SsePacket {
+            name: Cow::Borrowed("comment"),
+            value: Some(text.piece(start + 1, end)),
+        },
         Some(colon) => SsePacket {
-            name: match colon {
-                0 => Cow::Borrowed("comment"),
-                _ => text(&line[..colon]),
-            },
-            value: Some(text(&line[colon + 1..])),
+            name: text.piece(start, start + colon),
+            value: Some(text.piece(start + colon + 1, end)),
         },
     })
 }
@@ -237,6 +273,24 @@ mod tests {
             let expected: Vec<_> = whole.iter().map(|m| m.packets.clone()).collect();
             assert_eq!(packets, expected, "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_without_moving_the_stamps() {
+        let messages = split(&[b"data: \xFF ok\n", b"\n: \xC3\n\n"]);
+        assert_eq!(
+            messages,
+            vec![
+                SseMessage {
+                    perf_ns: 2 * MS,
+                    packets: vec![p("data", Some("\u{FFFD} ok"))],
+                },
+                SseMessage {
+                    perf_ns: 2 * MS,
+                    packets: vec![p("comment", Some("\u{FFFD}"))],
+                },
+            ]
+        );
     }
 
     #[test]
