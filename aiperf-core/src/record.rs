@@ -16,7 +16,8 @@ use crate::transport::{Chunk, TransportError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
-    /// Requests sent to warm the server up; discarded.
+    /// Requests sent to warm the server up; left out of the metrics (only the raw
+    /// export keeps them).
     Warmup,
     /// The measured requests.
     Profiling,

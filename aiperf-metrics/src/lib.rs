@@ -1,6 +1,7 @@
 //! Metrics for aiperf-rs: per-request metric formulas, numpy-exact statistics, goodput,
 //! the concurrency-aware time-weighted metrics of AIPerf 0.13, and the exporters
-//! (`profile_export_aiperf.json`, `.csv`, `profile_export.jsonl`, the console table).
+//! (`profile_export_aiperf.json`, `.csv`, `profile_export.jsonl`, `profile_export_raw.jsonl`,
+//! the console table).
 //!
 //! The engine hands every finished [`aiperf_core::RequestRecord`] to a [`MetricsSink`]
 //! (an [`aiperf_core::RecordSink`]). The sink skips warmup records, counts tokens with
