@@ -32,8 +32,9 @@ async fn run_raw(
     )));
     let output = profile(argv).await;
     server.shutdown().await;
-    let raw = if output.status.success() {
-        read_jsonl(&dir.join("out/profile_export_raw.jsonl"))
+    let raw_path = dir.join("out/profile_export_raw.jsonl");
+    let raw = if raw_path.is_file() {
+        read_jsonl(&raw_path)
     } else {
         Vec::new()
     };
@@ -215,4 +216,42 @@ async fn non_streaming_raw_export_keeps_whole_bodies_and_failures() {
     }
     assert_eq!(failures, expected_failures);
     assert_nowhere_in(&dir.path().join("out"), API_KEY);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_mid_way_keeps_what_arrived_with_its_error() {
+    let faults = FaultConfig {
+        drop_rate: 100.0,
+        drop_after_tokens: 3,
+        ..FaultConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(mock_config(dir.path(), faults))
+        .await
+        .unwrap();
+    let (output, raw, sent) = run_raw(
+        server,
+        dir.path(),
+        "-m mock-model --streaming --request-count 3 --isl 16 --osl 8 --random-seed 5",
+    )
+    .await;
+    // Every request failed: exit status 1, the artifacts still written.
+    assert_exit(&output, 1);
+    assert_eq!(raw.len(), 3);
+    for line in &raw {
+        check_request_side(line, &sent);
+        assert_eq!(line["status"], 200, "{line}");
+        assert_eq!(line["error"]["type"], "ServerDisconnectedError", "{line}");
+        let text: String = line["responses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["packets"].as_array().unwrap())
+            .filter_map(|packet| {
+                let chunk: Value = serde_json::from_str(packet["value"].as_str()?).ok()?;
+                Some(chunk["choices"][0]["delta"]["content"].as_str()?.to_owned())
+            })
+            .collect();
+        assert_eq!(text, output_text(0..3), "{line}");
+    }
 }
