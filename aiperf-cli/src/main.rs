@@ -12,6 +12,7 @@ mod assemble;
 mod cli_docs;
 mod compare;
 mod kv;
+mod logging;
 mod profile;
 mod readiness;
 mod telemetry;
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Profile(args) => {
-            init_logging(&args.output.log_level);
+            logging::init(args.output.effective_log_level());
             let (config, slos) = match assemble::assemble(&args)
                 .and_then(|config| Ok((config, assemble::slos(&args)?)))
             {
@@ -78,13 +79,18 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match runtime.block_on(profile::profile(&args, config, &slos, cli_command)) {
+            let result = runtime.block_on(profile::profile(&args, config, &slos, cli_command));
+            if let Err(error) = &result {
+                // On stderr as `error: …` and in the log file.
+                tracing::error!("{error:#}");
+            }
+            logging::flush();
+            match result {
                 Ok(Outcome::Completed) => ExitCode::SUCCESS,
                 Ok(Outcome::AllFailed) => ExitCode::FAILURE,
                 Ok(Outcome::SlosMissed) => ExitCode::from(3),
                 Ok(Outcome::Cancelled) => ExitCode::from(130),
                 Err(error) => {
-                    eprintln!("error: {error:#}");
                     if error.is::<workload::UsageError>() {
                         ExitCode::from(2)
                     } else {
@@ -112,23 +118,6 @@ fn network_runtime(workers: u16) -> std::io::Result<tokio::runtime::Runtime> {
             .enable_all()
             .build()
     }
-}
-
-/// Logs go to stderr at `--log-level` (Python AIPerf level names accepted).
-fn init_logging(level: &str) {
-    let directive = match level.to_ascii_lowercase().as_str() {
-        "trace" => "trace",
-        "debug" => "debug",
-        "info" | "notice" | "success" => "info",
-        "error" | "critical" => "error",
-        _ => "warn",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AIPERF_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directive));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
 }
 
 /// The command line as artifacts record it, with secret values replaced by `***`.

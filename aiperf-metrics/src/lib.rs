@@ -45,6 +45,7 @@
 pub mod catalogue;
 pub mod compare;
 pub mod export;
+pub mod live;
 mod memo;
 pub mod record_metrics;
 pub mod slo;
