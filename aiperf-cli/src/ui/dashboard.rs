@@ -8,6 +8,7 @@
 //! cancels the run itself, as the run's own Ctrl-C handler would.
 
 use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -300,9 +301,14 @@ impl Rates {
     }
 }
 
-/// Draws until `stop` is set, then gives the terminal back. Without a usable terminal it
-/// logs why and returns: the run goes on without a display.
+/// Draws until `stop` is set, then gives the terminal back. Without a terminal on stdout
+/// it logs why and returns: the run goes on without a display (and a pipe gets no escape
+/// sequences).
 pub fn run(watched: &Watched, stop: &AtomicBool) {
+    if !std::io::stdout().is_terminal() {
+        tracing::warn!("the dashboard needs a terminal on stdout: no live display");
+        return;
+    }
     let mut terminal = match ratatui::try_init() {
         Ok(terminal) => terminal,
         Err(error) => {
