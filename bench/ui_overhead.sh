@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # What the live dashboard costs the benchmark: the same streaming run with `--ui-type none`
 # and with `--ui-type dashboard` on a pseudo-terminal (util-linux `script`), alternating,
-# against one mock server in its own process (TTFT 20 ms, ITL 5 ms), so that the client's
+# against one mock server in its own process (by default TTFT 20 ms, ITL 5 ms), so that the client's
 # CPU time is the client's alone.
 # Usage: bash bench/ui_overhead.sh [runs per UI, default 3] [requests, default 3000]
+# MOCK_ARGS replaces the mock's timing, e.g. MOCK_ARGS=--fast for a run
+# that the client's CPU limits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,23 +15,25 @@ REQUESTS=${2:-3000}
 cargo build --release -q -p aiperf-cli -p aiperf-mock-server
 
 WORK=$(mktemp -d)
+MOCK_ARGS=${MOCK_ARGS:---ttft 20 --itl 5}
 MOCK_PID=""
 cleanup() { [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 
 PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-target/release/aiperf-mock-server --port "$PORT" --ttft 20 --itl 5 >"$WORK/mock.log" 2>&1 &
+target/release/aiperf-mock-server --port "$PORT" $MOCK_ARGS >"$WORK/mock.log" 2>&1 &
 MOCK_PID=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.05; done
 
-common="profile -m mock-model --tokenizer builtin --url http://127.0.0.1:$PORT --streaming
-        --concurrency 64 --request-count $REQUESTS --isl 128 --osl 64 --random-seed 42"
+# One line: it becomes part of the command `script` runs. Both UIs run on the terminal.
+common="profile -m mock-model --tokenizer builtin --url http://127.0.0.1:$PORT --streaming"
+common+=" --concurrency 64 --request-count $REQUESTS --isl 128 --osl 64 --random-seed 42"
 for run in $(seq "$RUNS"); do
     for ui in none dashboard; do
         out="$WORK/$ui-$run"
         # `time` inside the terminal measures aiperf alone, not `script`.
-        cmd="stty cols 120 rows 40; /usr/bin/time -f '%e %U %S' -o $out.time \
-             $PWD/target/release/aiperf $common --ui-type $ui --artifact-dir $out"
+        cmd="stty cols 120 rows 40; /usr/bin/time -f '%e %U %S' -o $out.time"
+        cmd+=" $PWD/target/release/aiperf $common --ui-type $ui --artifact-dir $out"
         script -qefc "$cmd" /dev/null </dev/null >"$out.screen" 2>&1
     done
 done

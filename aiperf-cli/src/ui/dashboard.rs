@@ -30,6 +30,10 @@ const CPU_WARNING_PERCENT: f64 = 90.0;
 /// Rates are averaged over this window, and the history gets one point per window.
 const RATE_WINDOW: Duration = Duration::from_secs(1);
 
+/// How long a wait for a key lasts: it bounds how long the end of the run waits for the
+/// dashboard to give the terminal back.
+const KEY_POLL: Duration = Duration::from_millis(20);
+
 /// Points of rate history kept (one per second: ten minutes, wider than any terminal).
 const HISTORY_POINTS: usize = 600;
 
@@ -356,8 +360,11 @@ pub fn run(watched: &Watched, stop: &AtomicBool) {
             tracing::warn!("cannot draw the dashboard: {error}");
             break;
         }
-        if ctrl_c_pressed(REFRESH) {
-            watched.cancel.cancel();
+        let next_draw = now + REFRESH;
+        while Instant::now() < next_draw && !stop.load(Ordering::Relaxed) {
+            if ctrl_c_pressed(KEY_POLL) {
+                watched.cancel.cancel();
+            }
         }
     }
     ratatui::restore();
