@@ -63,6 +63,7 @@ fn main() -> ExitCode {
         },
         Command::Profile(args) => {
             logging::init(args.output.effective_log_level());
+            tracing::info!("Starting aiperf {}", env!("CARGO_PKG_VERSION"));
             let (config, slos) = match assemble::assemble(&args)
                 .and_then(|config| Ok((config, assemble::slos(&args)?)))
             {

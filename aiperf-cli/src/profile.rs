@@ -209,6 +209,7 @@ pub async fn profile(
     };
 
     write_summary_files(&summary, &paths)?;
+    tracing::info!("Wrote {} and {}", paths.csv.display(), paths.json.display());
     if let Some(telemetry) = &telemetry {
         telemetry.patch_summary_files(&paths.json, &paths.csv)?;
     }
