@@ -13,6 +13,7 @@ mod assemble;
 mod cli_docs;
 mod compare;
 mod kv;
+mod logging;
 mod plot;
 mod profile;
 mod readiness;
@@ -80,7 +81,8 @@ fn main() -> ExitCode {
             }
         },
         Command::Profile(args) => {
-            init_logging(&args.output.log_level);
+            logging::init(args.output.effective_log_level());
+            tracing::info!("Starting aiperf {}", env!("CARGO_PKG_VERSION"));
             run_profile(&argv, *args, cli_command)
         }
     }
@@ -115,13 +117,17 @@ fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitC
         Ok(point) => runtime.block_on(runs::run_points(point.into(), &slos, cli_command)),
         Err(points) => runtime.block_on(runs::run_points(points, &slos, cli_command)),
     };
+    if let Err(error) = &result {
+        // On stderr as `error: …` and in the log file.
+        tracing::error!("{error:#}");
+    }
+    logging::flush();
     match result {
         Ok(Outcome::Completed) => ExitCode::SUCCESS,
         Ok(Outcome::AllFailed | Outcome::RunsFailed) => ExitCode::FAILURE,
         Ok(Outcome::SlosMissed) => ExitCode::from(3),
         Ok(Outcome::Cancelled) => ExitCode::from(130),
         Err(error) => {
-            eprintln!("error: {error:#}");
             if error.is::<workload::UsageError>() {
                 ExitCode::from(2)
             } else {
@@ -181,23 +187,6 @@ fn network_runtime(workers: u16) -> std::io::Result<tokio::runtime::Runtime> {
             .enable_all()
             .build()
     }
-}
-
-/// Logs go to stderr at `--log-level` (Python AIPerf level names accepted).
-fn init_logging(level: &str) {
-    let directive = match level.to_ascii_lowercase().as_str() {
-        "trace" => "trace",
-        "debug" => "debug",
-        "info" | "notice" | "success" => "info",
-        "error" | "critical" => "error",
-        _ => "warn",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AIPERF_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directive));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
 }
 
 /// The command line as artifacts record it, with secret values replaced by `***`.

@@ -1,5 +1,6 @@
 //! `aiperf profile`: compose the library crates into one benchmark run.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,13 +14,14 @@ use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
 use aiperf_endpoints::{api_key_header, build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::catalogue::ConsoleGroup;
 use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
+use aiperf_metrics::live::LiveStats;
 use aiperf_metrics::slo::Slo;
 use aiperf_metrics::{MetricsSink, Summary};
 use aiperf_mock_server::{MockConfig, MockServer};
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use crate::args::{ConnectionReuse, EndpointArgs, ProfileArgs};
+use crate::args::{ConnectionReuse, EndpointArgs, ProfileArgs, UiType};
 use crate::assemble::MOCK_URL;
 use crate::readiness::{wait_until_ready, Readiness, Target};
 use crate::ui;
@@ -98,8 +100,8 @@ impl Session {
         )?;
         let streaming = config.endpoint.streaming && endpoint.info().supports_streaming;
         if config.endpoint.streaming && !streaming {
-            eprintln!(
-                "warning: the {} endpoint does not stream; --streaming is ignored",
+            tracing::warn!(
+                "the {} endpoint does not stream; --streaming is ignored",
                 endpoint.info().name
             );
         }
@@ -208,6 +210,9 @@ impl Session {
                 artifact_dir.display()
             )
         })?;
+        let log_file = crate::logging::open_log_file(&artifact_dir)
+            .context("cannot create logs/aiperf.log in the artifact directory")?;
+        tracing::info!("Artifacts: {}", artifact_dir.display());
         let paths = export_paths(&artifact_dir, config.output.export_prefix.as_deref());
         write_inputs_json(
             &artifact_dir.join("inputs.json"),
@@ -216,9 +221,20 @@ impl Session {
             &conversations,
         )?;
 
+        tracing::info!("CLI command: {cli_command}");
         let mut sink =
             MetricsSink::new(&config, endpoint.info(), Arc::new(self.tokenizer.clone()))?
                 .with_cli_command(cli_command);
+        let ui_type = ui::default_ui(
+            args.output.ui_type,
+            std::io::stdout().is_terminal(),
+            args.output.is_verbose(),
+        );
+        // Only the dashboard reads latencies live; otherwise the sink skips the bookkeeping.
+        let live = Arc::new(LiveStats::new());
+        if ui_type == UiType::Dashboard {
+            sink = sink.with_live_stats(Arc::clone(&live));
+        }
         if let Some(width) = args.output.slice_duration {
             sink = sink.with_time_slices(Duration::from_secs_f64(width));
         }
@@ -263,11 +279,17 @@ impl Session {
         }
         builder = builder.phases(plans);
 
-        // The live display is chosen per run, so a multi-run sequence can refuse one.
-        let display = ui::spawn_progress(ui::default_ui(args.output.ui_type), &config, progress);
+        // Each run of a sequence gets its own display, drawn until its tables print.
+        let watched = ui::Watched {
+            progress,
+            live,
+            targets: ui::PhaseTargets::from_config(&config),
+            cancel: self.cancel.clone(),
+        };
+        let display = ui::spawn(ui_type, watched);
         let result = builder.sink(sink)?.run().await;
         if let Some(display) = display {
-            display.finish().await;
+            display.finish();
         }
         let summary = result?;
         // Finish right after the run: counters take the scrapes just after the window's end.
@@ -288,6 +310,7 @@ impl Session {
         };
 
         write_summary_files(&summary, &paths)?;
+        tracing::info!("Wrote {} and {}", paths.csv.display(), paths.json.display());
         if let Some(telemetry) = &telemetry {
             telemetry.patch_summary_files(&paths.json, &paths.csv)?;
         }
@@ -307,6 +330,7 @@ impl Session {
             &paths.json,
             raw_records,
             &artifact_dir,
+            &log_file,
         );
         let slos_met = slos.is_empty() || {
             let report = summary.check_slos(slos);
@@ -344,9 +368,7 @@ fn build_transport(args: &EndpointArgs) -> anyhow::Result<HttpTransport> {
     let verify_off_by_env = std::env::var("AIPERF_HTTP_SSL_VERIFY")
         .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "no"));
     if args.tls_insecure_skip_verify || verify_off_by_env {
-        eprintln!(
-            "warning: TLS certificate verification is off: any server certificate is accepted"
-        );
+        tracing::warn!("TLS certificate verification is off: any server certificate is accepted");
         builder = builder.insecure_skip_verify(true);
     }
     Ok(builder.http2(args.http2).build()?)
@@ -370,7 +392,7 @@ async fn start_embedded_mock_if_asked(
     )
     .await
     .context("cannot start the embedded mock server")?;
-    eprintln!("Benchmarking the embedded mock server at {}", server.url());
+    tracing::info!("Benchmarking the embedded mock server at {}", server.url());
     for url in &mut config.endpoint.urls {
         if url == MOCK_URL {
             *url = server.url();
@@ -389,8 +411,8 @@ async fn load_run_tokenizer(
         None,
     )?;
     if choice.placeholder_substituted {
-        eprintln!(
-            "warning: {:?} looks like a placeholder model name; counting tokens with the \
+        tracing::warn!(
+            "{:?} looks like a placeholder model name; counting tokens with the \
              builtin tokenizer (o200k_base). Pass --tokenizer for exact counts.",
             choice.requested
         );
@@ -446,6 +468,7 @@ fn print_footer(
     json: &Path,
     raw_records: Option<&Path>,
     dir: &Path,
+    log_file: &Path,
 ) {
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     println!("CSV Export: {}", absolute(csv).display());
@@ -454,6 +477,7 @@ fn print_footer(
         println!("Raw Records: {}", absolute(raw).display());
     }
     println!("Artifacts: {}", absolute(dir).display());
+    println!("Log File: {}", log_file.display());
     if summary.was_cancelled {
         println!(
             "The profile run was cancelled early: the results cover the requests that finished."

@@ -47,6 +47,7 @@ pub mod aggregate;
 pub mod catalogue;
 pub mod compare;
 pub mod export;
+pub mod live;
 mod memo;
 pub mod record_metrics;
 pub mod slo;

@@ -17,6 +17,7 @@ use crate::catalogue::{
 use crate::export::jsonl::JsonlWriter;
 use crate::export::parquet::ParquetWriter;
 use crate::export::raw::RawJsonlWriter;
+use crate::live::LiveStats;
 use crate::memo::MemoizedCounter;
 use crate::record_metrics::{
     compute_record_metrics, count_tokens, usage_fields, MetricValue, RecordMetrics, TokenCounts,
@@ -358,6 +359,7 @@ pub struct MetricsSink {
     cli_command: Option<String>,
     phase_index: u32,
     slices: Option<Box<Slices>>,
+    live: Option<Arc<LiveStats>>,
 }
 
 /// `--slice-duration`: a sink per slice of the profiling phase, by slice index.
@@ -505,6 +507,7 @@ impl MetricsSink {
             clock: None,
             cli_command: None,
             slices: None,
+            live: None,
         }
     }
 
@@ -574,6 +577,12 @@ impl MetricsSink {
         self
     }
 
+    /// Also feeds `live` once per processed profiling record, for a live display.
+    pub fn with_live_stats(mut self, live: Arc<LiveStats>) -> Self {
+        self.live = Some(live);
+        self
+    }
+
     /// The applicability context in use.
     pub fn context(&self) -> &MetricsContext {
         &self.ctx
@@ -594,6 +603,9 @@ impl MetricsSink {
         }
         let tokens = count_tokens(record, Some(self.counter.as_ref()), &self.ctx);
         let metrics = compute_record_metrics(record, &tokens, &self.ctx);
+        if let Some(live) = &self.live {
+            crate::live::feed(live, record, &metrics);
+        }
         if let Some(mut slices) = self.slices.take() {
             let origin = *slices.origin_ns.get_or_insert(record.start_ns);
             let index = record.start_ns.saturating_sub(origin) / slices.width_ns;

@@ -195,13 +195,76 @@ pub struct OutputArgs {
     #[arg(long = "show-trace-timing")]
     pub show_trace_timing: bool,
 
-    /// Live display: none, or simple (a progress bar with rate and errors).
+    /// Live display. Default: dashboard when stdout is a terminal (simple with -v/-vv),
+    /// none otherwise.
     #[arg(long = "ui-type", visible_alias = "ui", value_enum)]
     pub ui_type: Option<UiType>,
 
-    /// Log level on stderr: trace, debug, info, warning (default) or error.
-    #[arg(long = "log-level", default_value = "warning")]
-    pub log_level: String,
+    /// Level of <artifact dir>/logs/aiperf.log. The console shows only warnings and errors.
+    #[arg(
+        long = "log-level",
+        value_enum,
+        ignore_case = true,
+        default_value = "INFO"
+    )]
+    pub log_level: LogLevel,
+
+    /// Log at DEBUG (-v) or TRACE (-vv).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Log at TRACE (same as -vv).
+    #[arg(long = "extra-verbose")]
+    pub extra_verbose: bool,
+}
+
+impl OutputArgs {
+    /// The log level that `--log-level`, `-v` and `-vv` ask for: the most detailed one.
+    pub fn effective_log_level(&self) -> LogLevel {
+        let from_flags = match (self.verbose, self.extra_verbose) {
+            (_, true) | (2.., _) => LogLevel::Trace,
+            (1, _) => LogLevel::Debug,
+            _ => return self.log_level,
+        };
+        if from_flags.tracing_level() > self.log_level.tracing_level() {
+            from_flags
+        } else {
+            self.log_level
+        }
+    }
+
+    /// Whether `-v`, `-vv` or `--extra-verbose` was given.
+    pub fn is_verbose(&self) -> bool {
+        self.verbose > 0 || self.extra_verbose
+    }
+}
+
+/// Log levels, with the Python AIPerf's names (NOTICE and SUCCESS log as INFO,
+/// CRITICAL as ERROR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Success,
+    Error,
+    Critical,
+}
+
+impl LogLevel {
+    /// The `tracing` level this maps to.
+    pub fn tracing_level(self) -> tracing::Level {
+        match self {
+            Self::Trace => tracing::Level::TRACE,
+            Self::Debug => tracing::Level::DEBUG,
+            Self::Info | Self::Notice | Self::Success => tracing::Level::INFO,
+            Self::Warning => tracing::Level::WARN,
+            Self::Error | Self::Critical => tracing::Level::ERROR,
+        }
+    }
 }
 
 /// Export levels.
@@ -215,8 +278,12 @@ pub enum ExportLevelArg {
 /// Live displays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum UiType {
+    /// No live display.
     None,
+    /// A progress bar per phase with rate and errors (on stderr).
     Simple,
+    /// A full-screen view of progress, rates, latencies and errors (on stdout).
+    Dashboard,
 }
 
 /// Rewrites `--some_flag` as `--some-flag` (the Python AIPerf accepts both spellings).

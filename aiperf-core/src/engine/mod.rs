@@ -351,7 +351,16 @@ impl<S: RecordSink> Benchmark<S> {
                 progress: Arc::clone(&self.progress),
                 clock,
             };
-            info.phases.push(runner.run(plan).await);
+            let phase = plan.phase;
+            tracing::info!("{phase} phase started");
+            let stats = runner.run(plan).await;
+            tracing::info!(
+                "{phase} phase finished: {} sent, {} completed, {} cancelled",
+                stats.sent,
+                stats.completed,
+                stats.cancelled
+            );
+            info.phases.push(stats);
         }
         info.was_cancelled = self.cancel.is_cancelled();
         drop(tx);

@@ -1,0 +1,89 @@
+//! The client's own CPU use, from `/proc/self/stat`, as a share of the machine's cores.
+
+use std::time::{Duration, Instant};
+
+/// `/proc` reports CPU time in USER_HZ ticks, which Linux fixes at 100 per second for
+/// user space on every architecture it exposes `/proc` on.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// Measures CPU use between successive samples.
+#[derive(Debug)]
+pub struct CpuSampler {
+    cores: usize,
+    last: Option<(Instant, u64)>,
+}
+
+/// CPU use over the last interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CpuUse {
+    /// Percent of all the machine's cores (100 = every core busy).
+    pub percent_of_machine: f64,
+    /// How many cores the machine offers this process.
+    pub cores: usize,
+}
+
+impl CpuSampler {
+    /// A sampler; the first [`sample`](Self::sample) only sets the baseline.
+    pub fn new() -> Self {
+        Self {
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            last: None,
+        }
+    }
+
+    /// CPU use since the previous sample (at least `min_interval` ago), or `None` when
+    /// there is no previous sample yet or `/proc` cannot be read.
+    pub fn sample(&mut self, min_interval: Duration) -> Option<CpuUse> {
+        let now = Instant::now();
+        if let Some((at, _)) = self.last {
+            if now.duration_since(at) < min_interval {
+                return None;
+            }
+        }
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let ticks = cpu_ticks(&stat)?;
+        let (at, before) = self.last.replace((now, ticks))?;
+        let cpu_secs = ticks.saturating_sub(before) as f64 / TICKS_PER_SECOND;
+        let wall_secs = now.duration_since(at).as_secs_f64();
+        Some(CpuUse {
+            percent_of_machine: 100.0 * cpu_secs / (wall_secs * self.cores as f64),
+            cores: self.cores,
+        })
+    }
+}
+
+/// User plus system ticks (fields 14 and 15) of a `/proc/<pid>/stat` line. The command
+/// name (field 2) may hold spaces and parentheses, so fields are counted after its last `)`.
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(user + system)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_and_system_ticks_are_read_after_the_command_name() {
+        let stat = "4242 (my (odd) cmd) R 1 4242 4242 0 -1 4194560 1200 0 0 0 731 269 0 0 \
+                    20 0 5 0 100 1000000 500 18446744073709551615";
+        assert_eq!(cpu_ticks(stat), Some(1000));
+        assert_eq!(cpu_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn the_first_sample_sets_the_baseline() {
+        let mut sampler = CpuSampler::new();
+        assert_eq!(sampler.sample(Duration::ZERO), None);
+        let busy_until = Instant::now() + Duration::from_millis(50);
+        while Instant::now() < busy_until {
+            std::hint::black_box(0u64);
+        }
+        let use_ = sampler.sample(Duration::ZERO).expect("a second sample");
+        assert!(use_.cores >= 1);
+        assert!(use_.percent_of_machine >= 0.0);
+    }
+}
