@@ -245,3 +245,32 @@ async fn raw_exchanges_are_kept_only_when_asked() {
         assert_eq!(body, record.payload);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_counts_only_the_current_phase() {
+    let transport = Arc::new(SlowEcho {
+        latency: Duration::from_millis(5),
+        ..SlowEcho::default()
+    });
+    let progress = Arc::new(aiperf_core::Progress::default());
+    let records = Benchmark::builder()
+        .endpoint(Arc::new(Echo))
+        .transport(transport)
+        .url("http://127.0.0.1:1/echo")
+        .model("m")
+        .conversations(dataset(5), SamplingStrategy::Sequential, 1)
+        .progress(Arc::clone(&progress))
+        .phase(closed_loop(Phase::Warmup, 4, 40))
+        .phase(closed_loop(Phase::Profiling, 4, 9))
+        .sink(CollectRecords::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(records.len(), 49);
+    // Warmup records still queued for processing when profiling began are not counted
+    // as profiling progress.
+    assert_eq!(progress.completed.load(Ordering::Relaxed), 9);
+    assert_eq!(progress.sent.load(Ordering::Relaxed), 9);
+    assert!(progress.profiling.load(Ordering::Relaxed));
+}

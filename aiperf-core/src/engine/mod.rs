@@ -63,10 +63,10 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// The sending side's reset when a phase starts; the processor resets its own
+    /// counters when the phase's start reaches it (see [`spawn_processor`]).
     fn reset(&self, phase: Phase) {
         self.sent.store(0, Ordering::Relaxed);
-        self.completed.store(0, Ordering::Relaxed);
-        self.errors.store(0, Ordering::Relaxed);
         self.profiling
             .store(phase == Phase::Profiling, Ordering::Relaxed);
     }
@@ -384,20 +384,28 @@ fn spawn_processor<S: RecordSink>(
 ) -> std::thread::JoinHandle<Result<S, SinkError>> {
     std::thread::spawn(move || {
         let mut failure = None;
+        // Records of an earlier phase that finish late (a warmup request still in flight
+        // when profiling began) do not count toward the current phase's progress.
+        let mut current_phase = None;
         while let Some(message) = rx.blocking_recv() {
             if failure.is_some() {
                 continue; // drain so senders never block; the first error is reported
             }
             let delivered = match message {
                 ToProcessor::PhaseStarted(phase, at) => {
+                    current_phase = Some(phase);
+                    progress.completed.store(0, Ordering::Relaxed);
+                    progress.errors.store(0, Ordering::Relaxed);
                     sink.on_phase_start(phase, clock.perf_ns(at))
                 }
                 ToProcessor::Finished(finished) => {
                     let record = to_record(finished, endpoint.as_ref(), clock);
-                    if !record.is_valid() {
-                        progress.errors.fetch_add(1, Ordering::Relaxed);
+                    if current_phase == Some(record.credit.phase) {
+                        if !record.is_valid() {
+                            progress.errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                        progress.completed.fetch_add(1, Ordering::Relaxed);
                     }
-                    progress.completed.fetch_add(1, Ordering::Relaxed);
                     sink.on_record(record)
                 }
             };
