@@ -6,15 +6,14 @@
 //! Metrics flagged `NO_INDIVIDUAL_RECORDS` are left out; failed records carry `error_isl`
 //! (when known) and `error`.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use aiperf_core::{ErrorDetails, RequestRecord};
 
+use super::line_file::LineFile;
 use crate::catalogue::MetricFlags;
 use crate::record_metrics::{MetricValue, RecordMetrics};
 use crate::MetricsError;
@@ -226,23 +225,15 @@ pub fn record_line(
 /// Appends record lines to a file, flushing every [`FLUSH_EVERY`] records.
 #[derive(Debug)]
 pub struct JsonlWriter {
-    out: BufWriter<File>,
-    path: PathBuf,
-    pending: usize,
+    file: LineFile,
     http_trace: bool,
 }
 
 impl JsonlWriter {
     /// Creates (or truncates) `path`, creating its directory if needed.
     pub fn create(path: &Path) -> Result<Self, MetricsError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| MetricsError::io(parent, e))?;
-        }
-        let file = File::create(path).map_err(|e| MetricsError::io(path, e))?;
         Ok(Self {
-            out: BufWriter::new(file),
-            path: path.to_path_buf(),
-            pending: 0,
+            file: LineFile::create(path, FLUSH_EVERY)?,
             http_trace: false,
         })
     }
@@ -264,21 +255,11 @@ impl JsonlWriter {
             return Ok(());
         }
         let line = record_line(record, metrics, phase_index, self.http_trace)?;
-        let io = |e| MetricsError::io(&self.path, e);
-        self.out.write_all(line.as_bytes()).map_err(io)?;
-        self.out.write_all(b"\n").map_err(io)?;
-        self.pending += 1;
-        if self.pending >= FLUSH_EVERY {
-            self.out.flush().map_err(io)?;
-            self.pending = 0;
-        }
-        Ok(())
+        self.file.append(line.as_bytes())
     }
 
     /// Flushes and closes the file.
-    pub fn finish(mut self) -> Result<(), MetricsError> {
-        self.out
-            .flush()
-            .map_err(|e| MetricsError::io(&self.path, e))
+    pub fn finish(self) -> Result<(), MetricsError> {
+        self.file.finish()
     }
 }

@@ -5,6 +5,7 @@ pub mod console;
 pub mod csv;
 pub mod json;
 pub mod jsonl;
+mod line_file;
 pub mod parquet;
 pub mod raw;
 pub mod sse_packets;

@@ -25,9 +25,7 @@
 //! `<redacted>`: API keys never reach the file.
 
 use std::borrow::Cow;
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -36,6 +34,7 @@ use serde_json::value::RawValue;
 use aiperf_core::{ErrorDetails, RawCapture, RequestRecord};
 
 use super::jsonl::Metadata;
+use super::line_file::LineFile;
 use super::sse_packets::{split_sse, SseMessage};
 use crate::MetricsError;
 
@@ -231,9 +230,7 @@ fn responses<'a>(raw: &'a RawCapture, body: &'a Body<'_>) -> Vec<Response<'a>> {
 /// Appends raw record lines to a file, flushing every [`RAW_FLUSH_EVERY`] records.
 #[derive(Debug)]
 pub struct RawJsonlWriter {
-    out: BufWriter<File>,
-    path: PathBuf,
-    pending: usize,
+    file: LineFile,
     /// One line, reused: lines run to tens of kilobytes.
     line: Vec<u8>,
 }
@@ -241,14 +238,8 @@ pub struct RawJsonlWriter {
 impl RawJsonlWriter {
     /// Creates (or truncates) `path`, creating its directory if needed.
     pub fn create(path: &Path) -> Result<Self, MetricsError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| MetricsError::io(parent, e))?;
-        }
-        let file = File::create(path).map_err(|e| MetricsError::io(path, e))?;
         Ok(Self {
-            out: BufWriter::new(file),
-            path: path.to_path_buf(),
-            pending: 0,
+            file: LineFile::create(path, RAW_FLUSH_EVERY)?,
             line: Vec::new(),
         })
     }
@@ -261,22 +252,12 @@ impl RawJsonlWriter {
     ) -> Result<(), MetricsError> {
         self.line.clear();
         write_line(record, phase_index, &mut self.line)?;
-        self.line.push(b'\n');
-        let io = |e| MetricsError::io(&self.path, e);
-        self.out.write_all(&self.line).map_err(io)?;
-        self.pending += 1;
-        if self.pending >= RAW_FLUSH_EVERY {
-            self.out.flush().map_err(io)?;
-            self.pending = 0;
-        }
-        Ok(())
+        self.file.append(&self.line)
     }
 
     /// Flushes and closes the file.
-    pub fn finish(mut self) -> Result<(), MetricsError> {
-        self.out
-            .flush()
-            .map_err(|e| MetricsError::io(&self.path, e))
+    pub fn finish(self) -> Result<(), MetricsError> {
+        self.file.finish()
     }
 }
 
