@@ -1,5 +1,9 @@
-//! The client's own CPU use, from `/proc/self/stat`, as a share of the machine's cores.
+//! The client's own CPU use, from `/proc/self/stat`, as a share of the machine's cores,
+//! and its busiest thread's, from `/proc/self/task/*/stat`: requests are sent from one
+//! runtime thread by default, so that thread saturating one core distorts the stamps
+//! long before the machine as a whole looks busy.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// `/proc` reports CPU time in USER_HZ ticks, which Linux fixes at 100 per second for
@@ -11,6 +15,8 @@ const TICKS_PER_SECOND: f64 = 100.0;
 pub struct CpuSampler {
     cores: usize,
     last: Option<(Instant, u64)>,
+    /// Each thread's ticks at the last sample, by thread id.
+    threads: HashMap<u32, u64>,
 }
 
 /// CPU use over the last interval.
@@ -20,6 +26,8 @@ pub struct CpuUse {
     pub percent_of_machine: f64,
     /// How many cores the machine offers this process.
     pub cores: usize,
+    /// The busiest thread's use, in percent of one core.
+    pub busiest_thread_percent: f64,
 }
 
 impl CpuSampler {
@@ -28,6 +36,7 @@ impl CpuSampler {
         Self {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             last: None,
+            threads: HashMap::new(),
         }
     }
 
@@ -42,14 +51,43 @@ impl CpuSampler {
         }
         let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
         let ticks = cpu_ticks(&stat)?;
+        let threads = thread_ticks();
+        let busiest_ticks = busiest_delta(&self.threads, &threads);
+        self.threads = threads;
         let (at, before) = self.last.replace((now, ticks))?;
-        let cpu_secs = ticks.saturating_sub(before) as f64 / TICKS_PER_SECOND;
         let wall_secs = now.duration_since(at).as_secs_f64();
+        let percent_of_one_core = |ticks: u64| 100.0 * ticks as f64 / TICKS_PER_SECOND / wall_secs;
         Some(CpuUse {
-            percent_of_machine: 100.0 * cpu_secs / (wall_secs * self.cores as f64),
+            percent_of_machine: percent_of_one_core(ticks.saturating_sub(before))
+                / self.cores as f64,
             cores: self.cores,
+            busiest_thread_percent: percent_of_one_core(busiest_ticks),
         })
     }
+}
+
+/// Every thread's ticks now; threads whose file vanished mid-read are skipped.
+fn thread_ticks() -> HashMap<u32, u64> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return HashMap::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| {
+            let tid = task.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            Some((tid, cpu_ticks(&stat)?))
+        })
+        .collect()
+}
+
+/// The largest tick increase of a thread seen in both samples (a thread new since the
+/// last sample has no baseline, and its lifetime total would overstate it).
+fn busiest_delta(before: &HashMap<u32, u64>, now: &HashMap<u32, u64>) -> u64 {
+    now.iter()
+        .filter_map(|(tid, ticks)| Some(ticks.saturating_sub(*before.get(tid)?)))
+        .max()
+        .unwrap_or(0)
 }
 
 /// User plus system ticks (fields 14 and 15) of a `/proc/<pid>/stat` line. The command
@@ -85,5 +123,15 @@ mod tests {
         let use_ = sampler.sample(Duration::ZERO).expect("a second sample");
         assert!(use_.cores >= 1);
         assert!(use_.percent_of_machine >= 0.0);
+        assert!(use_.busiest_thread_percent >= 0.0);
+    }
+
+    #[test]
+    fn the_busiest_thread_is_the_largest_increase_among_threads_seen_twice() {
+        let before = HashMap::from([(1, 100), (2, 50)]);
+        let now = HashMap::from([(1, 130), (2, 95), (3, 10_000)]);
+        // Thread 3 is new: its 10,000 lifetime ticks are not an increase.
+        assert_eq!(busiest_delta(&before, &now), 45);
+        assert_eq!(busiest_delta(&HashMap::new(), &now), 0);
     }
 }

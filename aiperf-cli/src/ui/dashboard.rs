@@ -191,10 +191,20 @@ fn render_latencies(frame: &mut Frame, area: Rect, live: &LiveSnapshot) {
 
 fn render_counters(frame: &mut Frame, area: Rect, state: &DashboardState) {
     let in_flight = state.sent.saturating_sub(state.completed);
+    let warning = Style::new().fg(Color::Red).add_modifier(Modifier::BOLD);
     let cpu = match state.cpu {
         Some(cpu) if cpu.percent_of_machine > CPU_WARNING_PERCENT => Span::styled(
             format!("{:.0}% of {} cores!", cpu.percent_of_machine, cpu.cores),
-            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+            warning,
+        ),
+        // One saturated thread (the sending one, by default) delays stamps even while
+        // the machine has cores to spare.
+        Some(cpu) if cpu.busiest_thread_percent > CPU_WARNING_PERCENT => Span::styled(
+            format!(
+                "{:.0}% (thread {:.0}%)!",
+                cpu.percent_of_machine, cpu.busiest_thread_percent
+            ),
+            warning,
         ),
         Some(cpu) => Span::raw(format!(
             "{:.0}% of {} cores",
@@ -418,6 +428,7 @@ mod tests {
             cpu: Some(CpuUse {
                 percent_of_machine: 95.0,
                 cores: 2,
+                busiest_thread_percent: 99.0,
             }),
             warnings: vec!["warning: the server closed a connection".into()],
             cancelling: false,
@@ -478,6 +489,30 @@ mod tests {
     }
 
     #[test]
+    fn one_saturated_thread_is_a_warning_while_the_machine_has_cores_to_spare() {
+        let mut state = known_state();
+        state.cpu = Some(CpuUse {
+            percent_of_machine: 48.0,
+            cores: 2,
+            busiest_thread_percent: 97.0,
+        });
+        let terminal = draw(&state, 80, 24);
+        assert_eq!(
+            lines(&terminal)[13],
+            "│Sched. lag  0.05     0.10     1.50     3.00     ││Client CPU 48% (thread 97%)!│"
+        );
+        assert_eq!(terminal.backend().buffer()[(62, 13)].fg, Color::Red);
+
+        state.cpu = Some(CpuUse {
+            busiest_thread_percent: 60.0,
+            ..state.cpu.expect("set above")
+        });
+        let terminal = draw(&state, 80, 24);
+        assert!(lines(&terminal)[13].ends_with("│Client CPU 48% of 2 cores   │"));
+        assert_eq!(terminal.backend().buffer()[(62, 13)].fg, Color::Reset);
+    }
+
+    #[test]
     fn a_timed_run_before_any_record_shows_empty_figures_and_cancelling() {
         let state = DashboardState {
             phase: "Warming up",
@@ -494,6 +529,7 @@ mod tests {
             cpu: Some(CpuUse {
                 percent_of_machine: 12.4,
                 cores: 2,
+                busiest_thread_percent: 24.0,
             }),
             warnings: Vec::new(),
             cancelling: true,
