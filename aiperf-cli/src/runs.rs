@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use aiperf_core::config::WarmupConfig;
 use aiperf_core::BenchmarkConfig;
 use aiperf_metrics::aggregate::{ConfidenceAggregate, FailedRun};
-use aiperf_metrics::export::resolve_artifact_dir;
+use aiperf_metrics::export::{resolve_artifact_dir, resolve_sweep_artifact_dir};
 use aiperf_metrics::slo::Slo;
 use aiperf_metrics::sweep::{SweepParameter, SweepPoint, SweepSummary};
 use aiperf_metrics::Summary;
@@ -53,15 +53,19 @@ pub async fn run_points(
         anyhow::bail!("nothing to run");
     };
     let session = Session::start(&first.args, &mut first.config).await?;
-    // The directory comes from the first point: a sweep keeps all its points together.
-    let root = resolve_artifact_dir(&first.config);
+    let is_sweep = first.label.is_some();
+    // One directory holds every point of a sweep.
+    let root = if is_sweep {
+        resolve_sweep_artifact_dir(&first.config)
+    } else {
+        resolve_artifact_dir(&first.config)
+    };
     let runs = &first.args.runs;
     let (sweep_type, sweep_cooldown, sweep_table) = (
         runs.sweep_type,
         runs.parameter_sweep_cooldown_seconds,
         !runs.no_sweep_table,
     );
-    let is_sweep = first.label.is_some();
 
     let mut results = Vec::with_capacity(points.len());
     let total = points.len();

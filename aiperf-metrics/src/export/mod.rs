@@ -97,15 +97,6 @@ fn strip_known_suffix(prefix: &str) -> &str {
 /// The run's sub-directory name: `<model>-openai-<endpoint_type>-<stimulus>`, e.g.
 /// `Qwen_Qwen3-0.6B-openai-chat-concurrency2` (SPEC §3.1).
 pub fn artifact_dir_name(config: &BenchmarkConfig) -> String {
-    let models = &config.endpoint.models;
-    let mut model = models
-        .first()
-        .cloned()
-        .unwrap_or_default()
-        .replace('/', "_");
-    if models.len() > 1 {
-        model.push_str("_multi");
-    }
     let load = &config.load;
     let stimulus = if load.fixed_schedule.is_enabled() {
         "fixed_schedule".to_owned()
@@ -122,10 +113,29 @@ pub fn artifact_dir_name(config: &BenchmarkConfig) -> String {
             (c, None) => format!("concurrency{}", c.unwrap_or(1)),
         }
     };
-    format!(
-        "{model}-openai-{}-{stimulus}",
-        config.endpoint.endpoint_type
-    )
+    format!("{}-{stimulus}", model_and_endpoint(config))
+}
+
+/// The default directory of a parameter sweep, `artifacts/<model>-openai-<endpoint>-sweep`:
+/// named for what its points share, not for the first point's load.
+pub fn resolve_sweep_artifact_dir(config: &BenchmarkConfig) -> PathBuf {
+    config.output.artifact_dir.clone().unwrap_or_else(|| {
+        Path::new("artifacts").join(format!("{}-sweep", model_and_endpoint(config)))
+    })
+}
+
+/// `<model>-openai-<endpoint type>`, the start of every default directory name.
+fn model_and_endpoint(config: &BenchmarkConfig) -> String {
+    let models = &config.endpoint.models;
+    let mut model = models
+        .first()
+        .cloned()
+        .unwrap_or_default()
+        .replace('/', "_");
+    if models.len() > 1 {
+        model.push_str("_multi");
+    }
+    format!("{model}-openai-{}", config.endpoint.endpoint_type)
 }
 
 /// The artifact directory: `--artifact-dir` as given, or `artifacts/<artifact_dir_name>`.
@@ -233,6 +243,13 @@ mod tests {
             resolve_artifact_dir(&c),
             Path::new("artifacts/Qwen_Qwen3-0.6B_multi-openai-chat-request_rate2.5")
         );
+        // A sweep's directory is not named for any one point's load.
+        assert_eq!(
+            resolve_sweep_artifact_dir(&c),
+            Path::new("artifacts/Qwen_Qwen3-0.6B_multi-openai-chat-sweep")
+        );
+        c.output.artifact_dir = Some("mine".into());
+        assert_eq!(resolve_sweep_artifact_dir(&c), Path::new("mine"));
     }
 
     #[test]
