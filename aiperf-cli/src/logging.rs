@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use indicatif::MultiProgress;
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::filter::{filter_fn, EnvFilter, LevelFilter};
 use tracing_subscriber::fmt::format::Writer;
@@ -40,6 +41,10 @@ static LOG_FILE: Mutex<LogFile> = Mutex::new(LogFile::Waiting(Vec::new()));
 static CONSOLE_MUTED: AtomicBool = AtomicBool::new(false);
 
 static RECENT: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
+
+/// The progress bars of `--ui-type simple` while they are drawn: console lines are
+/// printed above them instead of through them.
+static BARS: Mutex<Option<MultiProgress>> = Mutex::new(None);
 
 enum LogFile {
     Waiting(Vec<u8>),
@@ -99,6 +104,11 @@ pub fn mute_console(muted: bool) {
     CONSOLE_MUTED.store(muted, Ordering::Relaxed);
 }
 
+/// Prints console log lines above `bars` (`Some`) until called again with `None`.
+pub fn print_above(bars: Option<MultiProgress>) {
+    *lock(&BARS) = bars;
+}
+
 /// The latest console log lines that were muted, oldest first.
 pub fn recent_warnings() -> Vec<String> {
     lock(&RECENT).iter().cloned().collect()
@@ -151,6 +161,8 @@ impl Drop for ConsoleWriter {
                 recent.pop_front();
             }
             recent.push_back(line);
+        } else if let Some(bars) = lock(&BARS).clone() {
+            bars.suspend(|| std::io::stderr().write_all(&self.0).ok());
         } else {
             let _ = std::io::stderr().write_all(&self.0);
         }

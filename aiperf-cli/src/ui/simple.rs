@@ -1,12 +1,14 @@
 //! `--ui-type simple`: one progress bar per phase (warmup, profiling) on stderr, with the
 //! phase's request rate and error count.
 
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{StopCondition, Watched, REFRESH};
+use crate::logging;
 
 /// The bar of one phase and when the phase started.
 struct PhaseBar {
@@ -66,6 +68,7 @@ impl PhaseBar {
 /// not `finish`, which would fill them whatever the count).
 pub fn run(watched: &Watched, stop: &AtomicBool) {
     let bars = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+    logging::print_above(Some(bars.clone()));
     let mut warmup = watched
         .targets
         .warmup
@@ -89,6 +92,12 @@ pub fn run(watched: &Watched, stop: &AtomicBool) {
         if done {
             for phase in [warmup, profiling].into_iter().flatten() {
                 phase.bar.abandon();
+            }
+            logging::print_above(None);
+            // The last draw leaves the cursor at the end of the bottom bar: what is printed
+            // next (the console tables) starts on a line of its own.
+            if std::io::stderr().is_terminal() {
+                eprintln!();
             }
             return;
         }
