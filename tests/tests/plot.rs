@@ -229,3 +229,55 @@ fn a_folder_without_runs_is_an_error_that_says_what_was_expected() {
     );
     assert!(!dir.path().join("plots").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_with_gpu_telemetry_is_compared_per_gpu() {
+    let server = MockServer::start(MockConfig::with_timing(10.0, 2.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = dir.path().join("sweep");
+    // The mock's first fake DCGM exporter serves 2 GPUs.
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --streaming --concurrency 2,8 --request-count 60 \
+         --isl 32 --osl 24 --random-seed 3 --no-server-metrics \
+         --gpu-telemetry {url}/dcgm1/metrics",
+        url = server.url()
+    ));
+    argv.extend(["--artifact-dir".into(), sweep.to_str().unwrap().into()]);
+    assert_exit(&profile(argv).await, 0);
+
+    let output = plot(&[sweep.to_str().unwrap()]);
+    assert_exit(&output, 0);
+    // The sweep's own summary folder is not a run.
+    assert!(String::from_utf8_lossy(&output.stdout)
+        .starts_with("Compared 2 runs:\n  concurrency_2\n  concurrency_8\n"));
+    let out = sweep.join("plots");
+    let svg = std::fs::read_to_string(out.join("pareto_throughput_per_gpu_vs_interactivity.svg"))
+        .unwrap();
+    assert!(
+        svg.contains("output token throughput per GPU (tokens/s/GPU)"),
+        "the y axis is per GPU"
+    );
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for concurrency in [2, 8] {
+        let summary = read_json(&sweep.join(format!(
+            "concurrency_{concurrency}/profile_export_aiperf.json"
+        )));
+        let per_user = &summary["output_token_throughput_per_user"]["avg"];
+        let per_gpu = summary["output_token_throughput"]["avg"].as_f64().unwrap() / 2.0;
+        let point = format!("[{per_user},{}]", serde_json::json!(per_gpu));
+        assert!(report.contains(&point), "report lacks {point}");
+    }
+
+    // One point on its own gets the GPU charts.
+    let single = sweep.join("concurrency_8");
+    assert_exit(&plot(&[single.to_str().unwrap()]), 0);
+    for name in ["gpu_utilization_over_time", "gpu_power_over_time"] {
+        assert_eq!(
+            png_size(&single.join(format!("plots/{name}.png"))).0,
+            1200,
+            "{name}"
+        );
+    }
+}
