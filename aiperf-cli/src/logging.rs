@@ -161,11 +161,14 @@ impl Drop for ConsoleWriter {
                 recent.pop_front();
             }
             recent.push_back(line);
-        } else if let Some(bars) = lock(&BARS).clone() {
-            bars.suspend(|| std::io::stderr().write_all(&self.0).ok());
-        } else {
-            let _ = std::io::stderr().write_all(&self.0);
+            return;
         }
+        // Cloned out first: the lock is not held while the bars are suspended.
+        let bars = lock(&BARS).clone();
+        match bars {
+            Some(bars) => bars.suspend(|| std::io::stderr().write_all(&self.0).ok()),
+            None => std::io::stderr().write_all(&self.0).ok(),
+        };
     }
 }
 
