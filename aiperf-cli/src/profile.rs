@@ -292,6 +292,13 @@ impl Session {
             display.finish();
         }
         let summary = result?;
+        if summary.connection_retries > 0 {
+            tracing::info!(
+                "{} requests were sent again on a fresh connection after the server closed a \
+                 reused keep-alive connection before answering",
+                summary.connection_retries
+            );
+        }
         // Finish right after the run: counters take the scrapes just after the window's end.
         let telemetry = match telemetry {
             Some(running) => Some(

@@ -43,6 +43,7 @@
 //!                 started_at, head_at: Some(at), status: Some(200), content_type: None,
 //!                 headers: Vec::new(), chunks: vec![Chunk { at, bytes: request.body }], ended_at: at, error: None,
 //!                 trace: None,
+//!                 retries: 0,
 //!             }
 //!         })
 //!     }

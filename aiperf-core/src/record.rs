@@ -129,6 +129,9 @@ pub struct RequestRecord {
     pub body_bytes: usize,
     /// The connection-level stamps, when the transport traced the exchange.
     pub http: Option<HttpTiming>,
+    /// How many times the transport sent the request again after a reused connection
+    /// closed before answering ([`RawExchange::retries`](crate::RawExchange::retries)).
+    pub retries: u32,
     /// What went over the wire, kept only when the benchmark was asked to
     /// ([`BenchmarkBuilder::keep_raw_exchanges`](crate::BenchmarkBuilder::keep_raw_exchanges)).
     pub raw: Option<Box<RawCapture>>,

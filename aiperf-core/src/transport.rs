@@ -65,6 +65,10 @@ pub struct RawExchange {
     pub error: Option<TransportError>,
     /// What the connection layer saw, when the transport traces it.
     pub trace: Option<HttpTrace>,
+    /// How many times the request was sent again because a connection reused from the
+    /// pool closed before any response byte arrived (0 or 1). The stamps are those of the
+    /// last send; the delay shows as schedule lag.
+    pub retries: u32,
 }
 
 /// What the connection layer saw of one exchange: the inputs of the `http_req_*`

@@ -1126,6 +1126,7 @@ mod tests {
                         ended_at: now,
                         error: Some(error.clone()),
                         trace: None,
+                        retries: 0,
                     };
                 }
                 let (status, body) = answer.unwrap_or((404, b"Entry not found".to_vec()));
@@ -1142,6 +1143,7 @@ mod tests {
                     ended_at: now,
                     error: None,
                     trace: None,
+                    retries: 0,
                 }
             })
         }

@@ -141,6 +141,7 @@ fn exchange(status: u16, headers: Vec<(String, String)>, body: &'static [u8]) ->
         ended_at: now,
         error: None::<TransportError>,
         trace: None,
+        retries: 0,
     }
 }
 

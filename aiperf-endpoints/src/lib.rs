@@ -63,6 +63,7 @@
 //!     ended_at: now,
 //!     error: None,
 //!     trace: None,
+//!     retries: 0,
 //! };
 //! let parsed = chat.parse(&exchange);
 //! assert_eq!(parsed.error, None);

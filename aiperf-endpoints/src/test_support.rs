@@ -48,6 +48,7 @@ pub(crate) fn exchange(status: u16, content_type: Option<&str>, chunks: &[&str])
         ended_at: base + Duration::from_secs(1),
         error: None,
         trace: None,
+        retries: 0,
     }
 }
 
@@ -63,6 +64,7 @@ pub(crate) fn failed(error: TransportError) -> RawExchange {
         head_at: None,
         error: Some(error),
         trace: None,
+        retries: 0,
         ..exchange(200, None, &[])
     }
 }

@@ -6,6 +6,15 @@
 //! towards time to first token, as in the Python AIPerf), `head_at` when the response head
 //! arrives, and every body frame the moment hyper yields it, before its bytes are looked at.
 //! Failures become a [`TransportError`] in [`RawExchange::error`]; `send` never fails.
+//!
+//! A server may close an idle keep-alive connection at the very moment a request is
+//! written to it (llama.cpp's `llama-server` closes every connection about 0.14 ms after a
+//! streamed response while still advertising `Keep-Alive`). hyper notices a close that
+//! arrived before a connection is taken from the pool; for the race it cannot see, a
+//! request whose *reused* connection closed before any response byte arrived is sent once
+//! more on a fresh connection ([`RawExchange::retries`]). Nothing is retried once a
+//! response head arrived, nor after a failure on a new connection: those are the server's
+//! errors to report.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -22,7 +31,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use http_body_util::BodyExt;
 use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::{capture_connection, CaptureConnection, HttpConnector};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
@@ -76,6 +85,9 @@ const DEFAULT_TCP_KEEPALIVE: Duration = Duration::from_secs(60);
 /// ```
 pub struct HttpTransport {
     client: HyperClient,
+    /// Keeps no idle connection, so every request on it opens a new one: where a request
+    /// goes again after a reused connection closed under it.
+    fresh: HyperClient,
     /// With sticky sessions: a client (and so a connection) per conversation, by
     /// correlation id, dropped after the conversation's last turn or a failure.
     sessions: Option<Mutex<HashMap<String, HyperClient>>>,
@@ -199,8 +211,10 @@ impl HttpTransportBuilder {
             https.wrap_connector(tcp)
         });
         let client = self.client(connector.clone(), self.pool_max_idle_per_host);
+        let fresh = self.client(connector.clone(), 0);
         Ok(HttpTransport {
             client,
+            fresh,
             sessions: self.sticky_sessions.then(Mutex::default),
             connector,
             settings: self,
@@ -254,40 +268,54 @@ impl HttpTransport {
         }
     }
 
-    /// Sends one request, then releases a finished conversation's connection.
-    async fn exchange(&self, request: HttpRequest, control: SendControl) -> RawExchange {
+    /// Sends one request (once more on a fresh connection if a reused one closed before
+    /// answering), then releases a finished conversation's connection.
+    async fn exchange(&self, request: HttpRequest, mut control: SendControl) -> RawExchange {
         let session = control.session.clone();
         let client = self.client_for(session.as_ref());
-        let exchange = self.exchange_on(&client, request, control).await;
+        let exchange = match self.exchange_on(&client, &request, &mut control).await {
+            Attempt::Done(exchange) => exchange,
+            Attempt::ReusedConnectionClosed(first) => {
+                tracing::debug!(
+                    url = %request.url,
+                    error = ?first.error,
+                    "a reused connection closed before any response byte; \
+                     sending again on a fresh connection"
+                );
+                let attempt = self.exchange_on(&self.fresh, &request, &mut control).await;
+                RawExchange {
+                    retries: 1,
+                    ..attempt.into_exchange()
+                }
+            }
+        };
         self.end_session(session.as_ref(), exchange.error.is_some());
         exchange
     }
 
-    /// Sends one request on `client`; see [`Transport::send_controlled`].
+    /// Sends one request on `client`; see [`Transport::send_controlled`]. Stamps start
+    /// here, so a request sent again is measured from its second send.
     async fn exchange_on(
         &self,
         client: &HyperClient,
-        request: HttpRequest,
-        control: SendControl,
-    ) -> RawExchange {
-        let timeout = request.timeout;
-        let url = request.url.clone();
-        let body_len = request.body.len();
-        let (http_request, sent_at) = match to_hyper(request) {
+        request: &HttpRequest,
+        control: &mut SendControl,
+    ) -> Attempt {
+        let (mut http_request, sent_at) = match to_hyper(request) {
             Ok(converted) => converted,
-            Err(error) => return failed_before_sending(error),
+            Err(error) => return Attempt::Done(failed_before_sending(error)),
         };
-        let request_bytes = request_size(&http_request, body_len);
+        let connection = capture_connection(&mut http_request);
+        let request_bytes = request_size(&http_request, request.body.len());
         let started_at = Instant::now();
         let deadline = Deadline::earliest(
-            Deadline::after(started_at, timeout, TransportError::Timeout),
+            Deadline::after(started_at, request.timeout, TransportError::Timeout),
             Deadline::after(
                 started_at,
                 control.cancel_after,
                 TransportError::CancelledByClient,
             ),
         );
-        let mut first_chunk = control.first_chunk;
         let mut exchange = RawExchange {
             started_at,
             head_at: None,
@@ -298,15 +326,22 @@ impl HttpTransport {
             ended_at: started_at,
             error: None,
             trace: None,
+            retries: 0,
         };
         let response = match within(&deadline, client.request(http_request)).await {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {
+                let reused = !error.is_connect() && was_reused(&connection, started_at);
                 let error = classify(&error);
-                tracing::debug!(%url, %error, "request failed");
-                return finish(exchange, Some(error));
+                tracing::debug!(url = %request.url, %error, reused, "request failed");
+                let exchange = finish(exchange, Some(error));
+                return if reused {
+                    Attempt::ReusedConnectionClosed(exchange)
+                } else {
+                    Attempt::Done(exchange)
+                };
             }
-            Err(timeout) => return finish(exchange, Some(timeout)),
+            Err(timeout) => return Attempt::Done(finish(exchange, Some(timeout))),
         };
         exchange.head_at = Some(Instant::now());
         let (head, mut body) = response.into_parts();
@@ -346,7 +381,7 @@ impl HttpTransport {
                                 at,
                                 bytes: compact(bytes),
                             });
-                            if let Some(notify) = first_chunk.take() {
+                            if let Some(notify) = control.first_chunk.take() {
                                 notify.notify_one();
                             }
                         }
@@ -357,8 +392,39 @@ impl HttpTransport {
                 Err(timeout) => break Some(timeout),
             }
         };
-        finish(exchange, error)
+        Attempt::Done(finish(exchange, error))
     }
+}
+
+/// How one send ended.
+enum Attempt {
+    /// With a response, or with a failure to report.
+    Done(RawExchange),
+    /// A connection taken from the pool closed before any response byte arrived: most
+    /// likely the server closed it as idle while the request was being written.
+    ReusedConnectionClosed(RawExchange),
+}
+
+impl Attempt {
+    fn into_exchange(self) -> RawExchange {
+        match self {
+            Attempt::Done(exchange) | Attempt::ReusedConnectionClosed(exchange) => exchange,
+        }
+    }
+}
+
+/// True when the request went over a connection opened before it started (a connection
+/// that failed to open leaves no metadata).
+fn was_reused(connection: &CaptureConnection, started_at: Instant) -> bool {
+    let metadata = connection.connection_metadata();
+    let Some(connected) = metadata.as_ref() else {
+        return false;
+    };
+    let mut extensions = http::Extensions::new();
+    connected.get_extras(&mut extensions);
+    extensions
+        .get::<ConnectTiming>()
+        .is_some_and(|timing| timing.connected <= started_at)
 }
 
 impl Transport for HttpTransport {
@@ -438,13 +504,14 @@ fn failed_before_sending(error: TransportError) -> RawExchange {
         ended_at: now,
         error: Some(error),
         trace: None,
+        retries: 0,
     }
 }
 
 /// Converts the request, checking the URL and headers (header values never appear in
 /// errors: they may hold secrets).
 fn to_hyper(
-    request: HttpRequest,
+    request: &HttpRequest,
 ) -> Result<(http::Request<SentBody>, Arc<OnceLock<Instant>>), TransportError> {
     let invalid = |reason: String| TransportError::InvalidUrl {
         url: request.url.clone(),

@@ -504,6 +504,7 @@ pub(crate) mod testkit {
             chunk_count: 0,
             body_bytes: 0,
             http: None,
+            retries: 0,
             raw: None,
         }
     }

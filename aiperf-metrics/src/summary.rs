@@ -186,6 +186,9 @@ pub struct Summary {
     pub errors: Vec<ErrorCount>,
     /// Schedule lag of the profiling requests.
     pub schedule_lag: Option<ScheduleLag>,
+    /// Profiling requests sent again on a fresh connection because the reused one closed
+    /// before answering (a server closing idle keep-alive connections).
+    pub connection_retries: u64,
     /// True when the run was cancelled before its stop condition.
     pub was_cancelled: bool,
     /// True when the profiling phase ran to its stop condition.
@@ -224,6 +227,7 @@ impl Summary {
             metrics: Vec::new(),
             errors: Vec::new(),
             schedule_lag: None,
+            connection_retries: 0,
             was_cancelled: false,
             is_complete: true,
             benchmark_id: new_benchmark_id(),
@@ -351,6 +355,7 @@ pub struct MetricsSink {
     errors: HashMap<ErrorDetails, (u64, usize)>,
     lag: Distribution,
     late: u64,
+    retries: u64,
     timeline: Timeline,
     writer: Option<JsonlWriter>,
     parquet: Option<ParquetWriter>,
@@ -500,6 +505,7 @@ impl MetricsSink {
             errors: HashMap::new(),
             lag: Distribution::new(),
             late: 0,
+            retries: 0,
             timeline: Timeline::new(),
             writer: None,
             parquet: None,
@@ -632,6 +638,7 @@ impl MetricsSink {
         if lag > LATE_THRESHOLD_NS {
             self.late += 1;
         }
+        self.retries += u64::from(record.retries);
         if metrics.valid {
             self.totals.valid += 1;
             let t = &mut self.totals;
@@ -867,6 +874,7 @@ impl MetricsSink {
             .map(|(error, (count, _))| ErrorCount { error, count })
             .collect();
         summary.schedule_lag = schedule_lag;
+        summary.connection_retries = self.retries;
         summary.was_cancelled = run.was_cancelled;
         summary.is_complete = !run.was_cancelled;
         summary.start_time_ns = window.and_then(|w| wall(w.0));
@@ -1088,6 +1096,25 @@ mod tests {
             (lag.p50_ms, lag.max_ms, lag.late_count, lag.count),
             (1.5, 3.0, 1, 2)
         );
+    }
+
+    #[test]
+    fn connection_retries_of_profiling_records_are_counted() {
+        let mut s = sink(vec![]);
+        for (retries, phase) in [
+            (1, Phase::Profiling),
+            (0, Phase::Profiling),
+            (1, Phase::Warmup),
+        ] {
+            let mut r = streamed(0, 10, 10, 2);
+            r.retries = retries;
+            r.credit.phase = phase;
+            s.process(&r).unwrap();
+        }
+        let summary = s.summarize(&run((0, 100))).unwrap();
+        assert_eq!(summary.connection_retries, 1);
+        let json = crate::export::json::to_json_string(&summary).unwrap();
+        assert!(json.contains("\"connection_retries\": 1,"), "{json}");
     }
 
     #[test]

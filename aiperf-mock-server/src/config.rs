@@ -58,6 +58,11 @@ pub struct MockConfig {
     pub api_key: Option<String>,
     /// Append every inference request (headers masked) as one JSON line to this file.
     pub record_requests: Option<PathBuf>,
+    /// Answer one request per connection, advertising `Keep-Alive: timeout=5, max=100`,
+    /// then close it; a request that arrives on it in the meantime gets no answer
+    /// (llama.cpp's `llama-server` behaves this way). Such connections do not wait for
+    /// the shutdown grace period.
+    pub close_after_response: bool,
     /// Fault injection rates.
     pub faults: FaultConfig,
     /// The fake DCGM exporters.
@@ -93,6 +98,7 @@ impl Default for MockConfig {
             random_seed: None,
             api_key: None,
             record_requests: None,
+            close_after_response: false,
             faults: FaultConfig::default(),
             dcgm: DcgmConfig::default(),
             embedding_base_latency_ms: 10.0,

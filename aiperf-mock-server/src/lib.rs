@@ -34,6 +34,7 @@
 //! or run the `aiperf-mock-server` binary (see its `--help` and the README).
 
 mod body;
+mod closing;
 mod config;
 mod error;
 mod faults;

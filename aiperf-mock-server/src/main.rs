@@ -72,6 +72,11 @@ struct Args {
     /// Append every inference request (auth headers masked) as a JSON line to FILE.
     #[arg(long, env = "MOCK_SERVER_RECORD_REQUESTS", value_name = "FILE")]
     record_requests: Option<PathBuf>,
+    /// Answer one request per connection while advertising `Keep-Alive: timeout=5,
+    /// max=100`, then close it, as llama.cpp's llama-server does; a request that arrives on
+    /// the closing connection gets no answer.
+    #[arg(long, env = "MOCK_SERVER_CLOSE_AFTER_RESPONSE")]
+    close_after_response: bool,
     /// % of inference requests answered with HTTP 500.
     #[arg(long, env = "MOCK_SERVER_ERROR_RATE", default_value_t = 0.0)]
     error_rate: f64,
@@ -182,6 +187,7 @@ impl Args {
             random_seed: self.random_seed,
             api_key: self.api_key,
             record_requests: self.record_requests,
+            close_after_response: self.close_after_response,
             faults: FaultConfig {
                 error_rate: self.error_rate,
                 rate_limit_rate: self.rate_limit_rate,

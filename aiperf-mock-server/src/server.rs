@@ -195,6 +195,10 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stop: watch::
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::debug!(error = %e, "cannot set TCP_NODELAY");
                     }
+                    if state.cfg.close_after_response {
+                        tokio::spawn(crate::closing::serve(stream, state.clone()));
+                        continue;
+                    }
                     let st = state.clone();
                     let svc = service_fn(move |req| handle(st.clone(), req));
                     let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc).into_owned());
@@ -294,7 +298,10 @@ fn api_error(e: &ApiError) -> Resp {
 }
 
 /// Entry point of every request.
-async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Resp, DroppedByFault> {
+pub(crate) async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Resp, DroppedByFault> {
     let arrival = Instant::now();
     let path = req.uri().path().to_string();
     let (route, result) = match target(req.method(), &path) {

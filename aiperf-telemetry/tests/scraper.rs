@@ -302,6 +302,7 @@ impl Transport for JsonFirst {
                 ended_at: now,
                 error: None,
                 trace: None,
+                retries: 0,
             }
         })
     }

@@ -453,6 +453,7 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
         chunk_count: 0,
         body_bytes: 0,
         http: None,
+        retries: 0,
         raw: None,
     };
     match outcome {
@@ -466,6 +467,7 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
             record.head_ns = exchange.head_at.map(|at| clock.perf_ns(at));
             record.end_ns = clock.perf_ns(exchange.ended_at);
             record.status = exchange.status;
+            record.retries = exchange.retries;
             record.http = exchange.trace.map(|trace| HttpTiming {
                 connection_reused: trace.connection_reused,
                 connect_ns: trace

@@ -124,6 +124,7 @@ impl SlowEcho {
             ended_at: started_at,
             error: None,
             trace: None,
+            retries: 0,
         };
         if let Some(cancel_after) = control.cancel_after.filter(|c| *c < self.latency) {
             tokio::time::sleep(cancel_after).await;

@@ -25,6 +25,18 @@ enum Behaviour {
     Truncated,
     /// Answers anything (even a TLS ClientHello) with plain HTTP and closes.
     PlainHttpImmediately,
+    /// Reads the request and closes without a byte of answer.
+    CloseUnanswered,
+    /// Answers the first request of each connection like `Ok`, with a keep-alive header,
+    /// then behaves as the inner behaviour for the next one (the idle-close race).
+    FirstOkThen(Later),
+}
+
+/// What a `FirstOkThen` connection does with its second request.
+#[derive(Clone, Copy)]
+enum Later {
+    CloseUnanswered,
+    Truncated,
 }
 
 struct TestServer {
@@ -61,13 +73,22 @@ async fn connection(mut stream: TcpStream, behaviour: Behaviour, seen: Arc<Mutex
         return;
     }
     let mut buffer = Vec::new();
+    let mut answered = 0;
     while let Some(request) = read_request(&mut stream, &mut buffer).await {
         seen.lock().unwrap().push(request);
+        answered += 1;
+        let behaviour = match behaviour {
+            Behaviour::FirstOkThen(_) if answered == 1 => Behaviour::Ok,
+            Behaviour::FirstOkThen(Later::CloseUnanswered) => Behaviour::CloseUnanswered,
+            Behaviour::FirstOkThen(Later::Truncated) => Behaviour::Truncated,
+            other => other,
+        };
         let written = match behaviour {
             Behaviour::SlowStream => slow_stream(&mut stream).await,
             Behaviour::Ok => stream
                 .write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok",
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nKeep-Alive: timeout=5, max=100\r\n\
+                      Content-Length: 2\r\n\r\nok",
                 )
                 .await,
             Behaviour::ServerError => {
@@ -96,7 +117,8 @@ async fn connection(mut stream: TcpStream, behaviour: Behaviour, seen: Arc<Mutex
                     .await;
                 return;
             }
-            Behaviour::PlainHttpImmediately => return,
+            Behaviour::PlainHttpImmediately | Behaviour::CloseUnanswered => return,
+            Behaviour::FirstOkThen(_) => unreachable!("resolved above"),
         };
         if written.is_err() {
             return;
@@ -353,6 +375,68 @@ async fn sequential_requests_reuse_one_connection() {
     }
     assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
     assert_eq!(server.requests.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_reused_connection_closed_before_answering_is_retried_once_on_a_fresh_one() {
+    let server = server(Behaviour::FirstOkThen(Later::CloseUnanswered)).await;
+    let transport = transport();
+    let url = format!("{}/v1/chat/completions", server.url);
+    let first = transport.send(post(&url, None)).await;
+    assert_eq!((first.status, first.retries), (Some(200), 0));
+    let second = transport.send(post(&url, None)).await;
+    assert_eq!(second.error, None);
+    assert_eq!(second.status, Some(200));
+    assert_eq!(second.body(), b"ok");
+    assert_eq!(second.retries, 1);
+    let trace = second.trace.unwrap();
+    assert!(
+        !trace.connection_reused,
+        "the retry opened its own connection"
+    );
+    // The stamps are the retry's: it started just before opening its connection.
+    let (connect_started, _) = trace.connect.unwrap();
+    assert!(second.started_at <= connect_started);
+    assert!(connect_started - second.started_at < Duration::from_secs(1));
+    // The first connection served one request and dropped the second; the retry went out
+    // on a second connection.
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(server.requests.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_new_connection_closed_before_answering_is_not_retried() {
+    let server = server(Behaviour::CloseUnanswered).await;
+    let exchange = transport()
+        .send(post(&format!("{}/", server.url), None))
+        .await;
+    assert!(
+        matches!(exchange.error, Some(TransportError::Disconnected(_))),
+        "{:?}",
+        exchange.error
+    );
+    assert_eq!(exchange.retries, 0);
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_reused_connection_that_answered_in_part_is_not_retried() {
+    let server = server(Behaviour::FirstOkThen(Later::Truncated)).await;
+    let transport = transport();
+    let url = format!("{}/", server.url);
+    assert_eq!(transport.send(post(&url, None)).await.status, Some(200));
+    let second = transport.send(post(&url, None)).await;
+    assert_eq!(second.status, Some(200));
+    assert!(
+        matches!(second.error, Some(TransportError::Disconnected(_))),
+        "{:?}",
+        second.error
+    );
+    assert_eq!(second.body(), b"hello");
+    assert_eq!(second.retries, 0);
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(server.requests.lock().unwrap().len(), 2);
 }
 
 #[tokio::test]

@@ -249,6 +249,12 @@ pub fn render_console(summary: &Summary) -> String {
             "OSL Mismatch Warning: {n:.0} requests produced an output length far from the requested max tokens (try --extra-inputs ignore_eos:true, --extra-inputs min_tokens:<n>, or --use-server-token-count)\n"
         ));
     }
+    if summary.connection_retries > 0 {
+        out.push_str(&format!(
+            "Connection Retries: {} requests were sent again on a fresh connection after the server closed a reused keep-alive connection before answering\n",
+            summary.connection_retries
+        ));
+    }
     if let Some(lag) = &summary.schedule_lag {
         out.push_str(&format!(
             "Schedule Lag: p50 {} ms, p99 {} ms, max {} ms; {} of {} requests sent more than 1 ms late\n",

@@ -2,8 +2,8 @@
 //!
 //! Keys are written in a fixed order: the three header keys, every metric, then
 //! `input_config`, `run_info`, `was_cancelled`, `is_complete`, `error_summary`,
-//! `start_time`, `end_time`, and our own `schedule_lag`. Null values are omitted;
-//! non-finite numbers are written as `null`, never as invalid JSON.
+//! `start_time`, `end_time`, and our own `connection_retries` and `schedule_lag`. Null
+//! values are omitted; non-finite numbers are written as `null`, never as invalid JSON.
 
 use std::io::Write;
 
@@ -366,6 +366,7 @@ impl Serialize for SummaryJson<'_> {
         if let Some(t) = s.end_time_ns {
             map.serialize_entry("end_time", &crate::export::iso_time(t))?;
         }
+        map.serialize_entry("connection_retries", &s.connection_retries)?;
         if let Some(lag) = &s.schedule_lag {
             map.serialize_entry(
                 "schedule_lag",
