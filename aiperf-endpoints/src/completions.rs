@@ -22,8 +22,9 @@ const INFO: EndpointInfo = EndpointInfo {
 /// Text completions: builds `{"prompt", "model", "stream", "max_tokens", …}` from exactly
 /// one turn and reads `choices[0].text`.
 ///
-/// `prompt` is always a list (a batch of one for one text), as the Python AIPerf sends it,
-/// so payloads match byte for byte. The system
+/// `prompt` is a string for one text and a list only for a batch of several, as the Python
+/// AIPerf 0.13 sends it: servers such as `transformers serve` reject a list with 400
+/// "prompt must be a string.". The system
 /// message and the user context, when present, are prepended to every prompt, each
 /// followed by `\n` (this is also how warmup prompts get their `warmup\n` prefix).
 #[derive(Debug, Clone, Default)]
@@ -61,7 +62,7 @@ impl Endpoint for CompletionsEndpoint {
             .flatten()
             .map(|part| format!("{part}\n"))
             .collect();
-        let prompts: Vec<Value> = turn
+        let mut prompts: Vec<Value> = turn
             .texts
             .iter()
             .filter(|text| !text.is_empty())
@@ -70,8 +71,13 @@ impl Endpoint for CompletionsEndpoint {
         if prompts.is_empty() {
             return Err(error("the turn has no text to use as prompt".into()));
         }
+        let prompt = if prompts.len() == 1 {
+            prompts.swap_remove(0)
+        } else {
+            Value::Array(prompts)
+        };
         let mut body = Map::new();
-        body.insert("prompt".into(), Value::Array(prompts));
+        body.insert("prompt".into(), prompt);
         body.insert("model".into(), model(input, turn).into());
         body.insert("stream".into(), input.streaming.into());
         if let Some(max_tokens) = turn.max_tokens {

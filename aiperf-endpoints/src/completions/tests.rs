@@ -19,7 +19,7 @@ fn one_text_is_a_string_prompt_with_max_tokens() {
         .unwrap();
     assert_eq!(
         body(&request),
-        r#"{"prompt":["Once"],"model":"m","stream":false,"max_tokens":12}"#
+        r#"{"prompt":"Once","model":"m","stream":false,"max_tokens":12}"#
     );
 }
 
@@ -59,7 +59,7 @@ fn streaming_with_usage_legacy_flag_and_extra_inputs() {
     let request = completions(options).build(&input(&turns, true)).unwrap();
     assert_eq!(
         body(&request),
-        r#"{"prompt":["x"],"model":"m","stream":true,"max_tokens":4,"min_tokens":4,"stream_options":{"include_usage":true}}"#
+        r#"{"prompt":"x","model":"m","stream":true,"max_tokens":4,"min_tokens":4,"stream_options":{"include_usage":true}}"#
     );
 }
 
