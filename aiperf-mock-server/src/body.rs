@@ -149,6 +149,9 @@ pub(crate) struct TokenStream {
     stall_until: Option<Instant>,
     fault: Option<StreamFault>,
     started: bool,
+    /// [`crate::Quirks::ping_comments`]: the opening ping is still to be sent.
+    ping_at_open: bool,
+    ping: bool,
     done: bool,
     yielded_before_drop: bool,
     guard: InFlight,
@@ -186,6 +189,7 @@ impl TokenStream {
             .min(total_events.saturating_sub(1)),
             stall,
         });
+        let ping = guard.state.cfg.quirks.ping_comments;
         Self {
             writer,
             plan,
@@ -198,6 +202,8 @@ impl TokenStream {
             stall_until: None,
             fault,
             started: false,
+            ping_at_open: ping,
+            ping,
             done: false,
             yielded_before_drop: false,
             guard,
@@ -243,6 +249,13 @@ impl TokenStream {
         }
         let mut buf: Vec<u8> = Vec::new();
         let frame = |buf: Vec<u8>| Poll::Ready(Some(Ok(Frame::data(Bytes::from(buf)))));
+        if self.ping_at_open {
+            // Before the first token is due, as a keep-alive ping can be: it must not
+            // count as the first token.
+            self.ping_at_open = false;
+            push_ping(&mut buf);
+            return frame(buf);
+        }
         loop {
             if let Some(until) = self.stall_until {
                 if self.wait_until(until, cx).is_pending() {
@@ -309,6 +322,9 @@ impl TokenStream {
                 self.guard.first_token();
             }
             let finish = (e + 1 == self.total_events).then_some(self.plan.finish);
+            if self.ping {
+                push_ping(&mut buf);
+            }
             self.writer.tokens(&mut buf, kind, first, end, finish);
             self.guard
                 .emitted(end - first, kind == TokenKind::Reasoning);
@@ -318,6 +334,12 @@ impl TokenStream {
             }
         }
     }
+}
+
+/// An SSE comment as sse-starlette's keep-alive ping writes it: `: ping - <time>`, CRLF.
+fn push_ping(out: &mut Vec<u8>) {
+    let now = crate::routes::unix_now();
+    out.extend_from_slice(format!(": ping - {now}\r\n\r\n").as_bytes());
 }
 
 /// Index of the first event that starts at or after token `k`.

@@ -1,5 +1,5 @@
 //! Connections that close right after their first response while advertising keep-alive
-//! ([`MockConfig::close_after_response`](crate::MockConfig::close_after_response)).
+//! ([`Quirks::close_after_response`](crate::Quirks::close_after_response)).
 //!
 //! llama.cpp's `llama-server` answers with `Keep-Alive: timeout=5, max=100` and yet closes
 //! the socket about 0.14 ms after each streamed response. A client that takes the

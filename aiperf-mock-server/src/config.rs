@@ -58,11 +58,8 @@ pub struct MockConfig {
     pub api_key: Option<String>,
     /// Append every inference request (headers masked) as one JSON line to this file.
     pub record_requests: Option<PathBuf>,
-    /// Answer one request per connection, advertising `Keep-Alive: timeout=5, max=100`,
-    /// then close it; a request that arrives on it in the meantime gets no answer
-    /// (llama.cpp's `llama-server` behaves this way). Such connections do not wait for
-    /// the shutdown grace period.
-    pub close_after_response: bool,
+    /// Behaviours of real servers that a client must cope with.
+    pub quirks: Quirks,
     /// Fault injection rates.
     pub faults: FaultConfig,
     /// The fake DCGM exporters.
@@ -98,7 +95,7 @@ impl Default for MockConfig {
             random_seed: None,
             api_key: None,
             record_requests: None,
-            close_after_response: false,
+            quirks: Quirks::default(),
             faults: FaultConfig::default(),
             dcgm: DcgmConfig::default(),
             embedding_base_latency_ms: 10.0,
@@ -190,6 +187,61 @@ impl MockConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// Behaviours of real OpenAI-compatible servers, off by default, so tests can hold a
+/// client to them without the servers (`../shared/realservers` describes where each was
+/// seen). They are not faults: every request is still answered correctly.
+///
+/// ```
+/// use aiperf_mock_server::{MockConfig, Quirks};
+/// // What Hugging Face `transformers serve` does.
+/// let cfg = MockConfig { quirks: Quirks::transformers_serve(), ..MockConfig::fast() };
+/// assert!(cfg.quirks.no_done && !cfg.quirks.close_after_response);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quirks {
+    /// Answer one request per connection, advertising `Keep-Alive: timeout=5, max=100`,
+    /// then close it; a request that arrives on it in the meantime gets no answer
+    /// (llama.cpp's `llama-server` behaves this way). Such connections do not wait for
+    /// the shutdown grace period.
+    pub close_after_response: bool,
+    /// Answer a completions `prompt` that is not a string (a list, token ids) with 400
+    /// "prompt must be a string." (`transformers serve`).
+    pub string_prompt_only: bool,
+    /// End streams without `data: [DONE]`: the stream just closes (`transformers serve`).
+    pub no_done: bool,
+    /// Put `usage` into the chunk that carries `finish_reason`, always, whatever
+    /// `stream_options` asks (`transformers serve`; llama-server does it for completions).
+    pub usage_in_finish_chunk: bool,
+    /// Send an SSE comment `: ping - <time>` with CRLF line ends when a stream opens and
+    /// before every event, as sse-starlette's keep-alive pings (llama-cpp-python).
+    pub ping_comments: bool,
+    /// Error bodies in FastAPI's form `{"detail": "<message>"}` instead of OpenAI's
+    /// `{"error": {…}}` (`transformers serve`).
+    pub detail_errors: bool,
+}
+
+impl Quirks {
+    /// llama.cpp's `llama-server`: closes each connection after its response.
+    pub fn llama_server() -> Self {
+        Self {
+            close_after_response: true,
+            ..Self::default()
+        }
+    }
+
+    /// Hugging Face `transformers serve` 5.x: string prompts only, no `[DONE]`, usage in the
+    /// finish chunk, FastAPI error bodies.
+    pub fn transformers_serve() -> Self {
+        Self {
+            string_prompt_only: true,
+            no_done: true,
+            usage_in_finish_chunk: true,
+            detail_errors: true,
+            ..Self::default()
+        }
     }
 }
 

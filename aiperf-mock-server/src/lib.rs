@@ -46,7 +46,7 @@ mod stats;
 mod timing;
 mod tokens;
 
-pub use config::{DcgmConfig, FaultConfig, GpuModel, GpuSpec, MockConfig};
+pub use config::{DcgmConfig, FaultConfig, GpuModel, GpuSpec, MockConfig, Quirks};
 pub use error::{DroppedByFault, MockError};
 pub use faults::{decide as decide_fault, FaultKind};
 pub use record::MASKED_HEADERS;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use aiperf_mock_server::{DcgmConfig, FaultConfig, GpuModel, MockConfig, MockServer};
+use aiperf_mock_server::{DcgmConfig, FaultConfig, GpuModel, MockConfig, MockServer, Quirks};
 use clap::Parser;
 
 /// OpenAI-compatible mock inference server with exact timing and fault injection.
@@ -72,11 +72,31 @@ struct Args {
     /// Append every inference request (auth headers masked) as a JSON line to FILE.
     #[arg(long, env = "MOCK_SERVER_RECORD_REQUESTS", value_name = "FILE")]
     record_requests: Option<PathBuf>,
+    /// Behave like a real server: llama-server (--close-after-response) or
+    /// transformers-serve (--string-prompt-only --no-done --usage-in-finish-chunk
+    /// --detail-errors). Adds to the single quirk flags below.
+    #[arg(long, env = "MOCK_SERVER_MIMIC", value_name = "SERVER")]
+    mimic: Option<Mimic>,
     /// Answer one request per connection while advertising `Keep-Alive: timeout=5,
     /// max=100`, then close it, as llama.cpp's llama-server does; a request that arrives on
     /// the closing connection gets no answer.
     #[arg(long, env = "MOCK_SERVER_CLOSE_AFTER_RESPONSE")]
     close_after_response: bool,
+    /// Answer a completions prompt that is not a string with 400 "prompt must be a string."
+    #[arg(long, env = "MOCK_SERVER_STRING_PROMPT_ONLY")]
+    string_prompt_only: bool,
+    /// End streams without `data: [DONE]`.
+    #[arg(long, env = "MOCK_SERVER_NO_DONE")]
+    no_done: bool,
+    /// Always put usage into the finish chunk, whatever stream_options asks.
+    #[arg(long, env = "MOCK_SERVER_USAGE_IN_FINISH_CHUNK")]
+    usage_in_finish_chunk: bool,
+    /// Send `: ping - <time>` SSE comments (CRLF) when a stream opens and before each event.
+    #[arg(long, env = "MOCK_SERVER_PING_COMMENTS")]
+    ping_comments: bool,
+    /// Error bodies as FastAPI's `{"detail": "..."}`.
+    #[arg(long, env = "MOCK_SERVER_DETAIL_ERRORS")]
+    detail_errors: bool,
     /// % of inference requests answered with HTTP 500.
     #[arg(long, env = "MOCK_SERVER_ERROR_RATE", default_value_t = 0.0)]
     error_rate: f64,
@@ -166,8 +186,32 @@ struct Args {
     log_level: String,
 }
 
+/// A real server whose behaviours `--mimic` switches on.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Mimic {
+    LlamaServer,
+    TransformersServe,
+}
+
 impl Args {
+    fn quirks(&self) -> Quirks {
+        let preset = match self.mimic {
+            Some(Mimic::LlamaServer) => Quirks::llama_server(),
+            Some(Mimic::TransformersServe) => Quirks::transformers_serve(),
+            None => Quirks::default(),
+        };
+        Quirks {
+            close_after_response: preset.close_after_response || self.close_after_response,
+            string_prompt_only: preset.string_prompt_only || self.string_prompt_only,
+            no_done: preset.no_done || self.no_done,
+            usage_in_finish_chunk: preset.usage_in_finish_chunk || self.usage_in_finish_chunk,
+            ping_comments: preset.ping_comments || self.ping_comments,
+            detail_errors: preset.detail_errors || self.detail_errors,
+        }
+    }
+
     fn into_config(self) -> MockConfig {
+        let quirks = self.quirks();
         MockConfig {
             host: self.host,
             port: self.port,
@@ -187,7 +231,7 @@ impl Args {
             random_seed: self.random_seed,
             api_key: self.api_key,
             record_requests: self.record_requests,
-            close_after_response: self.close_after_response,
+            quirks,
             faults: FaultConfig {
                 error_rate: self.error_rate,
                 rate_limit_rate: self.rate_limit_rate,

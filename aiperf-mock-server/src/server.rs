@@ -195,7 +195,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>, mut stop: watch::
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::debug!(error = %e, "cannot set TCP_NODELAY");
                     }
-                    if state.cfg.close_after_response {
+                    if state.cfg.quirks.close_after_response {
                         tokio::spawn(crate::closing::serve(stream, state.clone()));
                         continue;
                     }
@@ -293,8 +293,8 @@ fn text_response(body: String) -> Resp {
     r
 }
 
-fn api_error(e: &ApiError) -> Resp {
-    json_response(e.status, e.body())
+fn api_error(state: &State, e: &ApiError) -> Resp {
+    json_response(e.status, e.body(&state.cfg.quirks))
 }
 
 /// Entry point of every request.
@@ -311,7 +311,7 @@ pub(crate) async fn handle(
         Target::Route(route) => (route, Ok(info_route(&state, route))),
         Target::Dcgm(n) => match routes::dcgm::render(&state, n) {
             Some(text) => (Route::Dcgm, Ok(text_response(text))),
-            None => (Route::Unknown, Ok(not_found(req.method(), &path))),
+            None => (Route::Unknown, Ok(not_found(&state, req.method(), &path))),
         },
         Target::WrongMethod(allow) => {
             let msg = format!(
@@ -321,6 +321,7 @@ pub(crate) async fn handle(
             let mut r = json_response(
                 StatusCode::METHOD_NOT_ALLOWED,
                 error_body(
+                    &state.cfg.quirks,
                     &msg,
                     "invalid_request_error",
                     StatusCode::METHOD_NOT_ALLOWED,
@@ -330,7 +331,7 @@ pub(crate) async fn handle(
                 .insert(ALLOW, HeaderValue::from_static(allow));
             (Route::Unknown, Ok(r))
         }
-        Target::NotFound => (Route::Unknown, Ok(not_found(req.method(), &path))),
+        Target::NotFound => (Route::Unknown, Ok(not_found(&state, req.method(), &path))),
     };
     match &result {
         Ok(r) => state.stats.count_request(route, r.status().as_u16()),
@@ -339,11 +340,16 @@ pub(crate) async fn handle(
     result
 }
 
-fn not_found(method: &Method, path: &str) -> Resp {
+fn not_found(state: &State, method: &Method, path: &str) -> Resp {
     let msg = format!("No route for {method} {path}");
     json_response(
         StatusCode::NOT_FOUND,
-        error_body(&msg, "not_found_error", StatusCode::NOT_FOUND),
+        error_body(
+            &state.cfg.quirks,
+            &msg,
+            "not_found_error",
+            StatusCode::NOT_FOUND,
+        ),
     )
 }
 
@@ -430,7 +436,7 @@ async fn inference(
             kind: "invalid_request_error",
             message: "Incorrect or missing API key: send 'Authorization: Bearer <key>'".into(),
         };
-        return Ok(api_error(&e));
+        return Ok(api_error(state, &e));
     }
     let seq = state.next_seq.fetch_add(1, Relaxed);
     let cfg = &state.cfg;
@@ -439,9 +445,10 @@ async fn inference(
     let body = match body.collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => {
-            return Ok(api_error(&ApiError::bad_request(format!(
-                "cannot read request body: {e}"
-            ))))
+            return Ok(api_error(
+                state,
+                &ApiError::bad_request(format!("cannot read request body: {e}")),
+            ))
         }
     };
     if let Some(rec) = &state.recorder {
@@ -454,7 +461,7 @@ async fn inference(
     }
     if let Some((status, kind, message)) = fault.and_then(status_fault) {
         state.stats.count_fault(fault.unwrap_or(FaultKind::Error));
-        let mut r = json_response(status, error_body(message, kind, status));
+        let mut r = json_response(status, error_body(&cfg.quirks, message, kind, status));
         if status != StatusCode::INTERNAL_SERVER_ERROR {
             r.headers_mut()
                 .insert(RETRY_AFTER, HeaderValue::from_static("1"));
@@ -489,7 +496,7 @@ async fn inference(
         _ => routes::rankings::handle(ctx, &body, routes::rankings::Flavor::Cohere),
     };
     match reply {
-        Err(e) => Ok(api_error(&e)),
+        Err(e) => Ok(api_error(state, &e)),
         Ok(Reply::Stream(stream)) => {
             sleep_until(start).await;
             let mut r = Response::new(MockBody::Stream(stream));

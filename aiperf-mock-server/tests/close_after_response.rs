@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use aiperf_mock_server::{MockConfig, MockServer};
+use aiperf_mock_server::{MockConfig, MockServer, Quirks};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -31,7 +31,7 @@ async fn read_to_close(stream: &mut TcpStream) -> String {
 #[tokio::test]
 async fn two_requests_on_one_connection_get_one_answer_then_the_close() {
     let server = MockServer::start(MockConfig {
-        close_after_response: true,
+        quirks: Quirks::llama_server(),
         ..MockConfig::fast()
     })
     .await
@@ -61,7 +61,7 @@ async fn two_requests_on_one_connection_get_one_answer_then_the_close() {
 #[tokio::test]
 async fn a_lone_request_is_answered_and_the_connection_closed() {
     let server = MockServer::start(MockConfig {
-        close_after_response: true,
+        quirks: Quirks::llama_server(),
         ..MockConfig::fast()
     })
     .await

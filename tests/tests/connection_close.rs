@@ -6,14 +6,14 @@
 
 mod common;
 
-use aiperf_mock_server::{MockConfig, MockServer};
+use aiperf_mock_server::{MockConfig, MockServer, Quirks};
 use common::{args, assert_exit, profile, read_json, read_jsonl};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_succeeds_against_a_server_that_closes_after_each_response() {
     let dir = tempfile::tempdir().unwrap();
     let server = MockServer::start(MockConfig {
-        close_after_response: true,
+        quirks: Quirks::llama_server(),
         ..MockConfig::with_timing(2.0, 1.0)
     })
     .await

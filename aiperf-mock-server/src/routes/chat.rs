@@ -65,6 +65,7 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
             &model,
             &plan,
             include_usage,
+            &ctx.state.cfg.quirks,
         ));
         Ok(ctx.stream(Box::new(writer), plan, max))
     } else {
@@ -136,14 +137,7 @@ impl EventWriter for ChatWriter {
         });
         tokens::push_text(out, first..end);
         out.extend_from_slice(b"\"},\"logprobs\":null,\"finish_reason\":");
-        match finish {
-            Some(f) => {
-                out.push(b'"');
-                out.extend_from_slice(f.openai().as_bytes());
-                out.extend_from_slice(b"\"}]}\n\n");
-            }
-            None => out.extend_from_slice(b"null}]}\n\n"),
-        }
+        self.0.close_event(out, finish);
     }
 
     fn epilogue(&self, out: &mut Vec<u8>) {

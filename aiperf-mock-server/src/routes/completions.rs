@@ -44,6 +44,9 @@ fn prompt_of(v: &Value) -> (String, Option<u32>) {
 
 pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
     let req: CompletionRequest = parse(body)?;
+    if ctx.state.cfg.quirks.string_prompt_only && !req.prompt.is_string() {
+        return Err(ApiError::bad_request("prompt must be a string."));
+    }
     let max = budget("max_tokens", req.max_tokens)?;
     let (prompt, ids) = prompt_of(&req.prompt);
     let prompt_tokens = match ids {
@@ -72,6 +75,7 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
             &model,
             &plan,
             include_usage,
+            &ctx.state.cfg.quirks,
         ));
         Ok(ctx.stream(Box::new(writer), plan, max))
     } else {
@@ -107,14 +111,7 @@ impl EventWriter for CompletionWriter {
         out.extend_from_slice(b"[{\"index\":0,\"text\":\"");
         tokens::push_text(out, first..end);
         out.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":");
-        match finish {
-            Some(f) => {
-                out.push(b'"');
-                out.extend_from_slice(f.openai().as_bytes());
-                out.extend_from_slice(b"\"}]}\n\n");
-            }
-            None => out.extend_from_slice(b"null}]}\n\n"),
-        }
+        self.0.close_event(out, finish);
     }
 
     fn epilogue(&self, out: &mut Vec<u8>) {

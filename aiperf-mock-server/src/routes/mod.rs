@@ -19,11 +19,11 @@ use hyper::StatusCode;
 use serde::de::DeserializeOwned;
 
 use crate::body::{EventWriter, InFlight, TokenStream};
-use crate::config::ms;
+use crate::config::{ms, Quirks};
 use crate::faults::{derive, FaultKind};
 use crate::state::State;
 use crate::timing::{Jitter, Schedule};
-use crate::tokens::Plan;
+use crate::tokens::{Finish, Plan};
 use chat::usage_json;
 
 /// What a handler knows about the request it serves.
@@ -71,16 +71,22 @@ impl ApiError {
         }
     }
 
-    /// `{"error":{"message","type","param":null,"code"}}`
-    pub(crate) fn body(&self) -> Bytes {
-        error_body(&self.message, self.kind, self.status)
+    /// The body in the style `quirks` asks for (see [`error_body`]).
+    pub(crate) fn body(&self, quirks: &Quirks) -> Bytes {
+        error_body(quirks, &self.message, self.kind, self.status)
     }
 }
 
-pub(crate) fn error_body(message: &str, kind: &str, status: StatusCode) -> Bytes {
-    let v = serde_json::json!({
-        "error": {"message": message, "type": kind, "param": null, "code": status.as_u16()}
-    });
+/// `{"error":{"message","type","param":null,"code"}}`, or FastAPI's `{"detail":message}`
+/// under [`Quirks::detail_errors`].
+pub(crate) fn error_body(quirks: &Quirks, message: &str, kind: &str, status: StatusCode) -> Bytes {
+    let v = if quirks.detail_errors {
+        serde_json::json!({ "detail": message })
+    } else {
+        serde_json::json!({
+            "error": {"message": message, "type": kind, "param": null, "code": status.as_u16()}
+        })
+    };
     Bytes::from(v.to_string())
 }
 
@@ -272,11 +278,14 @@ impl Ctx {
 }
 
 /// The constant parts of an OpenAI-style event stream: each event's opening up to
-/// `"choices":`, and the closing (the usage chunk when asked for, then `[DONE]`),
-/// serialised once per request.
+/// `"choices":`, the usage that closes the finish event under
+/// [`Quirks::usage_in_finish_chunk`], and the closing (the usage chunk when asked for,
+/// then `[DONE]` unless [`Quirks::no_done`]), serialised once per request.
 pub(crate) struct StreamFrames {
     /// `data: {"id":…,"object":…,"created":…,"model":…,"choices":`
     pub head: Vec<u8>,
+    /// `,"usage":{…}` written into the finish event, or nothing.
+    finish_usage: Vec<u8>,
     /// The usage chunk (when asked for) and `data: [DONE]`.
     pub tail: Vec<u8>,
 }
@@ -290,6 +299,7 @@ impl StreamFrames {
         model: &str,
         plan: &Plan,
         include_usage: bool,
+        quirks: &Quirks,
     ) -> Self {
         let head = format!(
             "data: {{\"id\":{},\"object\":\"{object}\",\"created\":{created},\"model\":{},\"choices\":",
@@ -297,14 +307,40 @@ impl StreamFrames {
             json_str(model)
         )
         .into_bytes();
+        let usage = usage_json(plan).to_string();
+        let mut finish_usage = Vec::new();
         let mut tail = Vec::new();
-        if include_usage {
+        if quirks.usage_in_finish_chunk {
+            finish_usage.extend_from_slice(b",\"usage\":");
+            finish_usage.extend_from_slice(usage.as_bytes());
+        } else if include_usage {
             tail.extend_from_slice(&head);
             tail.extend_from_slice(b"[],\"usage\":");
-            tail.extend_from_slice(usage_json(plan).to_string().as_bytes());
+            tail.extend_from_slice(usage.as_bytes());
             tail.extend_from_slice(b"}\n\n");
         }
-        tail.extend_from_slice(b"data: [DONE]\n\n");
-        Self { head, tail }
+        if !quirks.no_done {
+            tail.extend_from_slice(b"data: [DONE]\n\n");
+        }
+        Self {
+            head,
+            finish_usage,
+            tail,
+        }
+    }
+
+    /// Ends one event after its choice's last field: the `finish_reason` value, the
+    /// choices list and, on the finish event, the usage when it belongs there.
+    pub fn close_event(&self, out: &mut Vec<u8>, finish: Option<Finish>) {
+        match finish {
+            Some(f) => {
+                out.push(b'"');
+                out.extend_from_slice(f.openai().as_bytes());
+                out.extend_from_slice(b"\"}]");
+                out.extend_from_slice(&self.finish_usage);
+                out.extend_from_slice(b"}\n\n");
+            }
+            None => out.extend_from_slice(b"null}]}\n\n"),
+        }
     }
 }
