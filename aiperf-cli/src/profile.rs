@@ -87,6 +87,9 @@ impl Session {
         let cancel = CancellationToken::new();
         spawn_ctrl_c_handler(cancel.clone());
 
+        if config.osl_without_length_control() {
+            tracing::warn!("{}", aiperf_core::config::OSL_WITHOUT_LENGTH_CONTROL);
+        }
         let transport = Arc::new(build_transport(&args.endpoint)?);
         let tokenizer = load_run_tokenizer(config, transport.as_ref()).await?;
         let mock = start_embedded_mock_if_asked(config, &tokenizer).await?;

@@ -65,7 +65,8 @@ pub use export::{
     artifact_dir_name, export_paths, resolve_artifact_dir, write_summary_files, ExportPaths,
 };
 pub use record_metrics::{
-    compute_record_metrics, count_tokens, MetricValue, RecordMetrics, TokenCounts,
+    compute_record_metrics, count_tokens, usage_without_cache_reporting, MetricValue,
+    RecordMetrics, TokenCounts, CACHE_REPORTING_HINT,
 };
 pub use stats::{Distribution, Stats};
 pub use summary::{

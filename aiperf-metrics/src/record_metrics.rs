@@ -176,6 +176,21 @@ fn usage_cache_read(u: &Usage) -> Option<u64> {
         .or_else(|| u.field("cacheReadInputTokens"))
 }
 
+/// Said when a server reports token usage but no prompt-cache reads: the Python AIPerf
+/// 0.13's words, mid-run (once) and under the console summary.
+pub const CACHE_REPORTING_HINT: &str = "Token usage is reported but no prompt-cache read \
+    tokens were seen (usage.prompt_tokens_details.cached_tokens absent). If your server uses \
+    prefix/KV caching, enable cache reporting so AIPerf can populate the prompt-cache \
+    metrics: vLLM --enable-prompt-tokens-details, SGLang --enable-cache-report (TRT-LLM \
+    reports it by default).";
+
+/// `usage` has prompt tokens but no cache-read count under any vendor spelling: the
+/// signature of a caching server that was not told to report its cache reads. A count of
+/// 0 is a report.
+pub fn usage_without_cache_reporting(u: &Usage) -> bool {
+    u.prompt_tokens().is_some() && usage_cache_read(u).is_none()
+}
+
 /// The usage-field record metrics (`usage_*`) of one usage object.
 pub fn usage_fields(u: &Usage) -> [(&'static str, Option<u64>); 9] {
     [

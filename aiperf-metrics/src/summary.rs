@@ -20,7 +20,8 @@ use crate::export::raw::RawJsonlWriter;
 use crate::live::LiveStats;
 use crate::memo::MemoizedCounter;
 use crate::record_metrics::{
-    compute_record_metrics, count_tokens, usage_fields, MetricValue, RecordMetrics, TokenCounts,
+    compute_record_metrics, count_tokens, usage_fields, usage_without_cache_reporting, MetricValue,
+    RecordMetrics, TokenCounts, CACHE_REPORTING_HINT,
 };
 use crate::stats::{Distribution, Stats, WeightedStats};
 use crate::timeline::Timeline;
@@ -245,6 +246,16 @@ impl Summary {
         self.metrics.iter().find(|m| m.tag == tag)
     }
 
+    /// The server reported prompt tokens in `usage` but never how many of them were read
+    /// from its prompt cache: [`CACHE_REPORTING_HINT`] applies. A reported total of 0
+    /// (caching on, no hits) does not count.
+    pub fn lacks_cache_reporting(&self) -> bool {
+        self.metric("total_usage_prompt_tokens").is_some()
+            && self
+                .metric("total_usage_prompt_cache_read_tokens")
+                .is_none()
+    }
+
     /// Valid (successful) requests.
     pub fn request_count(&self) -> u64 {
         self.metric("request_count")
@@ -356,6 +367,9 @@ pub struct MetricsSink {
     lag: Distribution,
     late: u64,
     retries: u64,
+    /// [`CACHE_REPORTING_HINT`] was logged (once per run, at the first record that
+    /// calls for it).
+    hinted_cache_reporting: bool,
     timeline: Timeline,
     writer: Option<JsonlWriter>,
     parquet: Option<ParquetWriter>,
@@ -506,6 +520,7 @@ impl MetricsSink {
             lag: Distribution::new(),
             late: 0,
             retries: 0,
+            hinted_cache_reporting: false,
             timeline: Timeline::new(),
             writer: None,
             parquet: None,
@@ -609,6 +624,16 @@ impl MetricsSink {
         }
         let tokens = count_tokens(record, Some(self.counter.as_ref()), &self.ctx);
         let metrics = compute_record_metrics(record, &tokens, &self.ctx);
+        if !self.hinted_cache_reporting
+            && metrics.valid
+            && record
+                .last_usage()
+                .is_some_and(usage_without_cache_reporting)
+        {
+            // Mid-run, so a long run can be stopped and started again with the flag set.
+            self.hinted_cache_reporting = true;
+            tracing::warn!("{CACHE_REPORTING_HINT}");
+        }
         if let Some(live) = &self.live {
             crate::live::feed(live, record, &metrics);
         }
@@ -1115,6 +1140,31 @@ mod tests {
         assert_eq!(summary.connection_retries, 1);
         let json = crate::export::json::to_json_string(&summary).unwrap();
         assert!(json.contains("\"connection_retries\": 1,"), "{json}");
+    }
+
+    #[test]
+    fn usage_without_cached_tokens_calls_for_the_cache_reporting_hint() {
+        let summarize = |usage: &str| {
+            let mut s = sink(vec![]);
+            s.process(&record(
+                0,
+                "a b",
+                vec![resp(10 * MS, "w ", "", Some(usage))],
+            ))
+            .unwrap();
+            s.summarize(&run((0, 100))).unwrap()
+        };
+        let without = summarize(r#"{"prompt_tokens":2,"completion_tokens":1}"#);
+        assert!(without.lacks_cache_reporting());
+        let console = crate::export::console::render_console(&without);
+        assert!(console.contains(CACHE_REPORTING_HINT), "{console}");
+        let zero_hits = summarize(
+            r#"{"prompt_tokens":2,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":0}}"#,
+        );
+        assert!(!zero_hits.lacks_cache_reporting());
+        assert!(!crate::export::console::render_console(&zero_hits).contains(CACHE_REPORTING_HINT));
+        let no_usage = sink(vec![]).summarize(&run((0, 100))).unwrap();
+        assert!(!no_usage.lacks_cache_reporting());
     }
 
     #[test]

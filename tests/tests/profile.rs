@@ -520,3 +520,37 @@ async fn the_embedded_mock_reports_usage_that_agrees_with_the_clients_counts() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!stdout.contains("Discrepancy Warning"), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn osl_without_length_control_and_missing_cache_reports_are_warned_as_python_does() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, extra) in [
+        ("plain", ""),
+        ("ignore-eos", "--extra-inputs ignore_eos:true"),
+    ] {
+        let out = dir.path().join(name);
+        let mut argv = args(&format!(
+            "-m mock-model --url {url} --request-count 2 --osl 4 {extra}",
+            url = server.url()
+        ));
+        argv.extend(artifact_args(&out));
+        let output = profile(argv).await;
+        assert_exit(&output, 0);
+        let log = std::fs::read_to_string(out.join("logs").join("aiperf.log")).unwrap();
+        assert_eq!(
+            log.contains(aiperf_core::config::OSL_WITHOUT_LENGTH_CONTROL),
+            extra.is_empty(),
+            "{log}"
+        );
+        // The mock reports usage without `prompt_tokens_details.cached_tokens`: hinted
+        // once mid-run and once under the console summary.
+        assert_eq!(log.matches(aiperf_metrics::CACHE_REPORTING_HINT).count(), 1);
+        let console = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            console.contains(aiperf_metrics::CACHE_REPORTING_HINT),
+            "{console}"
+        );
+    }
+    server.shutdown().await;
+}

@@ -109,6 +109,13 @@ pub struct OutputConfig {
 
 /// The default grace period after `--benchmark-duration`, as documented upstream.
 pub const DEFAULT_GRACE_PERIOD_SECS: f64 = 30.0;
+
+/// Warned before a run when [`BenchmarkConfig::osl_without_length_control`] holds (the
+/// Python AIPerf 0.13's words).
+pub const OSL_WITHOUT_LENGTH_CONTROL: &str = "Using --osl without ignore_eos or min_tokens \
+    in --extra-inputs. Output sequence length cannot be guaranteed unless the server honors \
+    these parameters. Consider: --extra-inputs ignore_eos:true (generate until max_tokens) \
+    or --extra-inputs min_tokens:<value> (set minimum output length).";
 /// The warmup grace period unless given: wait for every warmup request.
 pub const DEFAULT_WARMUP_GRACE_PERIOD_SECS: f64 = f64::INFINITY;
 /// The default stop condition when none is given.
@@ -181,6 +188,21 @@ impl BenchmarkConfig {
         self.check_cross_section_rules()?;
         self.input.validate()?;
         Ok(self)
+    }
+
+    /// `--osl` is set but `--extra-inputs` has no truthy `ignore_eos` or `min_tokens`, so
+    /// most servers may stop before the requested output length:
+    /// [`OSL_WITHOUT_LENGTH_CONTROL`] applies.
+    pub fn osl_without_length_control(&self) -> bool {
+        let truthy = |key: &str| match self.endpoint.extra_inputs.get(key) {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::Bool(b)) => *b,
+            Some(serde_json::Value::Number(n)) => n.as_f64().is_some_and(|n| n != 0.0),
+            Some(serde_json::Value::String(s)) => !s.is_empty(),
+            Some(serde_json::Value::Array(a)) => !a.is_empty(),
+            Some(serde_json::Value::Object(o)) => !o.is_empty(),
+        };
+        self.input.osl_mean.is_some() && !truthy("ignore_eos") && !truthy("min_tokens")
     }
 
     /// Rules that tie the load to the endpoint or the input (SPEC §1.4).
@@ -318,6 +340,29 @@ mod tests {
             Some(ArrivalPattern::ConcurrencyBurst)
         );
         assert_eq!(config.grace_period(), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn osl_needs_a_truthy_ignore_eos_or_min_tokens() {
+        let with = |extra: serde_json::Value| {
+            let mut config = base();
+            config.input.osl_mean = Some(32);
+            config.endpoint.extra_inputs = extra.as_object().cloned().unwrap_or_default();
+            config.osl_without_length_control()
+        };
+        assert!(
+            !base().osl_without_length_control(),
+            "no --osl, nothing to warn"
+        );
+        assert!(with(serde_json::json!({})));
+        assert!(with(serde_json::json!({"temperature": 0})));
+        assert!(with(
+            serde_json::json!({"ignore_eos": false, "min_tokens": 0})
+        ));
+        assert!(with(serde_json::json!({"ignore_eos": ""})));
+        assert!(!with(serde_json::json!({"ignore_eos": true})));
+        assert!(!with(serde_json::json!({"ignore_eos": "true"})));
+        assert!(!with(serde_json::json!({"min_tokens": 32})));
     }
 
     #[test]

@@ -249,6 +249,10 @@ pub fn render_console(summary: &Summary) -> String {
             "OSL Mismatch Warning: {n:.0} requests produced an output length far from the requested max tokens (try --extra-inputs ignore_eos:true, --extra-inputs min_tokens:<n>, or --use-server-token-count)\n"
         ));
     }
+    if summary.lacks_cache_reporting() {
+        out.push_str(crate::CACHE_REPORTING_HINT);
+        out.push('\n');
+    }
     if summary.connection_retries > 0 {
         out.push_str(&format!(
             "Connection Retries: {} requests were sent again on a fresh connection after the server closed a reused keep-alive connection before answering\n",
