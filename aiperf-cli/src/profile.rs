@@ -334,10 +334,12 @@ impl Session {
             }
         }
         let raw_records = raw_export.then_some(paths.raw_jsonl.as_path());
+        let telemetry_files = telemetry.as_ref().map_or(&[][..], |t| t.files.as_slice());
         print_footer(
             &summary,
             &paths.csv,
             &paths.json,
+            telemetry_files,
             raw_records,
             &artifact_dir,
             &log_file,
@@ -476,6 +478,7 @@ fn print_footer(
     summary: &Summary,
     csv: &Path,
     json: &Path,
+    telemetry_files: &[std::path::PathBuf],
     raw_records: Option<&Path>,
     dir: &Path,
     log_file: &Path,
@@ -483,6 +486,9 @@ fn print_footer(
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     println!("CSV Export: {}", absolute(csv).display());
     println!("JSON Export: {}", absolute(json).display());
+    for (label, path) in aiperf_telemetry::export::console_exports(telemetry_files) {
+        println!("{label}: {}", absolute(path).display());
+    }
     if let Some(raw) = raw_records {
         println!("Raw Records: {}", absolute(raw).display());
     }

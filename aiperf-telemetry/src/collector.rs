@@ -27,8 +27,8 @@ use aiperf_core::transport::Transport;
 
 use crate::gpu::{gpu_summaries_with_grace, GpuSummary, DCGM_FAMILIES};
 use crate::scraper::{
-    EndpointScrapes, PrometheusSampler, Sampler, Scraper, ScraperHandle, DEFAULT_INTERVAL,
-    DEFAULT_REACHABILITY_TIMEOUT, DEFAULT_SCRAPE_TIMEOUT,
+    EndpointKind, EndpointScrapes, PrometheusSampler, Sampler, Scraper, ScraperHandle,
+    DEFAULT_INTERVAL, DEFAULT_REACHABILITY_TIMEOUT, DEFAULT_SCRAPE_TIMEOUT,
 };
 use crate::summary::{summarize_with_grace, EndpointSummary, Window};
 use crate::wall::WallClock;
@@ -228,7 +228,8 @@ impl TelemetryCollector {
                 &transport,
             )
             .map(|s| {
-                s.keep_families(DCGM_FAMILIES)
+                s.kind(EndpointKind::Gpu)
+                    .keep_families(DCGM_FAMILIES)
                     .quiet_when_unreachable(config.quiet_gpu_urls.clone())
                     .start()
             });
@@ -239,7 +240,7 @@ impl TelemetryCollector {
                 config.server_interval,
                 &transport,
             )
-            .map(Scraper::start);
+            .map(|s| s.kind(EndpointKind::Server).start());
         TelemetryHandle {
             clock,
             counter_grace: config.counter_grace,

@@ -50,6 +50,7 @@ pub mod prometheus;
 pub mod scraper;
 pub mod stats;
 pub mod summary;
+pub mod units;
 pub mod wall;
 
 pub use collector::{
@@ -59,8 +60,8 @@ pub use collector::{
 pub use efficiency::{power_efficiency, DerivedMetric, RunTotals};
 pub use gpu::{gpu_summaries, gpu_summaries_with_grace, GpuSummary, DCGM_FAMILIES, GPU_METRICS};
 pub use scraper::{
-    EndpointScrapes, PrometheusSampler, SampleError, Sampled, Sampler, Scrape, Scraper,
-    ScraperHandle, Scrapes,
+    EndpointKind, EndpointScrapes, PrometheusSampler, SampleError, Sampled, Sampler, Scrape,
+    Scraper, ScraperHandle, Scrapes,
 };
 pub use stats::GaugeStats;
 pub use summary::{

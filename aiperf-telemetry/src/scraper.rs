@@ -322,12 +322,37 @@ pub struct Scraper {
 
 #[derive(Debug, Clone)]
 struct Options {
+    kind: EndpointKind,
     interval: Duration,
     scrape_timeout: Duration,
     reachability_timeout: Duration,
     max_scrapes: usize,
     keep: Option<Arc<[String]>>,
     quiet: Option<Arc<[String]>>,
+}
+
+/// What a scraper's endpoints serve; it only changes how log lines name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EndpointKind {
+    /// Any Prometheus endpoint (the default).
+    #[default]
+    Prometheus,
+    /// A GPU telemetry (DCGM exporter) endpoint.
+    Gpu,
+    /// An inference server's own `/metrics` (server metrics).
+    Server,
+}
+
+impl EndpointKind {
+    /// How log lines name such an endpoint: "GPU telemetry endpoint", "server metrics
+    /// endpoint" or "metrics endpoint".
+    pub fn noun(self) -> &'static str {
+        match self {
+            EndpointKind::Prometheus => "metrics endpoint",
+            EndpointKind::Gpu => "GPU telemetry endpoint",
+            EndpointKind::Server => "server metrics endpoint",
+        }
+    }
 }
 
 impl std::fmt::Debug for Scraper {
@@ -363,6 +388,7 @@ impl Scraper {
         Scraper {
             samplers,
             options: Options {
+                kind: EndpointKind::default(),
                 interval: DEFAULT_INTERVAL,
                 scrape_timeout: DEFAULT_SCRAPE_TIMEOUT,
                 reachability_timeout: DEFAULT_REACHABILITY_TIMEOUT,
@@ -376,6 +402,13 @@ impl Scraper {
     /// Add one more sampler.
     pub fn sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
         self.samplers.push(sampler);
+        self
+    }
+
+    /// What the endpoints serve, for the wording of log lines (default
+    /// [`EndpointKind::Prometheus`]).
+    pub fn kind(mut self, kind: EndpointKind) -> Self {
+        self.options.kind = kind;
         self
     }
 
@@ -594,12 +627,18 @@ async fn run(
                 .as_ref()
                 .is_some_and(|q| q.iter().any(|n| n == sampler.name()));
             if quiet {
-                tracing::debug!(endpoint = %sampler.name(), %error, "telemetry endpoint absent");
+                tracing::debug!(
+                    endpoint = %sampler.name(),
+                    %error,
+                    "{} absent",
+                    options.kind.noun()
+                );
             } else {
                 tracing::warn!(
                     endpoint = %sampler.name(),
                     %error,
-                    "telemetry endpoint unreachable; skipping it"
+                    "{} unreachable; skipping it",
+                    options.kind.noun()
                 );
             }
             store.out.unreachable = Some(error.to_string());

@@ -337,7 +337,8 @@ async fn collects_the_profiling_window_and_writes_every_export() {
             "endpoints_successful",
             "start_time",
             "end_time",
-            "endpoint_info"
+            "endpoint_info",
+            "phase_time_ranges"
         ]
     );
     assert_eq!(
@@ -357,7 +358,7 @@ async fn collects_the_profiling_window_and_writes_every_export() {
     let info = &json["summary"]["endpoint_info"][vllm.as_str()];
     assert_eq!(info["total_fetches"], v.scrapes.scrapes.len());
     assert!(info["avg_fetch_latency_ms"].as_f64().unwrap() > 0.0);
-    let gen = &json["metrics"][gen_name.as_str()];
+    let gen = &json["metrics"][server::display_name(gen_name, MetricType::Counter)];
     assert_eq!(gen["type"], "counter");
     assert_eq!(gen["unit"], "tokens");
     assert_eq!(gen["series"][0]["stats"]["total"], generated);
@@ -368,31 +369,32 @@ async fn collects_the_profiling_window_and_writes_every_export() {
         ["avg", "min", "max", "std", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99"]
     );
     let ttft = &json["metrics"]["vllm:time_to_first_token_seconds"]["series"][0];
-    assert_eq!(ttft["stats"]["count"], 6.0);
-    let bucket_total: f64 = ttft["buckets"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_f64().unwrap())
-        .sum();
-    assert_eq!(bucket_total, 6.0, "per-bucket deltas add up to the count");
-    assert!(ttft["buckets"].get("+Inf").is_some());
+    assert_eq!(ttft["stats"]["count"], 6);
+    // Cumulative bucket deltas, as the Python AIPerf 0.13 writes them: `+Inf` holds the count.
+    assert_eq!(ttft["buckets"]["+Inf"], 6, "{}", ttft["buckets"]);
 
     let csv = std::fs::read_to_string(dir.path().join("server_metrics_export.csv")).unwrap();
-    let sections: Vec<&str> = csv.split("\r\n\r\n").collect();
+    assert!(csv.starts_with("# AIPerf Server Metrics Export (CSV)\n# aiperf_version: 0.13.0\n"));
+    let body = &csv[csv.find("\nEndpoint,").unwrap() + 1..];
+    let sections: Vec<&str> = body.split("\r\n\r\n").collect();
     assert_eq!(sections.len(), 3, "gauge, counter, histogram: {csv}");
-    assert!(sections[0].starts_with("Endpoint,Metric,"));
+    assert!(sections[0].starts_with(
+        "Endpoint,Type,Metric,Unit,avg,min,max,std,p1,p5,p10,p25,p50,p75,p90,p95,p99,"
+    ));
     assert!(sections[0]
         .lines()
         .next()
         .unwrap()
-        .ends_with(",avg,min,max,std,p1,p5,p10,p25,p50,p75,p90,p95,p99"));
-    assert!(sections[1].lines().next().unwrap().ends_with(",total,rate"));
+        .ends_with(",Description"));
+    assert!(sections[1]
+        .starts_with("Endpoint,Type,Metric,Unit,total,rate,rate_avg,rate_min,rate_max,rate_std,"));
+    assert!(sections[2]
+        .starts_with("Endpoint,Type,Metric,Unit,count,count_rate,sum,sum_rate,avg,p1_estimate,"));
     assert!(sections[2]
         .lines()
         .next()
         .unwrap()
-        .contains(",count,sum,avg,count_rate,sum_rate,p1_estimate,"));
+        .ends_with(",Description,buckets"));
 
     let text = std::fs::read_to_string(dir.path().join("server_metrics_export.jsonl")).unwrap();
     let lines: Vec<Value> = text
@@ -418,7 +420,7 @@ async fn collects_the_profiling_window_and_writes_every_export() {
         &dir.path().join("server_metrics_export.parquet"),
         &lines,
         &vllm,
-        gen_name,
+        server::display_name(gen_name, MetricType::Counter),
     );
     server.shutdown().await;
 }

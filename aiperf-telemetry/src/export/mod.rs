@@ -152,7 +152,9 @@ pub fn write_files(
                 let value = server::json(report, options.benchmark_id.as_deref());
                 write_json(&path, &value)?;
             }
-            ServerMetricsFormat::Csv => write_with(&path, |out| server::write_csv(report, out))?,
+            ServerMetricsFormat::Csv => write_with(&path, |out| {
+                server::write_csv(report, options.benchmark_id.as_deref(), out)
+            })?,
             ServerMetricsFormat::Jsonl => {
                 write_with(&path, |out| server::write_jsonl(report, out))?
             }
@@ -161,6 +163,27 @@ pub fn write_files(
         written.push(path);
     }
     Ok(written)
+}
+
+/// The lines the console prints for the files [`write_files`] wrote, as the Python AIPerf
+/// 0.13 prints them after its own `CSV Export:` / `JSON Export:` lines: `(label, path)` for
+/// the server-metrics CSV, then the JSON (`"Server Metrics CSV Export"`, `"Server Metrics
+/// JSON Export"`). The other files get no line.
+pub fn console_exports(written: &[PathBuf]) -> Vec<(&'static str, &Path)> {
+    let with_ext = |ext: &'static str| -> Vec<&Path> {
+        written
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .map(PathBuf::as_path)
+            .collect()
+    };
+    let csv = with_ext("csv")
+        .into_iter()
+        .map(|p| ("Server Metrics CSV Export", p));
+    let json = with_ext("json")
+        .into_iter()
+        .map(|p| ("Server Metrics JSON Export", p));
+    csv.chain(json).collect()
 }
 
 fn dedup(formats: &[ServerMetricsFormat]) -> Vec<ServerMetricsFormat> {
@@ -256,6 +279,32 @@ mod tests {
             "127.0.0.1:5/dcgm1"
         );
         assert_eq!(endpoint_key("custom"), "custom");
+    }
+
+    #[test]
+    fn console_lines_for_the_server_files() {
+        let written: Vec<PathBuf> = [
+            "d/gpu_telemetry_export.jsonl",
+            "d/server_metrics_export.json",
+            "d/server_metrics_export.csv",
+            "d/server_metrics_export.jsonl",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(
+            console_exports(&written),
+            [
+                (
+                    "Server Metrics CSV Export",
+                    Path::new("d/server_metrics_export.csv")
+                ),
+                (
+                    "Server Metrics JSON Export",
+                    Path::new("d/server_metrics_export.json")
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -1,12 +1,11 @@
 //! Server-metrics exports (SPEC §7.2): `server_metrics_export.json`, `.csv` and `.jsonl`.
 
-use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::{csv_field, csv_number, iso_time, number};
+use super::{csv_field, endpoint_key, iso_time, number};
 use crate::collector::{ServerEndpoint, TelemetryReport};
 use crate::prometheus::{format_value, MetricFamily, MetricType};
 use crate::scraper::EndpointScrapes;
@@ -14,34 +13,35 @@ use crate::stats::{GaugeStats, PERCENTILES};
 use crate::summary::{HistogramSummary, SeriesStats, SeriesSummary};
 use crate::wall::WallClock;
 
-/// The `schema_version` of `server_metrics_export.json`.
-pub const SCHEMA_VERSION: &str = "1.0";
+/// The `schema_version` of `server_metrics_export.json` (the Python AIPerf 0.13's).
+pub const SCHEMA_VERSION: &str = "1.1";
+/// The `schema_version` in the comment header of `server_metrics_export.csv` (the Python
+/// AIPerf 0.13 still writes 1.0 there).
+pub const CSV_SCHEMA_VERSION: &str = "1.0";
 /// The Python AIPerf version whose files these match.
-pub const AIPERF_COMPAT_VERSION: &str = "0.11.0";
+pub const AIPERF_COMPAT_VERSION: &str = "0.13.0";
 
-/// A unit guessed from the metric name's suffix (SPEC §7.2; optional).
-pub fn infer_unit(name: &str) -> Option<&'static str> {
-    let name = name.strip_suffix("_total").unwrap_or(name);
-    [
-        ("_seconds", "seconds"),
-        ("_milliseconds", "milliseconds"),
-        ("_ms", "milliseconds"),
-        ("_bytes", "bytes"),
-        ("_tokens", "tokens"),
-        ("_requests", "requests"),
-        ("_perc", "ratio"),
-        ("_ratio", "ratio"),
-        ("_percent", "percent"),
-    ]
-    .into_iter()
-    .find(|(suffix, _)| name.ends_with(suffix))
-    .map(|(_, unit)| unit)
+/// The name a family is exported under: counters lose a `_total` suffix, as the Python
+/// AIPerf 0.13 names them (its Prometheus parser folds `x_total` into the family `x`);
+/// gauges, histograms and untyped families keep theirs.
+pub fn display_name(name: &str, kind: MetricType) -> &str {
+    match kind {
+        MetricType::Counter => name.strip_suffix("_total").unwrap_or(name),
+        _ => name,
+    }
 }
 
-/// Whether a family is informational: OpenMetrics `info`, or a gauge/untyped `*_info`
-/// (constant labels, value 1), which SPEC §7.2 keeps in an info section of its own.
-fn is_info(name: &str, kind: MetricType) -> bool {
-    kind == MetricType::Info || name.ends_with("_info")
+/// Whether an exported name is a metadata family the exports leave out, as the Python
+/// AIPerf 0.13 does: `*_created` (creation timestamps) and `*_uptime`, `*_uptime_*`.
+pub fn is_metadata(display_name: &str) -> bool {
+    display_name.ends_with("_created")
+        || display_name.ends_with("_uptime")
+        || display_name.contains("_uptime_")
+}
+
+/// The unit of a series in the exports; see [`crate::units::infer_unit`].
+pub fn infer_unit(display_name: &str, help: Option<&str>) -> Option<&'static str> {
+    crate::units::infer_unit(display_name, help)
 }
 
 /// The section a series belongs to.
@@ -71,66 +71,144 @@ fn type_name(section: Section) -> &'static str {
     }
 }
 
-fn per_second(v: f64, seconds: f64) -> Option<f64> {
+/// A value of the exports: an integer (histogram counts, bucket counts), a float, or
+/// missing. The CSV writes integers without decimals and floats with four, as the Python
+/// AIPerf 0.13 does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stat {
+    Int(u64),
+    Float(f64),
+    Missing,
+}
+
+impl Stat {
+    fn float(v: Option<f64>) -> Stat {
+        v.map_or(Stat::Missing, Stat::Float)
+    }
+
+    fn int(v: f64) -> Stat {
+        // Counts are whole and non-negative; anything else is not a count.
+        if v.is_finite() && v >= 0.0 {
+            Stat::Int(v.round() as u64)
+        } else {
+            Stat::Missing
+        }
+    }
+
+    fn json(self) -> Value {
+        match self {
+            Stat::Int(n) => Value::from(n),
+            Stat::Float(v) => number(v),
+            Stat::Missing => Value::Null,
+        }
+    }
+
+    fn csv(self) -> String {
+        match self {
+            Stat::Int(n) => n.to_string(),
+            Stat::Float(v) if v.is_finite() => format!("{v:.4}"),
+            Stat::Float(_) | Stat::Missing => String::new(),
+        }
+    }
+}
+
+/// `delta` per second of `span`; `None` over an empty span.
+fn per_second(v: f64, span: Duration) -> Option<f64> {
+    let seconds = span.as_secs_f64();
     (seconds > 0.0).then(|| v / seconds)
 }
 
-/// `(column, value)` of a gauge: avg, min, max, std (sample, ddof = 1, as SPEC §7.2 has it;
-/// 0 for a single sample), p1…p99.
-fn gauge_stats(g: &GaugeStats) -> Vec<(String, Option<f64>)> {
+/// The statistic columns of each section, in the CSV's order.
+const GAUGE_KEYS: [&str; 13] = [
+    "avg", "min", "max", "std", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99",
+];
+const COUNTER_KEYS: [&str; 6] = [
+    "total", "rate", "rate_avg", "rate_min", "rate_max", "rate_std",
+];
+const HISTOGRAM_KEYS: [&str; 14] = [
+    "count",
+    "count_rate",
+    "sum",
+    "sum_rate",
+    "avg",
+    "p1_estimate",
+    "p5_estimate",
+    "p10_estimate",
+    "p25_estimate",
+    "p50_estimate",
+    "p75_estimate",
+    "p90_estimate",
+    "p95_estimate",
+    "p99_estimate",
+];
+
+/// `(key, value)` of a gauge: avg, min, max, std (sample, ddof = 1; 0 for a single
+/// sample), p1…p99.
+fn gauge_stats(g: &GaugeStats) -> Vec<(String, Stat)> {
     let mut out = vec![
-        ("avg".to_string(), Some(g.avg)),
-        ("min".to_string(), Some(g.min)),
-        ("max".to_string(), Some(g.max)),
-        ("std".to_string(), Some(g.std_sample.unwrap_or(0.0))),
+        ("avg".to_string(), Stat::Float(g.avg)),
+        ("min".to_string(), Stat::Float(g.min)),
+        ("max".to_string(), Stat::Float(g.max)),
+        ("std".to_string(), Stat::Float(g.std_sample.unwrap_or(0.0))),
     ];
     out.extend(
         PERCENTILES
             .iter()
-            .map(|&p| (format!("p{p}"), g.percentile(p))),
+            .map(|&p| (format!("p{p}"), Stat::float(g.percentile(p)))),
     );
     out
 }
 
-/// `(column, value)` of a histogram: count, sum, avg, rates, estimated percentiles.
-fn histogram_stats(h: &HistogramSummary, seconds: f64) -> Vec<(String, Option<f64>)> {
-    let mut out = vec![
-        ("count".to_string(), Some(h.count)),
-        ("sum".to_string(), Some(h.sum)),
-        ("avg".to_string(), h.avg),
-        ("count_rate".to_string(), per_second(h.count, seconds)),
-        ("sum_rate".to_string(), per_second(h.sum, seconds)),
-    ];
+/// `(key, value)` of a histogram in the JSON's order: count, sum, avg, rates (per second of
+/// the span from the baseline scrape to the last one), estimated percentiles. A window
+/// without observations has only its count, as in the Python AIPerf 0.13.
+fn histogram_stats(h: &HistogramSummary) -> Vec<(String, Stat)> {
+    let mut out = vec![("count".to_string(), Stat::int(h.count))];
+    if h.count <= 0.0 {
+        return out;
+    }
+    out.extend([
+        ("sum".to_string(), Stat::Float(h.sum)),
+        ("avg".to_string(), Stat::float(h.avg)),
+        (
+            "count_rate".to_string(),
+            Stat::float(per_second(h.count, h.span)),
+        ),
+        (
+            "sum_rate".to_string(),
+            Stat::float(per_second(h.sum, h.span)),
+        ),
+    ]);
     out.extend(PERCENTILES.iter().map(|&p| {
         let v = h.percentiles.iter().find(|(q, _)| *q == p).map(|(_, v)| *v);
-        (format!("p{p}_estimate"), v)
+        (format!("p{p}_estimate"), Stat::float(v))
     }));
     out
 }
 
-/// The statistics of one series as columns. Counters: `total` over the window and `rate`
-/// = total / window length (SPEC §7.2).
-fn stats(s: &SeriesSummary, seconds: f64) -> Vec<(String, Option<f64>)> {
+/// The statistics of one series. Counters: `total` over the window and `rate` = total per
+/// second of the span from the baseline scrape to the last one (0 over an empty span), as
+/// the Python AIPerf 0.13 computes them.
+fn stats(s: &SeriesSummary) -> Vec<(String, Stat)> {
     match &s.stats {
         SeriesStats::Gauge(g) => gauge_stats(g),
         SeriesStats::Counter(c) => vec![
-            ("total".to_string(), Some(c.delta)),
-            ("rate".to_string(), per_second(c.delta, seconds)),
+            ("total".to_string(), Stat::Float(c.delta)),
+            (
+                "rate".to_string(),
+                Stat::Float(per_second(c.delta, c.span).unwrap_or(0.0)),
+            ),
         ],
-        SeriesStats::Histogram(h) => histogram_stats(h, seconds),
+        SeriesStats::Histogram(h) => histogram_stats(h),
     }
 }
 
-/// Per-bucket observation counts (not cumulative) over the window, keyed by `le`.
-fn bucket_deltas(h: &HistogramSummary) -> Map<String, Value> {
-    let mut below = 0.0;
+/// The window's bucket counts keyed by `le`: cumulative, as Prometheus buckets are (the
+/// delta of each cumulative bucket over the window), as the Python AIPerf 0.13 has them.
+fn bucket_deltas(h: &HistogramSummary) -> Vec<(String, Stat)> {
     h.buckets
         .iter()
-        .map(|&(le, cumulative)| {
-            let n = (cumulative - below).max(0.0);
-            below = cumulative;
-            (format_value(le), number(n))
-        })
+        .map(|&(le, cumulative)| (format_value(le), Stat::int(cumulative)))
         .collect()
 }
 
@@ -143,6 +221,21 @@ fn labels_json(labels: &[(String, String)]) -> Option<Value> {
                 .collect(),
         )
     })
+}
+
+/// Labels as the Python tool orders series by: the repr of the label dict (sorted keys),
+/// empty without labels.
+fn labels_sort_key(labels: &[(String, String)]) -> String {
+    if labels.is_empty() {
+        return String::new();
+    }
+    let mut sorted: Vec<&(String, String)> = labels.iter().collect();
+    sorted.sort();
+    let items: Vec<String> = sorted
+        .iter()
+        .map(|(k, v)| format!("'{k}': '{v}'"))
+        .collect();
+    format!("{{{}}}", items.join(", "))
 }
 
 /// The fetch and update timing of one endpoint (`summary.endpoint_info`).
@@ -187,66 +280,74 @@ fn endpoint_info(e: &EndpointScrapes, clock: &WallClock) -> Value {
     })
 }
 
-/// The info series of an endpoint: families that are informational, from its last scrape.
+/// The OpenMetrics `info` families of an endpoint, from its last scrape (the summary leaves
+/// them out; gauges named `*_info` are ordinary series).
 fn info_families(e: &ServerEndpoint) -> Vec<&MetricFamily> {
     e.scrapes.scrapes.last().map_or_else(Vec::new, |s| {
         s.families
             .iter()
-            .filter(|f| is_info(&f.name, f.kind))
+            .filter(|f| f.kind == MetricType::Info)
             .collect()
     })
 }
 
-/// One metric of the JSON, gathered over endpoints before it is written.
-struct MetricOut {
-    name: String,
-    kind: &'static str,
-    help: String,
-    series: Vec<Value>,
+/// One metric of the JSON while it is gathered: its head (type, description, unit) and its
+/// series with their sort keys (endpoint URL, labels).
+type MetricOut = (Map<String, Value>, Vec<(String, String, Value)>);
+
+/// One `*_info` series of the CSV's info section: metric, endpoint, description, labels.
+type InfoRow = (String, String, String, Vec<(String, String)>);
+
+/// One exported series, with everything both the JSON and the CSV need.
+struct Row<'a> {
+    /// The full endpoint URL.
+    url: &'a str,
+    /// The exported name ([`display_name`]).
+    name: &'a str,
+    section: Section,
+    help: &'a str,
+    unit: Option<&'static str>,
+    labels: &'a [(String, String)],
+    stats: Vec<(String, Stat)>,
+    /// Histograms: the cumulative bucket counts over the window.
+    buckets: Option<Vec<(String, Stat)>>,
 }
 
-/// The series list of metric `name`, created on first use (first-appearance order).
-fn metric_entry<'a>(
-    metrics: &'a mut Vec<MetricOut>,
-    name: &str,
-    kind: &'static str,
-    help: Option<&str>,
-) -> &'a mut Vec<Value> {
-    let i = match metrics.iter().position(|m| m.name == name) {
-        Some(i) => i,
-        None => {
-            metrics.push(MetricOut {
-                name: name.to_string(),
-                kind,
-                help: help.unwrap_or("").to_string(),
-                series: Vec::new(),
-            });
-            metrics.len() - 1
-        }
-    };
-    &mut metrics[i].series
-}
-
-fn metrics_json(metrics: Vec<MetricOut>) -> Map<String, Value> {
-    metrics
-        .into_iter()
-        .map(|m| {
-            let mut v = Map::new();
-            v.insert("type".into(), m.kind.into());
-            v.insert("description".into(), m.help.into());
-            if let Some(unit) = infer_unit(&m.name) {
-                v.insert("unit".into(), unit.into());
+/// Every exported series of the report (metadata families left out), in summary order.
+fn rows(report: &TelemetryReport) -> Vec<Row<'_>> {
+    let mut out = Vec::new();
+    for endpoint in &report.server {
+        for s in &endpoint.summary.series {
+            let name = display_name(&s.name, s.kind);
+            if is_metadata(name) {
+                continue;
             }
-            v.insert("series".into(), Value::Array(m.series));
-            (m.name, Value::Object(v))
-        })
-        .collect()
+            let help = s.help.as_deref().unwrap_or("");
+            out.push(Row {
+                url: endpoint.scrapes.name.as_str(),
+                name,
+                section: section(s),
+                help,
+                unit: infer_unit(name, Some(help)),
+                labels: &s.labels,
+                stats: stats(s),
+                buckets: match &s.stats {
+                    SeriesStats::Histogram(h) => Some(bucket_deltas(h)),
+                    _ => None,
+                },
+            });
+        }
+    }
+    out
 }
 
-/// `server_metrics_export.json` (schema 1.0, SPEC §7.2): the summary with per-endpoint
-/// fetch timing, then every metric with its series' statistics over the window.
+/// `server_metrics_export.json` (schema 1.1, as the Python AIPerf 0.13 writes it): the
+/// summary (endpoints, window, per-endpoint fetch timing, `phase_time_ranges`), then
+/// every metric by name (sorted) with its series (sorted by endpoint, then labels), each
+/// with its statistics over the profiling window. A metric without a known unit has no
+/// `unit` key. OpenMetrics `info` families (which the Python tool cannot read) follow as
+/// type `info` with their values.
 pub fn json(report: &TelemetryReport, benchmark_id: Option<&str>) -> Value {
-    let seconds = report.window_seconds();
     let configured: Vec<&str> = report
         .server
         .iter()
@@ -258,7 +359,7 @@ pub fn json(report: &TelemetryReport, benchmark_id: Option<&str>) -> Value {
         .filter(|e| !e.scrapes.scrapes.is_empty())
         .map(|e| e.scrapes.name.as_str())
         .collect();
-    let info: Map<String, Value> = report
+    let mut info: Vec<(String, Value)> = report
         .server
         .iter()
         .map(|e| {
@@ -268,142 +369,335 @@ pub fn json(report: &TelemetryReport, benchmark_id: Option<&str>) -> Value {
             )
         })
         .collect();
-    let mut metrics = Vec::new();
-    for endpoint in &report.server {
-        let url = endpoint.scrapes.name.as_str();
-        for s in endpoint
-            .summary
-            .series
-            .iter()
-            .filter(|s| !is_info(&s.name, s.kind))
-        {
-            let mut series = Map::new();
-            series.insert("endpoint_url".into(), url.into());
-            if let Some(labels) = labels_json(&s.labels) {
-                series.insert("labels".into(), labels);
-            }
-            let stats: Map<String, Value> = stats(s, seconds)
-                .into_iter()
-                .map(|(k, v)| (k, v.map_or(Value::Null, number)))
-                .collect();
-            series.insert("stats".into(), Value::Object(stats));
-            if let SeriesStats::Histogram(h) = &s.stats {
-                series.insert("buckets".into(), Value::Object(bucket_deltas(h)));
-            }
-            let kind = type_name(section(s));
-            metric_entry(&mut metrics, &s.name, kind, s.help.as_deref())
-                .push(Value::Object(series));
+    info.sort_by(|a, b| a.0.cmp(&b.0));
+
+    // name → (type, description, unit, [(sort key, series)])
+    let mut metrics: std::collections::BTreeMap<&str, MetricOut> =
+        std::collections::BTreeMap::new();
+    for row in rows(report) {
+        let mut series = Map::new();
+        series.insert("endpoint_url".into(), row.url.into());
+        if let Some(labels) = labels_json(row.labels) {
+            series.insert("labels".into(), labels);
         }
+        let stats: Map<String, Value> = row.stats.into_iter().map(|(k, v)| (k, v.json())).collect();
+        series.insert("stats".into(), Value::Object(stats));
+        if let Some(buckets) = row.buckets {
+            let buckets: Map<String, Value> =
+                buckets.into_iter().map(|(k, v)| (k, v.json())).collect();
+            series.insert("buckets".into(), Value::Object(buckets));
+        }
+        let entry = metrics.entry(row.name).or_insert_with(|| {
+            let mut head = Map::new();
+            head.insert("type".into(), type_name(row.section).into());
+            head.insert("description".into(), row.help.into());
+            if let Some(unit) = row.unit {
+                head.insert("unit".into(), unit.into());
+            }
+            (head, Vec::new())
+        });
+        entry.1.push((
+            row.url.to_string(),
+            labels_sort_key(row.labels),
+            Value::Object(series),
+        ));
+    }
+    let mut metrics_out: Map<String, Value> = metrics
+        .into_iter()
+        .map(|(name, (mut head, mut series))| {
+            series.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+            head.insert(
+                "series".into(),
+                Value::Array(series.into_iter().map(|(_, _, v)| v).collect()),
+            );
+            (name.to_string(), Value::Object(head))
+        })
+        .collect();
+    for endpoint in &report.server {
         for family in info_families(endpoint) {
+            let entry = metrics_out.entry(family.name.clone()).or_insert_with(|| {
+                json!({
+                    "type": "info",
+                    "description": family.help.as_deref().unwrap_or(""),
+                    "series": [],
+                })
+            });
             for sample in &family.samples {
                 let mut series = Map::new();
-                series.insert("endpoint_url".into(), url.into());
+                series.insert("endpoint_url".into(), endpoint.scrapes.name.as_str().into());
                 if let Some(labels) = labels_json(&sample.labels) {
                     series.insert("labels".into(), labels);
                 }
                 series.insert("value".into(), number(sample.value));
-                metric_entry(&mut metrics, &family.name, "info", family.help.as_deref())
-                    .push(Value::Object(series));
+                if let Some(list) = entry.get_mut("series").and_then(Value::as_array_mut) {
+                    list.push(Value::Object(series));
+                }
             }
         }
     }
     let (start, end) = report.window_wall_ns;
-    json!({
-        "schema_version": SCHEMA_VERSION,
-        "aiperf_version": AIPERF_COMPAT_VERSION,
-        "benchmark_id": benchmark_id,
-        "summary": {
-            "endpoints_configured": configured,
-            "endpoints_successful": successful,
-            "start_time": iso_time(start),
-            "end_time": iso_time(end),
-            "endpoint_info": info,
-        },
-        "metrics": metrics_json(metrics),
-    })
+    let mut summary = Map::new();
+    summary.insert("endpoints_configured".into(), json!(configured));
+    summary.insert("endpoints_successful".into(), json!(successful));
+    summary.insert("start_time".into(), iso_time(start).into());
+    summary.insert("end_time".into(), iso_time(end).into());
+    if !info.is_empty() {
+        summary.insert(
+            "endpoint_info".into(),
+            Value::Object(info.into_iter().collect()),
+        );
+    }
+    let mut ranges = Map::new();
+    if start < end {
+        ranges.insert(
+            "profiling".into(),
+            json!({ "start_ns": start, "end_ns": end }),
+        );
+    }
+    summary.insert("phase_time_ranges".into(), Value::Object(ranges));
+    let mut out = Map::new();
+    out.insert("schema_version".into(), SCHEMA_VERSION.into());
+    out.insert("aiperf_version".into(), AIPERF_COMPAT_VERSION.into());
+    if let Some(id) = benchmark_id {
+        out.insert("benchmark_id".into(), id.into());
+    }
+    out.insert("summary".into(), Value::Object(summary));
+    out.insert("metrics_phase".into(), "profiling".into());
+    out.insert("metrics".into(), Value::Object(metrics_out));
+    Value::Object(out)
 }
 
-/// One CSV row before the label columns are known.
-struct CsvRow {
-    endpoint: String,
-    metric: String,
-    labels: Vec<(String, String)>,
-    stats: Vec<(String, Option<f64>)>,
-}
-
-fn write_section(out: &mut impl Write, rows: &[CsvRow]) -> io::Result<()> {
-    let Some(first) = rows.first() else {
-        return Ok(());
-    };
-    let label_keys: BTreeSet<&str> = rows
-        .iter()
-        .flat_map(|r| r.labels.iter().map(|(k, _)| k.as_str()))
-        .collect();
-    let mut header = vec!["Endpoint".to_string(), "Metric".to_string()];
-    header.extend(label_keys.iter().map(|k| k.to_string()));
-    header.extend(first.stats.iter().map(|(k, _)| k.clone()));
-    let fields: Vec<String> = header.iter().map(|h| csv_field(h)).collect();
-    write!(out, "{}\r\n", fields.join(","))?;
-    for row in rows {
-        let mut fields = vec![csv_field(&row.endpoint), csv_field(&row.metric)];
-        for key in &label_keys {
-            let v = row
-                .labels
-                .iter()
-                .find(|(k, _)| k == key)
-                .map_or("", |(_, v)| v.as_str());
-            fields.push(csv_field(v));
+/// The label columns of a CSV section, ordered as the Python AIPerf 0.13 orders them to keep
+/// rows dense: labels that occur together form families (joined through each series' sorted
+/// label names); families go by their smallest label, and within one, labels of a single
+/// series come first, labels shared by several series after (each group sorted).
+fn label_columns(label_sets: &[Vec<&str>]) -> Vec<String> {
+    let sets: Vec<&Vec<&str>> = label_sets.iter().filter(|s| !s.is_empty()).collect();
+    let mut all: Vec<&str> = sets.iter().flat_map(|s| s.iter().copied()).collect();
+    all.sort_unstable();
+    all.dedup();
+    // Union-find over label names.
+    let mut parent: Vec<usize> = (0..all.len()).collect();
+    fn find(parent: &mut [usize], x: usize) -> usize {
+        let mut r = x;
+        while parent[r] != r {
+            r = parent[r];
         }
-        fields.extend(row.stats.iter().map(|(_, v)| csv_number(*v)));
-        write!(out, "{}\r\n", fields.join(","))?;
+        r
+    }
+    let index = |l: &str| all.binary_search(&l).unwrap_or(0);
+    for set in &sets {
+        let mut names: Vec<&str> = set.to_vec();
+        names.sort_unstable();
+        for pair in names.windows(2) {
+            let (a, b) = (
+                find(&mut parent, index(pair[0])),
+                find(&mut parent, index(pair[1])),
+            );
+            parent[b] = a;
+        }
+    }
+    let mut families: Vec<Vec<&str>> = Vec::new();
+    let mut roots: Vec<usize> = Vec::new();
+    for (i, label) in all.iter().enumerate() {
+        let root = find(&mut parent, i);
+        match roots.iter().position(|&r| r == root) {
+            Some(f) => families[f].push(label),
+            None => {
+                roots.push(root);
+                families.push(vec![label]);
+            }
+        }
+    }
+    // `all` is sorted, so each family is sorted and its first label is its smallest.
+    families.sort_by(|a, b| a[0].cmp(b[0]));
+    let shared = |l: &str| sets.iter().filter(|s| s.contains(&l)).count() > 1;
+    let mut out = Vec::new();
+    for family in families {
+        out.extend(family.iter().filter(|l| !shared(l)).map(|l| l.to_string()));
+        out.extend(family.iter().filter(|l| shared(l)).map(|l| l.to_string()));
+    }
+    out
+}
+
+fn csv_line(out: &mut impl Write, fields: &[String]) -> io::Result<()> {
+    let fields: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+    write!(out, "{}\r\n", fields.join(","))
+}
+
+/// One section of the CSV: header `Endpoint,Type,Metric,Unit`, the statistics, the label
+/// columns, `Description` (and `buckets` for histograms); rows clustered by which label
+/// columns they fill, then by metric, endpoint and labels.
+fn write_section(out: &mut impl Write, section: Section, rows: &[&Row<'_>]) -> io::Result<()> {
+    let keys: &[&str] = match section {
+        Section::Gauge | Section::Unknown => &GAUGE_KEYS,
+        Section::Counter => &COUNTER_KEYS,
+        Section::Histogram => &HISTOGRAM_KEYS,
+    };
+    let is_info = |r: &Row<'_>| r.name.ends_with("_info");
+    let label_sets: Vec<Vec<&str>> = rows
+        .iter()
+        .filter(|r| !is_info(r))
+        .map(|r| r.labels.iter().map(|(k, _)| k.as_str()).collect())
+        .collect();
+    let columns = label_columns(&label_sets);
+    let mut header: Vec<String> = ["Endpoint", "Type", "Metric", "Unit"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(keys.iter().map(|k| k.to_string()));
+    header.extend(columns.iter().cloned());
+    header.push("Description".into());
+    if section == Section::Histogram {
+        header.push("buckets".into());
+    }
+    csv_line(out, &header)?;
+    let mut sorted: Vec<(String, String, &Row<'_>)> = rows
+        .iter()
+        .map(|r| {
+            let pattern: String = columns
+                .iter()
+                .map(|c| {
+                    if r.labels.iter().any(|(k, _)| k == c) {
+                        '1'
+                    } else {
+                        '0'
+                    }
+                })
+                .collect();
+            (pattern, endpoint_key(r.url), *r)
+        })
+        .collect();
+    sorted.sort_by(|a, b| {
+        (&a.0, a.2.name, &a.1, labels_sort_key(a.2.labels)).cmp(&(
+            &b.0,
+            b.2.name,
+            &b.1,
+            labels_sort_key(b.2.labels),
+        ))
+    });
+    for (_, endpoint, row) in sorted {
+        let mut fields = vec![
+            endpoint,
+            type_name(section).to_string(),
+            row.name.to_string(),
+            row.unit.unwrap_or("").to_string(),
+        ];
+        fields.extend(keys.iter().map(|k| {
+            row.stats
+                .iter()
+                .find(|(key, _)| key == k)
+                .map_or(String::new(), |(_, v)| v.csv())
+        }));
+        for column in &columns {
+            let value = if is_info(row) {
+                ""
+            } else {
+                row.labels
+                    .iter()
+                    .find(|(k, _)| k == column)
+                    .map_or("", |(_, v)| v.as_str())
+            };
+            fields.push(value.to_string());
+        }
+        fields.push(row.help.to_string());
+        if let Some(buckets) = &row.buckets {
+            let text: Vec<String> = buckets
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.csv()))
+                .collect();
+            fields.push(text.join(";"));
+        }
+        csv_line(out, &fields)?;
     }
     Ok(())
 }
 
-/// `server_metrics_export.csv`: up to five sections — gauge, counter, histogram, unknown,
-/// info — separated by a blank line (empty ones left out); labels expanded into columns
-/// (the union of the section's label names, sorted), statistics as columns.
-pub fn write_csv(report: &TelemetryReport, out: &mut impl Write) -> io::Result<()> {
-    let seconds = report.window_seconds();
-    let mut sections: Vec<Vec<CsvRow>> = (0..5).map(|_| Vec::new()).collect();
-    for endpoint in &report.server {
-        for s in endpoint
-            .summary
-            .series
-            .iter()
-            .filter(|s| !is_info(&s.name, s.kind))
-        {
-            let i = match section(s) {
-                Section::Gauge => 0,
-                Section::Counter => 1,
-                Section::Histogram => 2,
-                Section::Unknown => 3,
-            };
-            sections[i].push(CsvRow {
-                endpoint: endpoint.scrapes.name.clone(),
-                metric: s.name.clone(),
-                labels: s.labels.clone(),
-                stats: stats(s, seconds),
-            });
-        }
-        for family in info_families(endpoint) {
-            for sample in &family.samples {
-                sections[4].push(CsvRow {
-                    endpoint: endpoint.scrapes.name.clone(),
-                    metric: family.name.clone(),
-                    labels: sample.labels.clone(),
-                    stats: vec![("value".to_string(), Some(sample.value))],
-                });
-            }
-        }
-    }
+/// `server_metrics_export.csv` as the Python AIPerf 0.13 writes it: a `#` comment header
+/// (`\n` line ends), then up to four sections — gauge, counter, histogram, unknown —
+/// separated by an empty line (empty ones left out), then the info section (gauges named
+/// `*_info` and OpenMetrics info families) with one `Endpoint,Metric,Key,Value,Description`
+/// row per label. Endpoints appear as `host:port[/path]` ([`endpoint_key`]); integers are
+/// written bare, other numbers with four decimals; rows end in `\r\n`.
+pub fn write_csv(
+    report: &TelemetryReport,
+    benchmark_id: Option<&str>,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    write!(
+        out,
+        "# AIPerf Server Metrics Export (CSV)\n# aiperf_version: {AIPERF_COMPAT_VERSION}\n\
+         # schema_version: {CSV_SCHEMA_VERSION}\n# benchmark_id: {}\n\
+         # Note: Same benchmark_id and version appear in JSON and Parquet exports\n#\n",
+        benchmark_id.unwrap_or("None")
+    )?;
+    let all = rows(report);
     let mut first = true;
-    for rows in sections.iter().filter(|r| !r.is_empty()) {
+    for section in [
+        Section::Gauge,
+        Section::Counter,
+        Section::Histogram,
+        Section::Unknown,
+    ] {
+        let rows: Vec<&Row<'_>> = all
+            .iter()
+            .filter(|r| r.section == section)
+            .filter(|r| !(section == Section::Gauge && r.name.ends_with("_info")))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
         if !first {
             out.write_all(b"\r\n")?;
         }
         first = false;
-        write_section(out, rows)?;
+        write_section(out, section, &rows)?;
+    }
+    // Info: (metric, endpoint, description, labels), sorted by metric then endpoint.
+    let mut info: Vec<InfoRow> = all
+        .iter()
+        .filter(|r| r.section == Section::Gauge && r.name.ends_with("_info"))
+        .map(|r| {
+            (
+                r.name.to_string(),
+                endpoint_key(r.url),
+                r.help.to_string(),
+                r.labels.to_vec(),
+            )
+        })
+        .collect();
+    for endpoint in &report.server {
+        for family in info_families(endpoint) {
+            for sample in &family.samples {
+                info.push((
+                    family.name.clone(),
+                    endpoint_key(&endpoint.scrapes.name),
+                    family.help.clone().unwrap_or_default(),
+                    sample.labels.clone(),
+                ));
+            }
+        }
+    }
+    if info.is_empty() {
+        return Ok(());
+    }
+    info.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    if !first {
+        out.write_all(b"\r\n")?;
+    }
+    let header: Vec<String> = ["Endpoint", "Metric", "Key", "Value", "Description"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    csv_line(out, &header)?;
+    for (metric, endpoint, help, mut labels) in info {
+        labels.sort();
+        for (key, value) in labels {
+            csv_line(
+                out,
+                &[endpoint.clone(), metric.clone(), key, value, help.clone()],
+            )?;
+        }
     }
     Ok(())
 }
@@ -454,7 +748,10 @@ pub fn write_jsonl(report: &TelemetryReport, out: &mut impl Write) -> io::Result
             let metrics: Map<String, Value> = scrape
                 .families
                 .iter()
-                .filter_map(|f| family_jsonl(f).map(|v| (f.name.clone(), v)))
+                .filter(|f| !is_metadata(display_name(&f.name, f.kind)))
+                .filter_map(|f| {
+                    family_jsonl(f).map(|v| (display_name(&f.name, f.kind).to_string(), v))
+                })
                 .collect();
             let latency: Duration = scrape.at.saturating_duration_since(scrape.sent_at);
             let line = json!({
@@ -523,63 +820,148 @@ mod tests {
     }
 
     #[test]
-    fn csv_sections_hold_exact_window_statistics() {
+    fn csv_matches_the_python_layout_exactly() {
         let mut out = Vec::new();
-        write_csv(&report(), &mut out).unwrap();
+        write_csv(&report(), Some("b1"), &mut out).unwrap();
         let csv = String::from_utf8(out).unwrap();
-        let sections: Vec<&str> = csv.split("\r\n\r\n").collect();
-        assert_eq!(sections.len(), 4, "{csv}");
-        // Gauge: samples 2 and 4 → avg 3, sample std √2.
-        assert!(sections[0].starts_with("Endpoint,Metric,avg,min,max,std,p1,"));
-        assert!(sections[0].contains("http://h:8000/metrics,running,3.00,2.00,4.00,1.41,2.02,"));
-        // Counter: 20 − 10 over 2 s; labels sorted into columns.
-        assert_eq!(
-            sections[1],
-            "Endpoint,Metric,code,model,total,rate\r\nhttp://h:8000/metrics,req_total,200,m,10.00,5.00"
+        print!("{csv}");
+        let expected = concat!(
+            "# AIPerf Server Metrics Export (CSV)\n",
+            "# aiperf_version: 0.13.0\n",
+            "# schema_version: 1.0\n",
+            "# benchmark_id: b1\n",
+            "# Note: Same benchmark_id and version appear in JSON and Parquet exports\n",
+            "#\n",
+            // Gauges: the in-window samples 2 and 4 (not the baseline 9 before the window
+            // nor the 9 after it): avg 3, sample std √2.
+            "Endpoint,Type,Metric,Unit,avg,min,max,std,p1,p5,p10,p25,p50,p75,p90,p95,p99,Description\r\n",
+            "h:8000,gauge,running,,3.0000,2.0000,4.0000,1.4142,2.0200,2.1000,2.2000,2.5000,3.0000,3.5000,3.8000,3.9000,3.9800,\r\n",
+            "\r\n",
+            // Counters lose `_total`; 20 − 10 over the 2 s from the baseline to the last scrape.
+            "Endpoint,Type,Metric,Unit,total,rate,rate_avg,rate_min,rate_max,rate_std,code,model,Description\r\n",
+            "h:8000,counter,req,,10.0000,5.0000,,,,,200,m,Requests.\r\n",
+            "\r\n",
+            // Histograms: 6 observations, sum 4 × 0.05 + 2 × 0.5 = 1.2, cumulative buckets.
+            "Endpoint,Type,Metric,Unit,count,count_rate,sum,sum_rate,avg,p1_estimate,p5_estimate,p10_estimate,p25_estimate,p50_estimate,p75_estimate,p90_estimate,p95_estimate,p99_estimate,Description,buckets\r\n",
+            "h:8000,histogram,lat_seconds,seconds,6,3.0000,1.2000,0.6000,0.2000,",
         );
-        // Histogram: 6 observations, sum 4 × 0.05 + 2 × 0.5 = 1.2.
-        let row = sections[2].lines().nth(1).unwrap();
+        assert!(csv.starts_with(expected), "{csv}");
         assert!(
-            row.starts_with("http://h:8000/metrics,lat_seconds,6.00,1.20,0.20,3.00,0.60,"),
-            "{row}"
-        );
-        assert_eq!(
-            sections[3],
-            "Endpoint,Metric,version,value\r\nhttp://h:8000/metrics,build_info,1.2,1.00\r\n"
+            csv.ends_with(concat!(
+                ",,0.1=4;+Inf=6\r\n",
+                "\r\n",
+                "Endpoint,Metric,Key,Value,Description\r\n",
+                "h:8000,build_info,version,1.2,\r\n",
+            )),
+            "{csv}"
         );
     }
 
     #[test]
-    fn json_buckets_units_and_endpoint_info() {
-        let json = json(&report(), None);
+    fn label_columns_group_families_exclusive_first() {
+        let sets = vec![
+            vec!["model", "engine"],
+            vec!["model", "finished_reason"],
+            vec!["gpu"],
+            vec![],
+        ];
+        // One family {engine, finished_reason, model}: model is shared, so it goes last.
+        assert_eq!(
+            label_columns(&sets),
+            ["engine", "finished_reason", "model", "gpu"]
+        );
+    }
+
+    #[test]
+    fn json_matches_the_python_structure() {
+        let json = json(&report(), Some("b1"));
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "schema_version",
+                "aiperf_version",
+                "benchmark_id",
+                "summary",
+                "metrics_phase",
+                "metrics"
+            ]
+        );
+        assert_eq!(json["schema_version"], "1.1");
+        assert_eq!(json["aiperf_version"], "0.13.0");
+        assert_eq!(json["metrics_phase"], "profiling");
+        let names: Vec<&str> = json["metrics"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(names, ["build_info", "lat_seconds", "req", "running"]);
         let lat = &json["metrics"]["lat_seconds"];
         assert_eq!(lat["unit"], "seconds");
+        assert_eq!(lat["series"][0]["buckets"], json!({"0.1": 4, "+Inf": 6}));
+        assert_eq!(lat["series"][0]["stats"]["count"], 6);
+        assert_eq!(lat["series"][0]["stats"]["count_rate"], 3.0);
+        let req = &json["metrics"]["req"];
+        assert_eq!(req["type"], "counter");
+        assert_eq!(req["description"], "Requests.");
+        assert!(req.get("unit").is_none());
         assert_eq!(
-            lat["series"][0]["buckets"],
-            json!({"0.1": 4.0, "+Inf": 2.0})
+            req["series"][0]["stats"],
+            json!({"total": 10.0, "rate": 5.0})
         );
-        assert_eq!(json["metrics"]["req_total"]["description"], "Requests.");
         assert_eq!(
-            json["metrics"]["req_total"]["series"][0]["labels"],
-            json!({"model": "m", "code": "200"})
+            req["series"][0]["labels"],
+            json!({"code": "200", "model": "m"})
         );
-        assert_eq!(json["metrics"]["build_info"]["type"], "info");
+        assert_eq!(json["metrics"]["build_info"]["type"], "gauge");
+        assert_eq!(json["metrics"]["running"]["series"][0]["stats"]["min"], 2.0);
         let info = &json["summary"]["endpoint_info"]["http://h:8000/metrics"];
         assert_eq!(info["total_fetches"], 4);
         assert_eq!(info["unique_updates"], 4);
         assert_eq!(info["first_fetch_ns"], 1_000_000_000_000u64);
         assert_eq!(info["median_update_interval_ms"], 1000.0);
         assert_eq!(json["summary"]["start_time"], iso_time(1_000_500_000_000));
+        assert_eq!(
+            json["summary"]["phase_time_ranges"],
+            json!({"profiling": {"start_ns": 1_000_500_000_000u64, "end_ns": 1_002_500_000_000u64}})
+        );
     }
 
     #[test]
-    fn units_from_suffixes() {
-        assert_eq!(infer_unit("vllm:prompt_tokens_total"), Some("tokens"));
+    fn counters_lose_total_and_metadata_families_are_left_out() {
         assert_eq!(
-            infer_unit("vllm:e2e_request_latency_seconds"),
-            Some("seconds")
+            display_name("llamacpp:prompt_tokens_total", MetricType::Counter),
+            "llamacpp:prompt_tokens"
         );
-        assert_eq!(infer_unit("vllm:gpu_cache_usage_perc"), Some("ratio"));
-        assert_eq!(infer_unit("running"), None);
+        // Only counters: a gauge keeps `_total`, a counter without it keeps its name.
+        assert_eq!(display_name("x_total", MetricType::Gauge), "x_total");
+        assert_eq!(display_name("x_total", MetricType::Untyped), "x_total");
+        assert_eq!(
+            display_name("llamacpp:n_tokens_max", MetricType::Counter),
+            "llamacpp:n_tokens_max"
+        );
+        assert!(is_metadata("vllm:request_success_created"));
+        assert!(is_metadata("process_uptime"));
+        assert!(is_metadata("process_uptime_seconds"));
+        assert!(!is_metadata("vllm:prompt_tokens"));
+    }
+
+    #[test]
+    fn units_of_exported_names() {
+        assert_eq!(infer_unit("vllm:prompt_tokens", None), Some("tokens"));
+        assert_eq!(
+            infer_unit(
+                "llamacpp:prompt_tokens_seconds",
+                Some("Average prompt throughput in tokens/s")
+            ),
+            Some("tokens/s")
+        );
+        assert_eq!(infer_unit("running", None), None);
     }
 }

@@ -144,7 +144,8 @@ impl<'a> Rows<'a> {
         numbers: Numbers,
     ) {
         self.endpoint_url.append_value(url);
-        self.metric_name.append_value(&family.name);
+        self.metric_name
+            .append_value(super::server::display_name(&family.name, family.kind));
         self.metric_type.append_value(family.kind.as_str());
         self.timestamp_ns.append_value(timestamp_ns);
         self.value.append_option(numbers.value);
@@ -364,14 +365,10 @@ mod tests {
         assert_eq!(
             names,
             [
-                "req_total",
-                "running",
-                "lat",
-                "lat",
-                "req_total",
-                "running",
-                "lat",
-                "lat"
+                "req", // counters lose `_total`, as in the other server exports
+                "running", "lat", "lat",
+                "req", // counters lose `_total`, as in the other server exports
+                "running", "lat", "lat"
             ]
         );
         assert_eq!(ts.value(0), 5_000_000_000);
