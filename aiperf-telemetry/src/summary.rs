@@ -399,6 +399,40 @@ pub fn summarize(endpoint: &EndpointScrapes, window: Window) -> EndpointSummary 
         }
     }
 
+    // A counter or histogram series that a scrape before the window did not have was
+    // created later, from zero (Prometheus semantics; e.g. a `finished_reason` label seen
+    // first mid-run): its baseline is 0 at that scrape, so its first increments count.
+    // The Python AIPerf 0.13 starts such a series at its first sample instead.
+    let baseline_at = endpoint
+        .scrapes
+        .iter()
+        .rev()
+        .map(|scrape| scrape.at)
+        .find(|at| *at < window.start);
+    if let Some(at) = baseline_at {
+        for s in &mut series {
+            match &mut s.points {
+                Points::Scalar(points) if s.kind == MetricType::Counter => {
+                    if points.first().is_some_and(|(first, _)| *first > at) {
+                        points.insert(0, (at, 0.0));
+                    }
+                }
+                Points::Histogram(points) => {
+                    if let Some((_, h)) = points.first().filter(|(first, _)| *first > at) {
+                        let zero = HistogramSeries {
+                            labels: h.labels.clone(),
+                            buckets: h.buckets.iter().map(|(le, _)| (*le, 0.0)).collect(),
+                            sum: h.sum.map(|_| 0.0),
+                            count: h.count.map(|_| 0.0),
+                        };
+                        points.insert(0, (at, zero));
+                    }
+                }
+                Points::Scalar(_) => {}
+            }
+        }
+    }
+
     let series = series
         .into_iter()
         .filter_map(|s| {
@@ -490,6 +524,43 @@ mod tests {
         assert_eq!(counter_summary(&points, w).unwrap().delta, 5.0);
         // Nothing inside: no summary.
         assert!(counter_summary(&points, Window::new(at(t, 450), at(t, 550))).is_none());
+    }
+
+    #[test]
+    fn a_counter_series_that_appears_mid_window_starts_from_zero() {
+        use crate::prometheus::parse;
+        use crate::scraper::Scrape;
+        let t = Instant::now();
+        let scrape = |ms: u64, text: &str| Scrape {
+            sent_at: at(t, ms),
+            at: at(t, ms),
+            families: parse(text).unwrap(),
+        };
+        let typed = "# TYPE r counter\n";
+        let endpoint = EndpointScrapes {
+            name: "e".into(),
+            scrapes: vec![
+                scrape(0, typed),
+                scrape(200, &format!("{typed}r_total{{reason=\"stop\"}} 3\n")),
+                scrape(300, &format!("{typed}r_total{{reason=\"stop\"}} 5\n")),
+            ],
+            ..EndpointScrapes::default()
+        };
+        let summary = summarize(&endpoint, Window::new(at(t, 100), at(t, 300)));
+        let series = summary.find("r", &[("reason", "stop")]).unwrap();
+        let SeriesStats::Counter(c) = &series.stats else {
+            panic!("{series:?}")
+        };
+        assert_eq!(
+            (c.delta, c.first, c.span),
+            (5.0, 0.0, Duration::from_millis(300))
+        );
+        // Without a scrape before the window there is no baseline to start from zero.
+        let summary = summarize(&endpoint, Window::new(t, at(t, 300)));
+        let SeriesStats::Counter(c) = &summary.find("r", &[]).unwrap().stats else {
+            panic!()
+        };
+        assert_eq!(c.delta, 2.0);
     }
 
     #[test]
