@@ -146,7 +146,8 @@ fn select(args: &TelemetryArgs, target_urls: &[String]) -> anyhow::Result<Select
     })
 }
 
-/// A scrape interval in seconds from the environment variable `name` (SPEC §1.5), if set.
+/// A scrape interval in seconds from the environment variable `name`, if set
+/// (docs/cli-rules.md#environment-variables).
 fn env_interval(name: &str) -> anyhow::Result<Option<Duration>> {
     match std::env::var(name) {
         Ok(value) => parse_interval(name, &value).map(Some),
