@@ -1,5 +1,6 @@
-//! GPU telemetry and server metrics beside `aiperf profile` (SPEC §7): the flags, which
-//! endpoints they select, and what the run gets back to print and to add to its files.
+//! GPU telemetry and server metrics beside `aiperf profile` (docs/telemetry.md): the flags,
+//! which endpoints they select, and what the run gets back to print and to add to its
+//! files.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -78,9 +79,9 @@ impl From<FormatArg> for ServerMetricsFormat {
     }
 }
 
-/// SPEC's metrics-URL normaliser: `http://` prepended without a scheme, trailing `/`
-/// stripped, `/metrics` appended unless already the suffix. The whole path is kept, so
-/// `h:8000/v1` becomes `http://h:8000/v1/metrics`.
+/// The metrics-URL normaliser (docs/telemetry.md#endpoints-and-urls): `http://` prepended
+/// without a scheme, trailing `/` stripped, `/metrics` appended unless already the suffix.
+/// The whole path is kept, so `h:8000/v1` becomes `http://h:8000/v1/metrics`.
 pub fn metrics_url(url: &str) -> String {
     let url = url.trim();
     let with_scheme = if url.contains("://") {
@@ -146,7 +147,8 @@ fn select(args: &TelemetryArgs, target_urls: &[String]) -> anyhow::Result<Select
     })
 }
 
-/// A scrape interval in seconds from the environment variable `name` (SPEC §1.5), if set.
+/// A scrape interval in seconds from the environment variable `name`, if set
+/// (docs/cli-rules.md#environment-variables).
 fn env_interval(name: &str) -> anyhow::Result<Option<Duration>> {
     match std::env::var(name) {
         Ok(value) => parse_interval(name, &value).map(Some),

@@ -22,7 +22,8 @@ pub struct Conversation {
     pub context_mode: ContextMode,
 }
 
-/// What a request for turn `k > 0` of a conversation carries (SPEC §4.8).
+/// What a request for turn `k > 0` of a conversation carries
+/// (docs/datasets.md#multi-turn-context).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextMode {

@@ -166,7 +166,7 @@ pub enum SyntheticError {
         tokenizer: String,
     },
 
-    /// The input options break a rule (SPEC §1.4).
+    /// The input options break a rule (docs/cli-rules.md#input-rules).
     #[error(transparent)]
     Config(#[from] aiperf_core::ConfigError),
 

@@ -1,4 +1,4 @@
-//! Public datasets (`--public-dataset`, SPEC §4.6): ShareGPT.
+//! Public datasets (`--public-dataset`, docs/datasets.md#public-datasets): ShareGPT.
 //!
 //! [`fetch_sharegpt`] downloads the ShareGPT file once to [`sharegpt_cache_path`];
 //! [`load_sharegpt`] streams it (it is a ~650 MB JSON array) into conversations: every

@@ -1,4 +1,5 @@
-//! Sampling (ISL, OSL) pairs from a `--seq-dist` [`SequenceDistribution`] (SPEC §1.2).
+//! Sampling (ISL, OSL) pairs from a `--seq-dist` [`SequenceDistribution`]
+//! (docs/cli-rules.md#sequence-distributions).
 
 use aiperf_core::config::{SeqDistPair, SequenceDistribution};
 use rand::{Rng, RngExt};

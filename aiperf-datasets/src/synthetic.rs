@@ -1,6 +1,7 @@
-//! [`SyntheticDataset`]: the default workload when no input file is given. Conversations
-//! of sampled length whose turns carry generated prompts of exact token counts, synthetic
-//! images, audio and video, think times and per-turn models (SPEC §4.2).
+//! [`SyntheticDataset`]: the default workload when no input file is given. Conversations of
+//! sampled length whose turns carry generated prompts of exact token counts, synthetic
+//! images, audio and video, think times and per-turn models
+//! (docs/datasets.md#synthetic-dataset).
 
 use aiperf_core::config::{InputConfig, ModelSelectionStrategy, RankingsOptions};
 use aiperf_core::dataset::DatasetError;

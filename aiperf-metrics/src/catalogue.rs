@@ -1,5 +1,6 @@
-//! The metric catalogue: tag, header, display unit, console placement and applicability
-//! of every metric aiperf-rs computes (SPEC §2.3 plus the AIPerf 0.13 additions).
+//! The metric catalogue: tag, header, display unit, console placement and applicability of
+//! every metric aiperf-rs computes (docs/metrics.md: the Python AIPerf 0.11 catalogue plus
+//! the 0.13 additions).
 //!
 //! Values are held in the **display unit** from the start (ms, sec, tokens/sec, …), so
 //! exports, goodput thresholds and summaries all speak the same unit.

@@ -14,7 +14,7 @@ const NS_PER_SEC: f64 = 1e9;
 /// discrepancy (`AIPERF_METRICS_USAGE_PCT_DIFF_THRESHOLD`, default 10).
 pub const USAGE_PCT_DIFF_THRESHOLD: f64 = 10.0;
 
-/// Token counts of one request (SPEC §2.5).
+/// Token counts of one request (docs/metrics.md#token-counting).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TokenCounts {
     /// Input sequence length.
@@ -35,7 +35,7 @@ impl TokenCounts {
     }
 }
 
-/// Counts the tokens of `record` as SPEC §2.5 describes.
+/// Counts the tokens of `record` as docs/metrics.md#token-counting describes.
 ///
 /// Client side (the default): input = tokens of `record.input_text`; output = tokens of
 /// the concatenated text of the content responses; reasoning = tokens of the concatenated
@@ -278,7 +278,8 @@ fn diff_pct(server: Option<u64>, client: Option<u64>) -> Option<f64> {
     (c > 0.0).then(|| (s - c).abs() / c * 100.0)
 }
 
-/// Computes the record metrics of `record` (SPEC §2.3) given its token counts.
+/// Computes the record metrics of `record` given its token counts
+/// (docs/metrics.md#per-request-metrics).
 ///
 /// Valid records get latency, streaming, token, usage, usage-difference and
 /// OSL-mismatch metrics as they apply under `ctx`; failed records get only `error_isl`.

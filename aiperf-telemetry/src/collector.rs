@@ -33,15 +33,15 @@ use crate::scraper::{
 use crate::summary::{summarize_with_grace, EndpointSummary, Window};
 use crate::wall::WallClock;
 
-/// The DCGM exporters tried when the user names none (SPEC §7.1,
-/// `AIPERF_GPU_DEFAULT_DCGM_ENDPOINTS`).
+/// The DCGM exporters tried when the user names none (docs/telemetry.md#endpoints-and-urls;
+/// the Python AIPerf's `AIPERF_GPU_DEFAULT_DCGM_ENDPOINTS`).
 pub const DEFAULT_DCGM_ENDPOINTS: [&str; 2] = [
     "http://localhost:9400/metrics",
     "http://localhost:9401/metrics",
 ];
 
-/// How long after the profiling phase counters still take samples (SPEC §2.3/§7.1: the
-/// final scrape's grace of 666 ms).
+/// How long after the profiling phase counters still take samples
+/// (docs/telemetry.md#scrape-timing: the final scrape's grace of 666 ms).
 pub const DEFAULT_COUNTER_GRACE: Duration = Duration::from_millis(666);
 
 /// What to scrape and how often. A builder: every method returns the changed config.
@@ -84,7 +84,8 @@ impl Default for TelemetryConfig {
 }
 
 impl TelemetryConfig {
-    /// Nothing to scrape yet; SPEC's intervals and timeouts.
+    /// Nothing to scrape yet; the default intervals and timeouts
+    /// (docs/telemetry.md#scrape-timing).
     pub fn new() -> Self {
         TelemetryConfig {
             gpu_urls: Vec::new(),

@@ -1,5 +1,5 @@
-//! The GPU power-efficiency metrics of SPEC §2.3, derived from the GPU summaries and the
-//! run's own totals.
+//! The GPU power-efficiency metrics (docs/telemetry.md#gpu-power-efficiency-metrics),
+//! derived from the GPU summaries and the run's own totals.
 
 use crate::gpu::GpuSummary;
 
@@ -17,14 +17,14 @@ pub struct RunTotals {
 pub struct DerivedMetric {
     /// `total_gpu_power`, `total_gpu_energy`, `output_tokens_per_joule`, `energy_per_user`.
     pub tag: &'static str,
-    /// The header, suffixed with the number of GPUs as SPEC §2.3 has it, plural even for
-    /// one (`Total GPU Power (2 GPUs)`).
+    /// The header, suffixed with the number of GPUs as the Python AIPerf has it, plural
+    /// even for one (`Total GPU Power (2 GPUs)`).
     pub header: String,
     /// The display unit.
     pub unit: &'static str,
     /// The value.
     pub value: f64,
-    /// Display order (SPEC: 900–903).
+    /// Display order (900–903, as in the Python AIPerf).
     pub order: u32,
 }
 

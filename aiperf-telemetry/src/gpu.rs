@@ -1,5 +1,5 @@
-//! The GPU view of DCGM-exporter scrapes (SPEC §7.1): per GPU, the metrics of the DCGM
-//! mapping table in their display units.
+//! The GPU view of DCGM-exporter scrapes (docs/telemetry.md#gpu-metrics): per GPU, the
+//! metrics of the DCGM mapping table in their display units.
 
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ const fn def(
     }
 }
 
-/// The DCGM metrics of SPEC §7.1, in the table's order.
+/// The DCGM metrics, in the order of the table in docs/telemetry.md#gpu-metrics.
 pub const GPU_METRICS: [GpuMetricDef; 14] = [
     def(
         "gpu_power_usage",
@@ -101,7 +101,8 @@ pub const GPU_METRICS: [GpuMetricDef; 14] = [
         GpuMetricKind::Gauge,
         1.0,
     ),
-    // Beyond SPEC's table (the issue asks for clocks and temperatures): DCGM exports them.
+    // Beyond the Python AIPerf's table (the issue asks for clocks and temperatures): DCGM
+    // exports them.
     def(
         "memory_temperature",
         "Memory Temperature",
@@ -268,7 +269,8 @@ pub fn gpu_summaries(endpoint: &EndpointScrapes, window: Window) -> Vec<GpuSumma
 /// Like [`gpu_summaries`], but counters (energy, XID errors, power violation) also take
 /// samples up to `grace` after the window's end: the final scrape lands just after the
 /// profiling phase, and without it the energy of the window's last interval would be lost
-/// (SPEC §2.3: the end is widened by 666 ms). Gauges keep the exact window.
+/// (docs/telemetry.md#scrape-timing: the end is widened by 666 ms). Gauges keep the exact
+/// window.
 pub fn gpu_summaries_with_grace(
     endpoint: &EndpointScrapes,
     window: Window,

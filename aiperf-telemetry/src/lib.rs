@@ -4,15 +4,16 @@
 //! power, utilisation, memory and temperature, and the inference server's own metrics
 //! (vLLM, SGLang, TensorRT-LLM, Dynamo) — and summarises them over the profiling window.
 //!
-//! This crate holds that work. Its first part is [`prometheus`], our own parser and renderer
-//! of the Prometheus text exposition format (0.0.4, and OpenMetrics text). [`Scraper`] scrapes
-//! endpoints periodically (each on its own task; anything implementing [`Sampler`] can be
-//! scraped), [`summary`] summarises each series over a time window (counters: delta and
-//! rate; gauges: statistics; histograms: bucket deltas and estimated percentiles) and
-//! [`gpu`] gives the per-GPU view of DCGM exporters, [`efficiency`] the power-efficiency
-//! metrics derived from it, and [`export`] writes the files of SPEC §7. [`collector`] ties
-//! them into one run: [`TelemetryCollector::start`] beside the benchmark,
-//! [`TelemetryHandle::finish`] after it, with the profiling window in wall-clock ns.
+//! This crate holds that work. Its first part is [`prometheus`], our own parser and
+//! renderer of the Prometheus text exposition format (0.0.4, and OpenMetrics text).
+//! [`Scraper`] scrapes endpoints periodically (each on its own task; anything implementing
+//! [`Sampler`] can be scraped), [`summary`] summarises each series over a time window
+//! (counters: delta and rate; gauges: statistics; histograms: bucket deltas and estimated
+//! percentiles) and [`gpu`] gives the per-GPU view of DCGM exporters, [`efficiency`] the
+//! power-efficiency metrics derived from it, and [`export`] writes the files of
+//! docs/telemetry.md. [`collector`] ties them into one run: [`TelemetryCollector::start`]
+//! beside the benchmark, [`TelemetryHandle::finish`] after it, with the profiling window in
+//! wall-clock ns.
 //!
 //! ```
 //! use aiperf_telemetry::prometheus::{find_family, parse, MetricType};

@@ -59,7 +59,7 @@ use tokio::time::MissedTickBehavior;
 
 use crate::prometheus::{parse_lenient, MetricFamily};
 
-/// The default scrape interval (SPEC §7.1/§7.2: 0.333 s).
+/// The default scrape interval (0.333 s, docs/telemetry.md#scrape-timing).
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(333);
 /// The default bound on one scrape after the first.
 pub const DEFAULT_SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -116,9 +116,9 @@ pub trait Sampler: Send + Sync + 'static {
 /// A [`Sampler`] that GETs a Prometheus text endpoint through a [`Transport`].
 ///
 /// Some servers answer `/metrics` with JSON and serve Prometheus text at
-/// `/prometheus/metrics` (SPEC §7.2). When a `…/metrics` URL answers JSON or text that does
-/// not parse, that alternative is tried once; if it works the sampler stays on it (the
-/// sampler's name remains the URL it was given).
+/// `/prometheus/metrics` (docs/telemetry.md#endpoints-and-urls). When a `…/metrics` URL
+/// answers JSON or text that does not parse, that alternative is tried once; if it works
+/// the sampler stays on it (the sampler's name remains the URL it was given).
 pub struct PrometheusSampler {
     url: String,
     transport: Arc<dyn Transport>,

@@ -69,7 +69,7 @@ pub struct InputConfig {
 /// The number of synthetic conversations when `--num-dataset-entries` is not given.
 pub const DEFAULT_NUM_DATASET_ENTRIES: usize = 100;
 
-/// Prompt shape options (SPEC §1.3 "Prompt / ISL / OSL / prefix").
+/// Prompt shape options (docs/cli.md#input, rules in docs/cli-rules.md#input-rules).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PromptOptions {
@@ -104,7 +104,8 @@ impl PromptOptions {
     }
 }
 
-/// Multi-turn synthetic sessions (SPEC §1.3 "Conversation input").
+/// Multi-turn synthetic sessions (docs/cli.md#input; how they are sampled:
+/// docs/datasets.md#synthetic-dataset).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SessionOptions {
@@ -174,7 +175,7 @@ impl Default for RankingsOptions {
     }
 }
 
-/// The formats of `--input-file` (SPEC §4.4).
+/// The formats of `--input-file` (docs/datasets.md#custom-dataset-files).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CustomDatasetType {
@@ -278,7 +279,7 @@ impl InputConfig {
         (self.isl_mean > 0 || self.sequence_distribution.is_some()) && self.prompt.batch_size > 0
     }
 
-    /// Checks the input options on their own (SPEC §1.4).
+    /// Checks the input options on their own (docs/cli-rules.md#input-rules).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(n) = self.num_dataset_entries {
             at_least_one("--num-dataset-entries", n as u64)?;

@@ -1,6 +1,7 @@
 //! When to send and when to stop: the load shape of the profiling phase, its warmup,
-//! trace replay, user-centric rate and simulated cancellation (SPEC §1.3 Load generator,
-//! Fixed schedule, Warmup, User-centric rate, Request cancellation; rules of §1.4).
+//! trace replay, user-centric rate and simulated cancellation (docs/cli.md#load; modes,
+//! defaults and rules in docs/cli-rules.md#timing-mode-rules and
+//! docs/cli-rules.md#validation-rules).
 
 use serde::{Deserialize, Serialize};
 
@@ -168,8 +169,9 @@ impl WarmupConfig {
 }
 
 impl LoadConfig {
-    /// Checks the load rules of SPEC §1.4 and resolves the arrival pattern and the default
-    /// stop condition (10 requests; a fixed schedule defaults to the whole trace later).
+    /// Checks the load rules (docs/cli-rules.md#validation-rules) and resolves the arrival
+    /// pattern and the default stop condition (10 requests; a fixed schedule defaults to
+    /// the whole trace later).
     pub fn validate(&mut self) -> Result<(), ConfigError> {
         self.check_ranges()?;
         self.check_user_centric()?;
@@ -471,7 +473,7 @@ mod tests {
         config.input.input_file = Some("trace.jsonl".into());
     }
 
-    /// Every load rule of SPEC §1.4, with the message a user sees.
+    /// Every load rule of docs/cli-rules.md#validation-rules, with the message a user sees.
     #[test]
     fn each_rule_rejects_with_a_message_naming_the_flags() {
         type Change = Box<dyn FnOnce(&mut BenchmarkConfig)>;

@@ -1,8 +1,9 @@
 //! The benchmark configuration: what the CLI assembles and the engine runs.
 //!
 //! Every field has the default the Python AIPerf documents. [`BenchmarkConfig::validate`]
-//! applies the cross-option rules (SPEC §1.4) and resolves defaults that depend on other
-//! options (the stop condition, the arrival pattern), returning a typed [`ConfigError`].
+//! applies the cross-option rules (docs/cli-rules.md#validation-rules) and resolves
+//! defaults that depend on other options (the stop condition, the arrival pattern),
+//! returning a typed [`ConfigError`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -205,7 +206,7 @@ impl BenchmarkConfig {
         self.input.osl_mean.is_some() && !truthy("ignore_eos") && !truthy("min_tokens")
     }
 
-    /// Rules that tie the load to the endpoint or the input (SPEC §1.4).
+    /// Rules that tie the load to the endpoint or the input (docs/cli-rules.md#validation-rules).
     fn check_cross_section_rules(&self) -> Result<(), ConfigError> {
         let load = &self.load;
         if !self.endpoint.streaming {

@@ -1,12 +1,12 @@
 //! User-centric rate (`--user-centric-rate QPS --num-users N`): N simulated users, each
 //! sending its next turn one fixed gap after the previous, so the aggregate is QPS.
 //!
-//! The schedule starts in steady state, as the Python AIPerf's does (SPEC §6.6): the
-//! initial users are placed as if they had joined earlier, each with only the turns its
-//! "virtual age" leaves, their first turns staggered by 1/QPS; one fresh user starts the
-//! full conversation at time zero. Whenever a user's turns would be done, a new user with
-//! a full conversation takes its place, on an absolute schedule that does not depend on
-//! how fast the server answers.
+//! The schedule starts in steady state, as the Python AIPerf's does: the initial users are
+//! placed as if they had joined earlier, each with only the turns its "virtual age" leaves,
+//! their first turns staggered by 1/QPS; one fresh user starts the full conversation at
+//! time zero. Whenever a user's turns would be done, a new user with a full conversation
+//! takes its place, on an absolute schedule that does not depend on how fast the server
+//! answers.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

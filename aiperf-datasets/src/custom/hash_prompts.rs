@@ -1,6 +1,6 @@
-//! Trace prompts (SPEC §4.3, "hash_id mode"): each hash id of a trace stands for one
-//! block of prompt tokens, so requests sharing leading hash ids share a token prefix (and
-//! the server's KV-cache blocks for it).
+//! Trace prompts (docs/datasets.md#trace-prompts-from-hash-ids): each hash id of a trace
+//! stands for one block of prompt tokens, so requests sharing leading hash ids share a
+//! token prefix (and the server's KV-cache blocks for it).
 
 use std::collections::HashMap;
 

@@ -1,5 +1,6 @@
-//! Custom dataset files (`--input-file`, SPEC §4.4): JSONL single-turn, multi-turn and
-//! random-pool datasets, and mooncake, bailian and BurstGPT traces.
+//! Custom dataset files (`--input-file`, docs/datasets.md#custom-dataset-files): JSONL
+//! single-turn, multi-turn and random-pool datasets, and mooncake, bailian and BurstGPT
+//! traces.
 //!
 //! [`load_custom_dataset`] reads a file (or a folder, for random pools) into
 //! conversations, detecting the format with [`detect_dataset_type`] when none is given.
@@ -86,8 +87,8 @@ pub struct LoadedDataset {
     pub timestamped: bool,
 }
 
-/// Loads the custom dataset at `path` (SPEC §4.4). Blocking: reads the file and builds
-/// prompts with `tokenizer`.
+/// Loads the custom dataset at `path` (docs/datasets.md#custom-dataset-files). Blocking:
+/// reads the file and builds prompts with `tokenizer`.
 pub fn load_custom_dataset(
     path: &Path,
     options: &CustomDatasetOptions,

@@ -1,5 +1,6 @@
-//! Synthetic media (SPEC §4.7): noise images, noise audio clips and short generated
-//! videos, made once per dataset entry when the dataset is built, never on the hot path.
+//! Synthetic media (docs/datasets.md#synthetic-media): noise images, noise audio clips and
+//! short generated videos, made once per dataset entry when the dataset is built, never on
+//! the hot path.
 
 pub mod audio;
 pub mod image;

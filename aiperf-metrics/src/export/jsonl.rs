@@ -1,5 +1,5 @@
 //! `profile_export.jsonl`: one JSON object per profiling record, appended as records
-//! complete (SPEC §3.4, AIPerf 0.13 metadata keys).
+//! complete (docs/artifacts.md#profile_exportjsonl, AIPerf 0.13 metadata keys).
 //!
 //! `{"metadata": {...}, "metrics": {"<tag>": {"value": …, "unit": "…"}}, "error": {...}}`
 //! Values are in display units; token counts are integers; inter-chunk latency is a list.

@@ -1,5 +1,6 @@
-//! Exporters: the summary JSON and CSV, the per-record JSONL and Parquet, the raw JSONL, the console table, and the
-//! artifact directory and file naming (SPEC §3.1).
+//! Exporters: the summary JSON and CSV, the per-record JSONL and Parquet, the raw JSONL,
+//! the console table, and the artifact directory and file naming
+//! (docs/artifacts.md#artifact-directory, docs/artifacts.md#file-names).
 
 pub mod console;
 pub mod csv;
@@ -95,7 +96,7 @@ fn strip_known_suffix(prefix: &str) -> &str {
 }
 
 /// The run's sub-directory name: `<model>-openai-<endpoint_type>-<stimulus>`, e.g.
-/// `Qwen_Qwen3-0.6B-openai-chat-concurrency2` (SPEC §3.1).
+/// `Qwen_Qwen3-0.6B-openai-chat-concurrency2` (docs/artifacts.md#artifact-directory).
 pub fn artifact_dir_name(config: &BenchmarkConfig) -> String {
     let load = &config.load;
     let stimulus = if load.fixed_schedule.is_enabled() {

@@ -1,5 +1,6 @@
-//! `profile_export_raw.jsonl` (`--export-level raw`, SPEC §3.5): one JSON object per
-//! request of every phase, warmup included, appended as records complete.
+//! `profile_export_raw.jsonl` (`--export-level raw`,
+//! docs/artifacts.md#profile_export_rawjsonl): one JSON object per request of every phase,
+//! warmup included, appended as records complete.
 //!
 //! ```text
 //! {"metadata": {…as in profile_export.jsonl…}, "start_perf_ns": …,

@@ -1,5 +1,5 @@
-//! GPU exports (SPEC §7.1): the per-scrape JSONL, the `telemetry_data` object and the CSV
-//! table.
+//! GPU exports (docs/telemetry.md#gpu-exports): the per-scrape JSONL, the `telemetry_data`
+//! object and the CSV table.
 
 use std::io::{self, Write};
 
@@ -68,8 +68,8 @@ fn scrape_lines(scrape: &Scrape) -> Vec<GpuLine<'_>> {
 }
 
 /// `gpu_telemetry_export.jsonl`: one line per GPU per scrape of every DCGM endpoint (the
-/// baseline and final scrapes included), fields as SPEC §7.1 names them, absent ones left
-/// out.
+/// baseline and final scrapes included), fields as docs/telemetry.md#gpu-exports names
+/// them, absent ones left out.
 pub fn write_jsonl(report: &TelemetryReport, out: &mut impl Write) -> io::Result<()> {
     for endpoint in &report.gpu {
         let url = &endpoint.scrapes.name;
@@ -146,10 +146,10 @@ fn gpu_json(gpu: &GpuSummary) -> Value {
     })
 }
 
-/// The `telemetry_data` object of `profile_export_aiperf.json` (SPEC §7.1): `summary`
-/// (endpoints configured and successful, window start and end) and per endpoint, per GPU,
-/// each metric's statistics with its unit. Endpoints that never answered appear only in
-/// `endpoints_configured`.
+/// The `telemetry_data` object of `profile_export_aiperf.json`
+/// (docs/telemetry.md#gpu-exports): `summary` (endpoints configured and successful, window
+/// start and end) and per endpoint, per GPU, each metric's statistics with its unit.
+/// Endpoints that never answered appear only in `endpoints_configured`.
 pub fn telemetry_data(report: &TelemetryReport) -> Value {
     let configured: Vec<&str> = report.gpu.iter().map(|e| e.scrapes.name.as_str()).collect();
     let successful: Vec<&str> = report
@@ -185,7 +185,8 @@ pub fn telemetry_data(report: &TelemetryReport) -> Value {
 /// Reads one optional identity column.
 type Getter = fn(&GpuIdentity) -> Option<&str>;
 
-/// The GPU table's header (SPEC §7.1), with the optional identity columns when wanted.
+/// The GPU table's header (docs/telemetry.md#gpu-exports), with the optional identity
+/// columns when wanted.
 fn csv_header(extra: &[(&str, Getter)]) -> Vec<String> {
     let mut header: Vec<String> = ["Endpoint", "GPU_Index", "GPU_Name", "GPU_UUID"]
         .map(String::from)
@@ -202,10 +203,11 @@ fn csv_header(extra: &[(&str, Getter)]) -> Vec<String> {
     header
 }
 
-/// The GPU table of `profile_export_aiperf.csv` (SPEC §7.1) as rows of fields: the header,
-/// then one row per endpoint × GPU × metric in the DCGM table's order; `Metric` reads
-/// `GPU Power Usage (W)`; a counter fills `avg` (its delta) only. `Hostname`, `Namespace`
-/// and `Pod Name` columns are added only when some GPU has them. Empty without GPUs.
+/// The GPU table of `profile_export_aiperf.csv` (docs/telemetry.md#gpu-exports) as rows of
+/// fields: the header, then one row per endpoint × GPU × metric in the DCGM table's order;
+/// `Metric` reads `GPU Power Usage (W)`; a counter fills `avg` (its delta) only.
+/// `Hostname`, `Namespace` and `Pod Name` columns are added only when some GPU has them.
+/// Empty without GPUs.
 pub fn csv_rows(report: &TelemetryReport) -> Vec<Vec<String>> {
     let optional: [(&str, Getter); 3] = [
         ("Hostname", |id| id.hostname.as_deref()),

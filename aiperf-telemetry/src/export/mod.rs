@@ -1,4 +1,4 @@
-//! The telemetry files of SPEC §7 and the pieces the main exports embed.
+//! The telemetry files of docs/telemetry.md and the pieces the main exports embed.
 //!
 //! - [`gpu`]: `gpu_telemetry_export.jsonl`, the `telemetry_data` object of
 //!   `profile_export_aiperf.json`, and the GPU table appended to `profile_export_aiperf.csv`;
@@ -80,8 +80,8 @@ pub enum ServerMetricsFormat {
 }
 
 impl ServerMetricsFormat {
-    /// The default set: `json csv`, as SPEC §1.3 and the schema doc have it (the tutorial
-    /// and SPEC §7.2 add `parquet`; the SPEC flags the two as disagreeing).
+    /// The default set: `json csv`, as the Python AIPerf's flag table and schema doc have
+    /// it (its tutorial adds `parquet`; docs/telemetry.md#server-metrics-exports).
     pub const DEFAULT: [ServerMetricsFormat; 2] =
         [ServerMetricsFormat::Json, ServerMetricsFormat::Csv];
 }

@@ -1,4 +1,5 @@
-//! Server-metrics exports (SPEC §7.2): `server_metrics_export.json`, `.csv` and `.jsonl`.
+//! Server-metrics exports (docs/telemetry.md#server-metrics-exports):
+//! `server_metrics_export.json`, `.csv` and `.jsonl`.
 
 use std::io::{self, Write};
 use std::time::Duration;
@@ -703,7 +704,7 @@ pub fn write_csv(
 }
 
 /// The samples of one family in one scrape, as the JSONL has them; `None` for summary
-/// families (SPEC §7.2 ignores them) and families with nothing finite.
+/// families (ignored, docs/telemetry.md#server-metrics) and families with nothing finite.
 fn family_jsonl(f: &MetricFamily) -> Option<Value> {
     let mut out = Vec::new();
     if f.kind.is_histogram() {
@@ -740,7 +741,7 @@ fn family_jsonl(f: &MetricFamily) -> Option<Value> {
 }
 
 /// `server_metrics_export.jsonl`: one line per scrape of every server endpoint, the
-/// baseline and final scrapes included (SPEC §7.2).
+/// baseline and final scrapes included (docs/telemetry.md#server-metrics-exports).
 pub fn write_jsonl(report: &TelemetryReport, out: &mut impl Write) -> io::Result<()> {
     let clock = &report.clock;
     for endpoint in &report.server {

@@ -1,5 +1,6 @@
-//! `server_metrics_export.parquet` (SPEC §7.2): every scrape of every server endpoint as
-//! a long table, one row per sample per series, for DuckDB, polars or pandas.
+//! `server_metrics_export.parquet` (docs/telemetry.md#server-metrics-exports): every scrape
+//! of every server endpoint as a long table, one row per sample per series, for DuckDB,
+//! polars or pandas.
 //!
 //! Columns, in order: `endpoint_url`, `metric_name`, `metric_type` (the `# TYPE` keyword)
 //! strings, `timestamp_ns` u64 (wall clock, when the scrape's response arrived), `value`,

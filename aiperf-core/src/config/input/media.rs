@@ -1,4 +1,5 @@
-//! Synthetic image, audio and video options (SPEC §1.3 "Audio / Image / Video input").
+//! Synthetic image, audio and video options (docs/cli.md#audio--image--video-input,
+//! rules in docs/cli-rules.md#input-rules).
 
 use serde::{Deserialize, Serialize};
 

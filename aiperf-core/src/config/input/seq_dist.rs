@@ -1,4 +1,5 @@
-//! `--seq-dist`: a weighted mix of (ISL, OSL) pairs, in the three syntaxes of SPEC §1.2.
+//! `--seq-dist`: a weighted mix of (ISL, OSL) pairs, in the three syntaxes of
+//! docs/cli-rules.md#sequence-distributions.
 
 use serde::{Deserialize, Serialize};
 
