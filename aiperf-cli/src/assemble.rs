@@ -92,11 +92,10 @@ pub fn slos(args: &ProfileArgs) -> anyhow::Result<Vec<Slo>> {
 
 /// `http://` is prepended when a URL has no scheme; `mock` is kept as is.
 fn normalise_url(url: &str) -> String {
-    let url = url.trim();
-    if url == MOCK_URL || url.contains("://") {
-        url.to_owned()
+    if url.trim() == MOCK_URL {
+        MOCK_URL.to_owned()
     } else {
-        format!("http://{url}")
+        aiperf_core::url::with_default_scheme(url)
     }
 }
 

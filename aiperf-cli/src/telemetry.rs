@@ -11,6 +11,7 @@ use aiperf_core::transport::Transport;
 use aiperf_metrics::export::console::{format_number, TextTable};
 use aiperf_metrics::Summary;
 use aiperf_telemetry::export::{self, endpoint_key, ExportOptions, ServerMetricsFormat};
+use aiperf_telemetry::collector::metrics_url;
 use aiperf_telemetry::gpu::GpuMetricValue;
 use aiperf_telemetry::{
     power_efficiency, DerivedMetric, GpuSummary, TelemetryCollector, TelemetryConfig,
@@ -76,24 +77,6 @@ impl From<FormatArg> for ServerMetricsFormat {
             FormatArg::Jsonl => ServerMetricsFormat::Jsonl,
             FormatArg::Parquet => ServerMetricsFormat::Parquet,
         }
-    }
-}
-
-/// The metrics-URL normaliser (docs/telemetry.md#endpoints-and-urls): `http://` prepended
-/// without a scheme, trailing `/` stripped, `/metrics` appended unless already the suffix.
-/// The whole path is kept, so `h:8000/v1` becomes `http://h:8000/v1/metrics`.
-pub fn metrics_url(url: &str) -> String {
-    let url = url.trim();
-    let with_scheme = if url.contains("://") {
-        url.to_string()
-    } else {
-        format!("http://{url}")
-    };
-    let trimmed = with_scheme.trim_end_matches('/');
-    if trimmed.ends_with("/metrics") {
-        trimmed.to_string()
-    } else {
-        format!("{trimmed}/metrics")
     }
 }
 
@@ -465,14 +448,6 @@ mod tests {
             let error = parse_interval(name, bad).unwrap_err().to_string();
             assert!(error.contains("positive number of seconds"), "{error}");
         }
-    }
-
-    #[test]
-    fn urls_are_normalised() {
-        assert_eq!(metrics_url("h:8000"), "http://h:8000/metrics");
-        assert_eq!(metrics_url("http://h:8000/"), "http://h:8000/metrics");
-        assert_eq!(metrics_url("https://h/v1"), "https://h/v1/metrics");
-        assert_eq!(metrics_url("h:9400/metrics/"), "http://h:9400/metrics");
     }
 
     #[test]

@@ -91,6 +91,7 @@ pub mod seed;
 pub mod sink;
 pub mod tokens;
 pub mod transport;
+pub mod url;
 
 pub use clock::Clock;
 pub use config::{BenchmarkConfig, ConfigError};

@@ -133,21 +133,12 @@ impl DistributionStats {
             mean,
             std_dev: variance.sqrt(),
             min: values[0],
-            p25: percentile_sorted(values, 25.0),
-            median: percentile_sorted(values, 50.0),
-            p75: percentile_sorted(values, 75.0),
+            p25: aiperf_stats::percentile_sorted(values, 25.0).unwrap_or(f64::NAN),
+            median: aiperf_stats::percentile_sorted(values, 50.0).unwrap_or(f64::NAN),
+            p75: aiperf_stats::percentile_sorted(values, 75.0).unwrap_or(f64::NAN),
             max: values[values.len() - 1],
         })
     }
-}
-
-/// numpy's default (`linear`) percentile of an ascending, non-empty slice; `q` in 0..=100.
-fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
-    let rank = q / 100.0 * (sorted.len() - 1) as f64;
-    let lower = rank.floor() as usize;
-    let upper = (lower + 1).min(sorted.len() - 1);
-    let fraction = rank - lower as f64;
-    sorted[lower] + (sorted[upper] - sorted[lower]) * fraction
 }
 
 /// The report of `aiperf analyze-trace`: the Python AIPerf's `AnalysisStats`, key for key.

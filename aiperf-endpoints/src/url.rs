@@ -19,12 +19,7 @@
 /// assert_eq!(build_url("https://h/x?k=1", Some("generate"), chat), "https://h/x/generate?k=1");
 /// ```
 pub fn build_url(base: &str, path_override: Option<&str>, default_path: &str) -> String {
-    let base = base.trim();
-    let base = if base.contains("://") {
-        base.to_owned()
-    } else {
-        format!("http://{base}")
-    };
+    let base = aiperf_core::url::with_default_scheme(base);
     let (main, suffix) = base.split_at(base.find(['?', '#']).unwrap_or(base.len()));
     let authority_start = main.find("://").map_or(0, |i| i + 3);
     let path_start = main[authority_start..]

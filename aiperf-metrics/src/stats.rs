@@ -1,9 +1,8 @@
 //! Summary statistics exactly as the Python AIPerf computes them.
 //!
-//! * Percentiles follow numpy's default `np.percentile` ("linear"): for `n` sorted values
-//!   the `p`-th percentile sits at index `h = p/100 · (n − 1)` and is interpolated between
-//!   the two closest ranks. (statrs' percentile uses another definition and is never used
-//!   for reported numbers.)
+//! * Percentiles follow numpy's default `np.percentile` ("linear"), from [`aiperf_stats`],
+//!   the one definition every report shares. (statrs' percentile uses another definition
+//!   and is never used for reported numbers.)
 //! * `std` is the population standard deviation (ddof = 0, numpy's default).
 //! * Memory stays bounded: a [`Distribution`] keeps every value exactly up to
 //!   [`EXACT_LIMIT`] values, then folds them into a merging [`TDigest`] (compression 500,
@@ -13,41 +12,13 @@
 
 use std::cmp::Ordering;
 
-/// The percentiles every distribution metric reports, in export order.
-pub const PERCENTILES: [f64; 9] = [1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
+pub use aiperf_stats::{percentile_sorted, PERCENTILES};
 
 /// Values a [`Distribution`] keeps exactly before switching to a t-digest (8 MiB of f64).
 pub const EXACT_LIMIT: usize = 1 << 20;
 
 /// The t-digest compression used when a distribution outgrows [`EXACT_LIMIT`].
 pub const DIGEST_COMPRESSION: f64 = 500.0;
-
-/// numpy-compatible linear percentile of already **sorted** values (`p` in 0..=100).
-///
-/// Returns `None` for an empty slice.
-pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
-    }
-    let q = (p / 100.0).clamp(0.0, 1.0);
-    let h = q * (n - 1) as f64;
-    let lo = h.floor();
-    let lo_index = (lo as usize).min(n - 1);
-    let hi_index = (lo_index + 1).min(n - 1);
-    Some(lerp(sorted[lo_index], sorted[hi_index], h - lo))
-}
-
-/// numpy's `_lerp`: `a + (b − a)·t`, computed from the upper end when `t ≥ 0.5` so that
-/// the result is monotonic and exact at `t = 1`.
-fn lerp(a: f64, b: f64, t: f64) -> f64 {
-    let diff = b - a;
-    if t >= 0.5 {
-        b - diff * (1.0 - t)
-    } else {
-        a + diff * t
-    }
-}
 
 /// Sorts `values` (NaN removed) and computes every statistic. `None` when no finite value
 /// is left.

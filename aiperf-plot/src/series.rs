@@ -1,6 +1,7 @@
 //! The numbers behind the charts: histograms, percentiles per token position, throughput
 //! over time, Pareto fronts. Pure functions, unit-tested on exact values.
 
+use aiperf_stats::percentile_sorted;
 use serde::Serialize;
 
 use crate::artifacts::RequestRow;
@@ -17,15 +18,6 @@ pub fn wants_log_scale(values: impl IntoIterator<Item = f64>) -> bool {
         max = max.max(value);
     }
     min > 0.0 && max / min > LOG_SCALE_RATIO
-}
-
-/// The `p`-th percentile (0–100) of sorted values with numpy's linear interpolation.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    let last = sorted.len().checked_sub(1)?;
-    let rank = p / 100.0 * last as f64;
-    let below = rank.floor() as usize;
-    let above = rank.ceil() as usize;
-    Some(sorted[below] + (sorted[above] - sorted[below]) * (rank - below as f64))
 }
 
 /// One bar of a histogram: `[low, high)` holds `count` values (the last bin includes high).
@@ -123,8 +115,8 @@ pub fn inter_chunk_by_position(rows: &[RequestRow]) -> Vec<PositionStats> {
             position: index + 1,
             count: gaps.len(),
             mean,
-            p50: percentile(&gaps, 50.0).unwrap_or(mean),
-            p90: percentile(&gaps, 90.0).unwrap_or(mean),
+            p50: percentile_sorted(&gaps, 50.0).unwrap_or(mean),
+            p90: percentile_sorted(&gaps, 90.0).unwrap_or(mean),
         });
     }
     stats
@@ -193,15 +185,6 @@ pub fn thin<T: Clone>(points: &[T], max: usize) -> (Vec<T>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_interpolate_like_numpy() {
-        let values: Vec<f64> = (1..=1000).map(f64::from).collect();
-        let p99 = percentile(&values, 99.0).expect("non-empty");
-        assert!((p99 - 990.01).abs() < 1e-9, "{p99}");
-        assert_eq!(percentile(&[4.0], 50.0), Some(4.0));
-        assert_eq!(percentile(&[], 50.0), None);
-    }
 
     #[test]
     fn log_scale_only_beyond_two_decades_of_positive_values() {

@@ -364,3 +364,26 @@ impl TelemetryReport {
         end.saturating_sub(start) as f64 / 1e9
     }
 }
+
+/// The metrics URL of a `--server-metrics` or `--gpu-telemetry` value, as the Python
+/// AIPerf normalises it (docs/telemetry.md#endpoints-and-urls): `http://` prepended without a scheme, trailing `/` stripped,
+/// `/metrics` appended unless already the suffix. The whole path is kept.
+///
+/// ```
+/// use aiperf_telemetry::collector::metrics_url;
+///
+/// assert_eq!(metrics_url("h:8000"), "http://h:8000/metrics");
+/// assert_eq!(metrics_url("http://h:8000/"), "http://h:8000/metrics");
+/// assert_eq!(metrics_url("https://h/v1"), "https://h/v1/metrics");
+/// assert_eq!(metrics_url("h:9400/metrics/"), "http://h:9400/metrics");
+/// ```
+pub fn metrics_url(url: &str) -> String {
+    let with_scheme = aiperf_core::url::with_default_scheme(url);
+    let trimmed = with_scheme.trim_end_matches('/');
+    if trimmed.ends_with("/metrics") {
+        trimmed.to_string()
+    } else {
+        format!("{trimmed}/metrics")
+    }
+}
+

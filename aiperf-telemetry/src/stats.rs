@@ -1,7 +1,6 @@
 //! Gauge statistics: mean, extremes, standard deviation and numpy-linear percentiles.
 
-/// The percentiles every [`GaugeStats`] reports, in percent.
-pub const PERCENTILES: [f64; 9] = [1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
+pub use aiperf_stats::{percentile_sorted, PERCENTILES};
 
 /// Statistics of a set of gauge samples.
 ///
@@ -100,20 +99,6 @@ impl GaugeStats {
                 .collect(),
         }
     }
-}
-
-/// numpy's default percentile (`p` in percent, 0–100) of ascending `sorted` values;
-/// `None` when empty.
-pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
-    }
-    let h = (n - 1) as f64 * (p / 100.0).clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(n - 1);
-    let frac = h - lo as f64;
-    Some(sorted[lo] + frac * (sorted[hi] - sorted[lo]))
 }
 
 #[cfg(test)]
