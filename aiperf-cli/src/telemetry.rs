@@ -10,8 +10,8 @@ use std::time::Duration;
 use aiperf_core::transport::Transport;
 use aiperf_metrics::export::console::{format_number, TextTable};
 use aiperf_metrics::Summary;
-use aiperf_telemetry::export::{self, endpoint_key, ExportOptions, ServerMetricsFormat};
 use aiperf_telemetry::collector::metrics_url;
+use aiperf_telemetry::export::{self, endpoint_key, ExportOptions, ServerMetricsFormat};
 use aiperf_telemetry::gpu::GpuMetricValue;
 use aiperf_telemetry::{
     power_efficiency, DerivedMetric, GpuSummary, TelemetryCollector, TelemetryConfig,

@@ -386,4 +386,3 @@ pub fn metrics_url(url: &str) -> String {
         format!("{trimmed}/metrics")
     }
 }
-
