@@ -98,9 +98,11 @@ fn wall_ns() -> u64 {
         .as_nanos() as u64
 }
 
-/// `node_cpu_seconds_total` in the JSON export: a counter with `cpu` and `mode` labels.
+/// `node_cpu_seconds_total` in the JSON export: a counter with `cpu` and `mode` labels,
+/// named without `_total` as the Python AIPerf 0.13 names counters.
 fn assert_node_cpu_in_json(json: &Value, url: &str) {
-    let cpu = &json["metrics"]["node_cpu_seconds_total"];
+    assert!(json["metrics"]["node_cpu_seconds_total"].is_null());
+    let cpu = &json["metrics"]["node_cpu_seconds"];
     assert_eq!(cpu["type"], "counter", "{cpu}");
     assert_eq!(cpu["unit"], "seconds");
     let series = cpu["series"].as_array().unwrap();
@@ -174,15 +176,22 @@ async fn node_exporter_families_reach_every_server_metrics_export() {
     export::write_files(&report, dir.path(), &options).unwrap();
     let json = read_json(&dir.path().join("server_metrics_export.json"));
     assert_node_cpu_in_json(&json, &exporter.url);
-    assert!(json["metrics"]["aiperf_mock_requests_total"].is_object());
+    assert!(json["metrics"]["aiperf_mock_requests"].is_object());
     let csv = std::fs::read_to_string(dir.path().join("server_metrics_export.csv")).unwrap();
-    assert!(csv
-        .lines()
-        .any(|l| l.starts_with(&format!("{},node_cpu_seconds_total,", exporter.url))));
+    // The CSV names an endpoint by host:port, as the Python AIPerf does.
+    let host_port = exporter
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with(&format!("{host_port},counter,node_cpu_seconds,seconds,"))),
+        "{csv}"
+    );
     let jsonl = std::fs::read_to_string(dir.path().join("server_metrics_export.jsonl")).unwrap();
     let first: Value = serde_json::from_str(jsonl.lines().next().unwrap()).unwrap();
     assert_eq!(first["endpoint_url"], exporter.url.as_str());
-    assert!(first["metrics"]["node_cpu_seconds_total"][0]["labels"]["mode"].is_string());
+    assert!(first["metrics"]["node_cpu_seconds"][0]["labels"]["mode"].is_string());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,7 +225,8 @@ async fn profile_scrapes_the_node_exporter_through_server_metrics() {
         .any(|u| *u == mock_metrics.as_str()));
     for name in ["server_metrics_export.csv", "server_metrics_export.jsonl"] {
         let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
-        assert!(text.contains("node_cpu_seconds_total"), "{name}");
+        assert!(text.contains("node_cpu_seconds"), "{name}");
+        assert!(!text.contains("node_cpu_seconds_total"), "{name}");
     }
     assert!(!dir.path().join("gpu_telemetry_export.jsonl").exists());
 }
