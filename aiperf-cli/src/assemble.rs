@@ -11,7 +11,6 @@ use aiperf_metrics::{validate_goodput, MetricsContext};
 
 use crate::args::{ExportLevelArg, ProfileArgs};
 use crate::kv::{parse_headers, parse_key_values};
-use crate::readiness::Readiness;
 
 /// The URL value that starts the embedded mock server.
 pub const MOCK_URL: &str = "mock";
@@ -46,7 +45,7 @@ pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
     endpoint.request_timeout = Duration::from_secs_f64(timeout);
     endpoint.use_legacy_max_tokens = args.endpoint.use_legacy_max_tokens;
     endpoint.use_server_token_count = args.endpoint.use_server_token_count;
-    Readiness::from_args(&args.endpoint)?;
+    args.endpoint.readiness()?;
     if let Some(width) = args.output.slice_duration {
         if !(width.is_finite() && width > 0.0) {
             anyhow::bail!("--slice-duration must be greater than 0 seconds, got {width}");

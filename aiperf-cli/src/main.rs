@@ -16,7 +16,6 @@ mod kv;
 mod logging;
 mod plot;
 mod profile;
-mod readiness;
 mod runs;
 mod sweep;
 mod telemetry;

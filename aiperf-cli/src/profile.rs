@@ -11,6 +11,7 @@ use aiperf_core::{
     RequestInput,
 };
 use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
+use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
 use aiperf_endpoints::{api_key_header, build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::catalogue::ConsoleGroup;
 use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
@@ -23,7 +24,6 @@ use serde_json::{json, Value};
 
 use crate::args::{ConnectionReuse, EndpointArgs, ProfileArgs, UiType};
 use crate::assemble::MOCK_URL;
-use crate::readiness::{wait_until_ready, Readiness, Target};
 use crate::ui;
 use crate::workload;
 
@@ -127,7 +127,7 @@ impl Session {
             let (name, value) = api_key_header(endpoint.info(), key);
             headers.insert(0, (name.to_owned(), value));
         }
-        if let Some(readiness) = Readiness::from_args(&args.endpoint)? {
+        if let Some(readiness) = args.endpoint.readiness()? {
             let target = Target {
                 base_urls: &config.endpoint.urls,
                 request_urls: &request_urls,
@@ -135,7 +135,15 @@ impl Session {
                 endpoint: endpoint.as_ref(),
                 headers: &headers,
             };
-            wait_until_ready(transport.as_ref(), &target, readiness).await?;
+            let show = &mut |event: ReadinessEvent<'_>| eprintln!("{event}");
+            wait_until_ready(transport.as_ref(), &target, readiness, &cancel, show)
+                .await
+                .map_err(|error| match error {
+                    ReadinessError::NotReady { .. } => {
+                        anyhow::anyhow!("{error} (--wait-for-model-timeout)")
+                    }
+                    other => other.into(),
+                })?;
         }
         Ok(Self {
             cancel,
@@ -196,7 +204,7 @@ impl Session {
         let workload = workload::load(
             args,
             &mut config,
-            endpoint.info().name,
+            endpoint.info(),
             &self.tokenizer,
             self.transport.as_ref(),
         )

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use aiperf_core::config::PublicDataset;
 use aiperf_core::schedule::replay_window;
-use aiperf_core::{BenchmarkConfig, Conversation, DatasetSource, SamplingStrategy, Transport};
+use aiperf_core::{
+    BenchmarkConfig, Conversation, DatasetSource, EndpointInfo, SamplingStrategy, Transport,
+};
 use aiperf_datasets::{
     derive_rng, fetch_sharegpt, load_custom_dataset, load_sharegpt, sharegpt_cache_path,
     CustomDatasetOptions, DatasetFileError, LengthDistribution, SyntheticDataset, SyntheticError,
@@ -65,7 +67,7 @@ pub struct Workload {
 pub async fn load(
     args: &ProfileArgs,
     config: &mut BenchmarkConfig,
-    endpoint_name: &str,
+    endpoint: &EndpointInfo,
     tokenizer: &Tokenizer,
     transport: &dyn Transport,
 ) -> Result<Workload, UsageError> {
@@ -108,7 +110,7 @@ pub async fn load(
         } else {
             let conversations =
                 SyntheticDataset::new(input, &config.endpoint.models, tokenizer.clone())?
-                    .with_rankings(endpoint_name.ends_with("rankings"))
+                    .with_rankings(endpoint.takes_rankings)
                     .load()
                     .map_err(|e| {
                         UsageError::message(format!("cannot build the synthetic dataset: {e}"))

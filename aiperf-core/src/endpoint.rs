@@ -25,6 +25,9 @@ pub struct EndpointInfo {
     pub produces_tokens: bool,
     /// Whether the input is tokenized (input sequence length applies).
     pub tokenizes_input: bool,
+    /// Whether a request carries a query and passages to rank, so a synthetic dataset
+    /// composes its turns that way.
+    pub takes_rankings: bool,
 }
 
 impl EndpointInfo {

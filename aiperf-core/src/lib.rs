@@ -59,7 +59,7 @@
 //! let mut builder = Benchmark::builder()
 //!     .endpoint(Arc::new(Echo(EndpointInfo {
 //!         name: "echo", default_path: "/", streaming_path: None, supports_streaming: false,
-//!         produces_tokens: true, tokenizes_input: true,
+//!         produces_tokens: true, tokenizes_input: true, takes_rankings: false,
 //!     })))
 //!     .transport(Arc::new(Loopback))
 //!     .url("http://127.0.0.1:8000/")
@@ -110,7 +110,7 @@ pub use schedule::{
     UserCentricSchedule,
 };
 pub use seed::derive_seed;
-pub use sink::{CollectRecords, RecordSink};
+pub use sink::{CollectRecords, RecordSink, Tee};
 pub use tokens::TokenCounter;
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{

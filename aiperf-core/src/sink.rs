@@ -25,6 +25,64 @@ pub trait RecordSink: Send + 'static {
 
     /// Called once after the last record.
     fn finish(self, run: &RunInfo) -> Result<Self::Output, SinkError>;
+
+    /// This sink and `other` side by side: each gets every record and phase start, and
+    /// the run's output is both outputs. A live consumer beside the standard summary is
+    /// `metrics_sink.tee(live)`.
+    fn tee<B: RecordSink>(self, other: B) -> Tee<Self, B>
+    where
+        Self: Sized,
+    {
+        Tee {
+            first: self,
+            second: other,
+        }
+    }
+}
+
+/// Two sinks fed the same records ([`RecordSink::tee`]). The first gets a clone of each
+/// record, the second the record itself; an error from either ends the run.
+#[derive(Debug)]
+pub struct Tee<A, B> {
+    first: A,
+    second: B,
+}
+
+impl<A: RecordSink, B: RecordSink> RecordSink for Tee<A, B> {
+    type Output = (A::Output, B::Output);
+
+    fn on_record(&mut self, record: RequestRecord) -> Result<(), SinkError> {
+        self.first.on_record(record.clone())?;
+        self.second.on_record(record)
+    }
+
+    fn on_phase_start(&mut self, phase: Phase, start_ns: u64) -> Result<(), SinkError> {
+        self.first.on_phase_start(phase, start_ns)?;
+        self.second.on_phase_start(phase, start_ns)
+    }
+
+    fn finish(self, run: &RunInfo) -> Result<Self::Output, SinkError> {
+        Ok((self.first.finish(run)?, self.second.finish(run)?))
+    }
+}
+
+/// A boxed sink is a sink, so a sink chosen at run time (`Box<S>` of one of several
+/// concrete types behind a generic) passes where a sink is wanted. (`&mut S` cannot be
+/// one: the engine moves its sink to the processing thread, which needs `'static`.)
+impl<S: RecordSink> RecordSink for Box<S> {
+    type Output = S::Output;
+
+    fn on_record(&mut self, record: RequestRecord) -> Result<(), SinkError> {
+        (**self).on_record(record)
+    }
+
+    fn on_phase_start(&mut self, phase: Phase, start_ns: u64) -> Result<(), SinkError> {
+        (**self).on_phase_start(phase, start_ns)
+    }
+
+    fn finish(self, run: &RunInfo) -> Result<Self::Output, SinkError> {
+        (*self).finish(run)
+    }
 }
 
 /// A sink that keeps every record in memory; handy in tests and small embeddings.

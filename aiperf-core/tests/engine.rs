@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aiperf_core::config::ArrivalPattern;
+use aiperf_core::sink::SinkError;
 use aiperf_core::{
     Benchmark, CancellationToken, ClosedLoop, CollectRecords, Conversation, Phase, PhasePlan,
-    RateScheduler, RequestRecord, SamplingStrategy, Turn,
+    RateScheduler, RecordSink, RequestRecord, RunInfo, SamplingStrategy, Turn,
 };
 
 mod common;
@@ -273,4 +274,50 @@ async fn progress_counts_only_the_current_phase() {
     assert_eq!(progress.completed.load(Ordering::Relaxed), 9);
     assert_eq!(progress.sent.load(Ordering::Relaxed), 9);
     assert!(progress.profiling.load(Ordering::Relaxed));
+}
+
+/// Counts phase starts and records, as a live consumer beside the summary would.
+#[derive(Default)]
+struct Counter {
+    phases: Vec<Phase>,
+    records: usize,
+}
+
+impl RecordSink for Counter {
+    type Output = (Vec<Phase>, usize);
+
+    fn on_record(&mut self, _record: RequestRecord) -> Result<(), SinkError> {
+        self.records += 1;
+        Ok(())
+    }
+
+    fn on_phase_start(&mut self, phase: Phase, _start_ns: u64) -> Result<(), SinkError> {
+        self.phases.push(phase);
+        Ok(())
+    }
+
+    fn finish(self, _run: &RunInfo) -> Result<Self::Output, SinkError> {
+        Ok((self.phases, self.records))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tee_feeds_both_sinks_every_record_and_phase_and_a_boxed_sink_is_a_sink() {
+    let sink = CollectRecords::default().tee(Box::new(Counter::default()));
+    let (records, (phases, counted)) = Benchmark::builder()
+        .endpoint(Arc::new(Echo))
+        .transport(Arc::new(SlowEcho::default()))
+        .url("http://127.0.0.1:1/echo")
+        .model("m")
+        .conversations(dataset(5), SamplingStrategy::Sequential, 1)
+        .phase(closed_loop(Phase::Warmup, 1, 2))
+        .phase(closed_loop(Phase::Profiling, 2, 7))
+        .sink(sink)
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(records.len(), 9);
+    assert_eq!(counted, 9);
+    assert_eq!(phases, [Phase::Warmup, Phase::Profiling]);
 }

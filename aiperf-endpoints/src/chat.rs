@@ -18,6 +18,7 @@ const INFO: EndpointInfo = EndpointInfo {
     supports_streaming: true,
     produces_tokens: true,
     tokenizes_input: true,
+    takes_rankings: false,
 };
 
 /// Chat completions: builds `{"messages", "model", "stream", ["tools"],

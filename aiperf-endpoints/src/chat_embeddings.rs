@@ -21,6 +21,7 @@ const INFO: EndpointInfo = EndpointInfo {
     supports_streaming: false,
     produces_tokens: false,
     tokenizes_input: true,
+    takes_rankings: false,
 };
 
 /// Chat embeddings: builds `{"messages", "model", …}` exactly as the `chat` endpoint builds

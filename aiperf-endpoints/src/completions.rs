@@ -17,6 +17,7 @@ const INFO: EndpointInfo = EndpointInfo {
     supports_streaming: true,
     produces_tokens: true,
     tokenizes_input: true,
+    takes_rankings: false,
 };
 
 /// Text completions: builds `{"prompt", "model", "stream", "max_tokens", …}` from exactly

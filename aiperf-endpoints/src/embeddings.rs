@@ -22,6 +22,7 @@ const EMBEDDINGS: EndpointInfo = EndpointInfo {
     supports_streaming: false,
     produces_tokens: false,
     tokenizes_input: true,
+    takes_rankings: false,
 };
 
 const NIM_EMBEDDINGS: EndpointInfo = EndpointInfo {

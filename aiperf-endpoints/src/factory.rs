@@ -171,6 +171,24 @@ mod tests {
     }
 
     #[test]
+    fn exactly_the_three_rankings_apis_take_rankings() {
+        let takes: Vec<&str> = SUPPORTED_ENDPOINT_TYPES
+            .iter()
+            .copied()
+            .filter(|name| {
+                endpoint_for(name, EndpointOptions::default())
+                    .unwrap()
+                    .info()
+                    .takes_rankings
+            })
+            .collect();
+        assert_eq!(
+            takes,
+            ["nim_rankings", "cohere_rankings", "hf_tei_rankings"]
+        );
+    }
+
+    #[test]
     fn unknown_types_list_the_supported_ones() {
         let error = endpoint_for("ranking", EndpointOptions::default())
             .err()

@@ -21,6 +21,7 @@ const INFO: EndpointInfo = EndpointInfo {
     supports_streaming: true,
     produces_tokens: true,
     tokenizes_input: true,
+    takes_rankings: false,
 };
 
 /// Hugging Face TGI: builds `{"inputs": "<texts joined by a space>", "parameters":

@@ -21,6 +21,7 @@ const INFO: EndpointInfo = EndpointInfo {
     supports_streaming: true,
     produces_tokens: false,
     tokenizes_input: true,
+    takes_rankings: false,
 };
 
 /// Image generation: builds `{"prompt", "model", "response_format": "b64_json", "n": 1,

@@ -82,6 +82,7 @@ mod messages;
 mod openai;
 mod payload;
 mod rankings;
+pub mod readiness;
 mod response;
 mod responses;
 pub mod sse;

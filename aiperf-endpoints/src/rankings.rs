@@ -21,6 +21,7 @@ const NIM: EndpointInfo = EndpointInfo {
     supports_streaming: false,
     produces_tokens: false,
     tokenizes_input: true,
+    takes_rankings: true,
 };
 
 const COHERE: EndpointInfo = EndpointInfo {

@@ -23,6 +23,7 @@ const INFO: EndpointInfo = EndpointInfo {
     supports_streaming: true,
     produces_tokens: true,
     tokenizes_input: true,
+    takes_rankings: false,
 };
 
 /// The OpenAI Responses API: builds `{"input": [items], "model", "stream",

@@ -26,6 +26,7 @@ const INFO: EndpointInfo = EndpointInfo {
     supports_streaming: true,
     produces_tokens: true,
     tokenizes_input: true,
+    takes_rankings: false,
 };
 
 /// The `--extra-inputs` key that gives the template: a named template, a file path, or

@@ -27,7 +27,7 @@
 //! let info = EndpointInfo {
 //!     name: "chat", default_path: "/v1/chat/completions", streaming_path: None,
 //!     supports_streaming: true,
-//!     produces_tokens: true, tokenizes_input: true,
+//!     produces_tokens: true, tokenizes_input: true, takes_rankings: false,
 //! };
 //! let sink = MetricsSink::new(&config, &info, Arc::new(Words))?;
 //! // … the engine calls `sink.on_record(record)` for every finished request …

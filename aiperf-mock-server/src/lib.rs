@@ -32,6 +32,10 @@
 //! ```
 //!
 //! or run the `aiperf-mock-server` binary (see its `--help` and the README).
+//!
+//! Cargo feature `bin` (on by default) builds the binary and brings its flag parser
+//! (clap) and log output (tracing-subscriber); a test that only starts the server
+//! in-process can depend on this crate with `default-features = false`.
 
 mod body;
 mod closing;

@@ -1,7 +1,9 @@
 //! Command-line arguments, compatible with the Python AIPerf's names and aliases.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+use aiperf_endpoints::readiness::{Readiness, WaitMode};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod input;
@@ -119,7 +121,7 @@ pub struct EndpointArgs {
     /// What "ready" means: the model list names the model, a one-token request
     /// succeeds, or both.
     #[arg(long = "wait-for-model-mode", value_enum, default_value = "inference")]
-    pub wait_for_model_mode: crate::readiness::WaitMode,
+    pub wait_for_model_mode: WaitModeArg,
 
     /// Seconds between readiness probes.
     #[arg(long = "wait-for-model-interval", default_value_t = 5.0)]
@@ -157,6 +159,44 @@ pub enum ConnectionReuse {
     /// One connection per conversation, closed after its last turn.
     #[value(name = "sticky-user-sessions")]
     StickyUserSessions,
+}
+
+/// `--wait-for-model-mode`: what counts as ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitModeArg {
+    /// `GET /v1/models` lists the model.
+    Models,
+    /// A one-token request to the benchmarked endpoint succeeds.
+    Inference,
+    /// Both.
+    Both,
+}
+
+impl EndpointArgs {
+    /// The wait `--wait-for-model-*` asks for, if any (checked before the run starts).
+    pub fn readiness(&self) -> anyhow::Result<Option<Readiness>> {
+        let timeout = self.wait_for_model_timeout;
+        if timeout == 0.0 {
+            return Ok(None);
+        }
+        if !(timeout.is_finite() && timeout > 0.0) {
+            anyhow::bail!("--wait-for-model-timeout must be 0 or more seconds, got {timeout}");
+        }
+        let interval = self.wait_for_model_interval;
+        if !(interval.is_finite() && interval > 0.0) {
+            anyhow::bail!("--wait-for-model-interval must be greater than 0, got {interval}");
+        }
+        let mode = match self.wait_for_model_mode {
+            WaitModeArg::Models => WaitMode::Models,
+            WaitModeArg::Inference => WaitMode::Inference,
+            WaitModeArg::Both => WaitMode::Both,
+        };
+        Ok(Some(Readiness::new(
+            Duration::from_secs_f64(timeout),
+            Duration::from_secs_f64(interval),
+            mode,
+        )?))
+    }
 }
 
 /// What is written and shown.

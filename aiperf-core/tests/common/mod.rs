@@ -17,6 +17,7 @@ pub const INFO: EndpointInfo = EndpointInfo {
     supports_streaming: false,
     produces_tokens: true,
     tokenizes_input: true,
+    takes_rankings: false,
 };
 
 /// Sends the current (last) turn's text as the body; every chunk parses to one response.
