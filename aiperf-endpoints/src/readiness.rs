@@ -150,6 +150,18 @@ pub struct Target<'a> {
     pub headers: &'a [(String, String)],
 }
 
+/// Leaves out the endpoint and the headers: the headers may hold an API key.
+impl fmt::Debug for Target<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Target")
+            .field("base_urls", &self.base_urls)
+            .field("request_urls", &self.request_urls)
+            .field("model", &self.model)
+            .field("endpoint", &self.endpoint.info().name)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Waits until every URL is ready, reporting progress to `progress`; the error says which
 /// URL was not ready in time and why. `cancel` ends the wait at once.
 pub async fn wait_until_ready(

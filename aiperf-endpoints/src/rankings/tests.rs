@@ -55,7 +55,7 @@ fn info_matches_the_catalogue() {
                 supports_streaming: false,
                 produces_tokens: false,
                 tokenizes_input: true,
-                takes_rankings: false,
+                takes_rankings: true,
             }
         );
     }
