@@ -139,9 +139,14 @@ impl Session {
             wait_until_ready(transport.as_ref(), &target, readiness, &cancel, show)
                 .await
                 .map_err(|error| match error {
-                    ReadinessError::NotReady { .. } => {
-                        anyhow::anyhow!("{error} (--wait-for-model-timeout)")
-                    }
+                    ReadinessError::NotReady {
+                        base,
+                        timeout,
+                        problem,
+                    } => anyhow::anyhow!(
+                        "{base} was not ready within {} s (--wait-for-model-timeout): {problem}",
+                        timeout.as_secs_f64()
+                    ),
                     other => other.into(),
                 })?;
         }

@@ -303,25 +303,36 @@ mod tests {
     use super::*;
     use crate::{ChatEndpoint, EndpointOptions, HttpTransport};
 
-    /// A base URL where nothing listens (a port bound, read and released).
-    fn closed_url() -> String {
+    /// A chat endpoint at a base URL where nothing listens (a port bound, read and
+    /// released): `(base URLs, request URLs, endpoint)` for a [`Target`].
+    fn closed_port() -> ([String; 1], [String; 1], ChatEndpoint) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let url = format!("{base}/v1/chat/completions");
+        (
+            [base],
+            [url],
+            ChatEndpoint::new(EndpointOptions::default()),
+        )
+    }
+
+    fn target<'a>(
+        (base, urls, endpoint): &'a ([String; 1], [String; 1], ChatEndpoint),
+    ) -> Target<'a> {
+        Target {
+            base_urls: base,
+            request_urls: urls,
+            model: "m",
+            endpoint,
+            headers: &[],
+        }
     }
 
     #[tokio::test]
     async fn a_closed_port_is_not_ready_in_time_and_the_wait_was_reported() {
         let transport = HttpTransport::builder().build().unwrap();
-        let endpoint = ChatEndpoint::new(EndpointOptions::default());
-        let base = [closed_url()];
-        let urls = [format!("{}/v1/chat/completions", base[0])];
-        let target = Target {
-            base_urls: &base,
-            request_urls: &urls,
-            model: "m",
-            endpoint: &endpoint,
-            headers: &[],
-        };
+        let closed = closed_port();
+        let (base, target) = (&closed.0, target(&closed));
         let readiness = Readiness::new(
             Duration::from_millis(300),
             Duration::from_millis(50),
@@ -355,16 +366,8 @@ mod tests {
     #[tokio::test]
     async fn cancelling_ends_the_wait_at_once() {
         let transport = HttpTransport::builder().build().unwrap();
-        let endpoint = ChatEndpoint::new(EndpointOptions::default());
-        let base = [closed_url()];
-        let urls = [format!("{}/v1/chat/completions", base[0])];
-        let target = Target {
-            base_urls: &base,
-            request_urls: &urls,
-            model: "m",
-            endpoint: &endpoint,
-            headers: &[],
-        };
+        let closed = closed_port();
+        let (base, target) = (&closed.0, target(&closed));
         let readiness = Readiness::new(
             Duration::from_secs(3600),
             Duration::from_secs(60),

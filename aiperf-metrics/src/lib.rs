@@ -10,6 +10,10 @@
 //! arrives, and at the end returns a [`Summary`] that the exporters in [`export`] turn
 //! into files and text. Every value is held in its display unit (ms, tokens/sec, …).
 //!
+//! Cargo feature `parquet` (on by default) adds `profile_export.parquet`
+//! ([`MetricsSink::export_parquet_to`]) and with it the arrow and parquet crates; an
+//! embedding that needs only the summary can leave it out (`default-features = false`).
+//!
 //! ```
 //! use std::sync::Arc;
 //! use aiperf_core::{BenchmarkConfig, EndpointInfo, RecordSink, RunInfo, TokenCounter};
@@ -95,6 +99,7 @@ pub enum MetricsError {
         source: std::io::Error,
     },
     /// Writing a Parquet file failed.
+    #[cfg(feature = "parquet")]
     #[error("cannot write {path}: {source}")]
     Parquet {
         /// The file.
@@ -109,6 +114,7 @@ pub enum MetricsError {
 }
 
 impl MetricsError {
+    #[cfg(feature = "parquet")]
     pub(crate) fn parquet(path: &Path, source: parquet::errors::ParquetError) -> Self {
         Self::Parquet {
             path: path.to_path_buf(),

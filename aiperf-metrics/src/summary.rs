@@ -15,6 +15,7 @@ use crate::catalogue::{
     CATALOGUE,
 };
 use crate::export::jsonl::JsonlWriter;
+#[cfg(feature = "parquet")]
 use crate::export::parquet::ParquetWriter;
 use crate::export::raw::RawJsonlWriter;
 use crate::live::LiveStats;
@@ -372,6 +373,7 @@ pub struct MetricsSink {
     hinted_cache_reporting: bool,
     timeline: Timeline,
     writer: Option<JsonlWriter>,
+    #[cfg(feature = "parquet")]
     parquet: Option<ParquetWriter>,
     raw: Option<RawJsonlWriter>,
     clock: Option<Clock>,
@@ -523,6 +525,7 @@ impl MetricsSink {
             hinted_cache_reporting: false,
             timeline: Timeline::new(),
             writer: None,
+            #[cfg(feature = "parquet")]
             parquet: None,
             raw: None,
             clock: None,
@@ -570,7 +573,9 @@ impl MetricsSink {
 
     /// Also writes each profiling record as a row of `path` (`profile_export.parquet`,
     /// created or truncated), a row group every
-    /// [`ROW_GROUP_ROWS`](crate::export::parquet::ROW_GROUP_ROWS) records.
+    /// [`ROW_GROUP_ROWS`](crate::export::parquet::ROW_GROUP_ROWS) records. Needs the
+    /// `parquet` feature (on by default).
+    #[cfg(feature = "parquet")]
     pub fn export_parquet_to(mut self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
         self.parquet = Some(ParquetWriter::create(path.as_ref())?);
         Ok(self)
@@ -751,6 +756,7 @@ impl MetricsSink {
         if let Some(writer) = &mut self.writer {
             writer.write_record(record, metrics, self.phase_index)?;
         }
+        #[cfg(feature = "parquet")]
         if let Some(parquet) = &mut self.parquet {
             parquet.write_record(record, metrics)?;
         }
@@ -762,6 +768,7 @@ impl MetricsSink {
         if let Some(writer) = self.writer.take() {
             writer.finish()?;
         }
+        #[cfg(feature = "parquet")]
         if let Some(parquet) = self.parquet.take() {
             parquet.finish()?;
         }

@@ -15,6 +15,10 @@
 //! beside the benchmark, [`TelemetryHandle::finish`] after it, with the profiling window in
 //! wall-clock ns.
 //!
+//! Cargo feature `parquet` (on by default) adds `server_metrics_export.parquet` and the
+//! arrow and parquet crates; without it, asking for that format is an
+//! [`export::ExportError::ParquetDisabled`].
+//!
 //! ```
 //! use aiperf_telemetry::prometheus::{find_family, parse, MetricType};
 //!

@@ -7,6 +7,7 @@ pub mod csv;
 pub mod json;
 pub mod jsonl;
 mod line_file;
+#[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod raw;
 pub mod sse_packets;

@@ -7,6 +7,7 @@
 
 pub mod gpu;
 pub mod server;
+#[cfg(feature = "parquet")]
 pub mod server_parquet;
 
 use std::fs::File;
@@ -57,12 +58,20 @@ pub enum ExportError {
         source: serde_json::Error,
     },
     /// A Parquet file could not be written.
+    #[cfg(feature = "parquet")]
     #[error("cannot write {path}: {source}")]
     Parquet {
         /// The file.
         path: PathBuf,
         /// The cause.
         source: parquet::errors::ParquetError,
+    },
+    /// Parquet was asked for, but this build has no Parquet writer (the crate's
+    /// `parquet` feature is off).
+    #[error("cannot write {path}: this build has no Parquet support (feature \"parquet\" of aiperf-telemetry)")]
+    ParquetDisabled {
+        /// The file.
+        path: PathBuf,
     },
 }
 
@@ -158,7 +167,12 @@ pub fn write_files(
             ServerMetricsFormat::Jsonl => {
                 write_with(&path, |out| server::write_jsonl(report, out))?
             }
+            #[cfg(feature = "parquet")]
             ServerMetricsFormat::Parquet => server_parquet::write_parquet(report, &path)?,
+            #[cfg(not(feature = "parquet"))]
+            ServerMetricsFormat::Parquet => {
+                return Err(ExportError::ParquetDisabled { path });
+            }
         }
         written.push(path);
     }
