@@ -309,11 +309,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let url = format!("{base}/v1/chat/completions");
-        (
-            [base],
-            [url],
-            ChatEndpoint::new(EndpointOptions::default()),
-        )
+        ([base], [url], ChatEndpoint::new(EndpointOptions::default()))
     }
 
     fn target<'a>(
