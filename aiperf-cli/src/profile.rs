@@ -12,7 +12,7 @@ use aiperf_core::{
 };
 use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
 use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
-use aiperf_endpoints::{api_key_header, build_url, endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_endpoints::{build_url, endpoint_for, request_headers, EndpointOptions, HttpTransport};
 use aiperf_metrics::catalogue::ConsoleGroup;
 use aiperf_metrics::export::{console, export_paths, resolve_artifact_dir, write_summary_files};
 use aiperf_metrics::live::LiveStats;
@@ -122,10 +122,16 @@ impl Session {
                 )
             })
             .collect();
-        let mut headers = config.endpoint.headers.clone();
-        if let Some(key) = &config.endpoint.api_key {
-            let (name, value) = api_key_header(endpoint.info(), key);
-            headers.insert(0, (name.to_owned(), value));
+        let (headers, api_key_replaced) = request_headers(
+            endpoint.info(),
+            config.endpoint.api_key.as_deref(),
+            &config.endpoint.headers,
+        );
+        if api_key_replaced {
+            tracing::warn!(
+                "a header given with -H replaces the one --api-key would send; the --api-key \
+                 value is not used"
+            );
         }
         if let Some(readiness) = args.endpoint.readiness()? {
             let target = Target {

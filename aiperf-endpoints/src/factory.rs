@@ -61,6 +61,37 @@ pub fn api_key_header(info: &EndpointInfo, api_key: &str) -> (&'static str, Stri
     }
 }
 
+/// The headers every request carries: the explicit ones (`-H`, in order), preceded by the
+/// API-key header derived from `api_key` unless an explicit header of the same name (in
+/// any case) replaces it, so a server never sees the header twice. The flag says whether
+/// an explicit header replaced the derived one.
+///
+/// ```
+/// use aiperf_endpoints::{endpoint_for, request_headers, EndpointOptions};
+///
+/// let chat = endpoint_for("chat", EndpointOptions::default()).unwrap();
+/// let explicit = [("authorization".to_string(), "Bearer mine".to_string())];
+/// let (headers, replaced) = request_headers(chat.info(), Some("k"), &explicit);
+/// assert_eq!(headers, explicit);
+/// assert!(replaced);
+/// ```
+pub fn request_headers(
+    info: &EndpointInfo,
+    api_key: Option<&str>,
+    explicit: &[(String, String)],
+) -> (Vec<(String, String)>, bool) {
+    let mut headers = explicit.to_vec();
+    let Some(key) = api_key else {
+        return (headers, false);
+    };
+    let (name, value) = api_key_header(info, key);
+    if explicit.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+        return (headers, true);
+    }
+    headers.insert(0, (name.to_owned(), value));
+    (headers, false)
+}
+
 /// An endpoint type name that is not supported.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown endpoint type `{name}`; supported types: {}", .supported.join(", "))]
@@ -185,6 +216,29 @@ mod tests {
         assert_eq!(
             takes,
             ["nim_rankings", "cohere_rankings", "hf_tei_rankings"]
+        );
+    }
+
+    #[test]
+    fn the_api_key_header_comes_first_unless_an_explicit_one_replaces_it() {
+        let chat = endpoint_for("chat", EndpointOptions::default()).unwrap();
+        let other = [("X-Trace".to_string(), "1".to_string())];
+        assert_eq!(
+            request_headers(chat.info(), Some("k"), &other),
+            (
+                vec![
+                    ("Authorization".to_string(), "Bearer k".to_string()),
+                    ("X-Trace".to_string(), "1".to_string()),
+                ],
+                false
+            )
+        );
+        assert_eq!(request_headers(chat.info(), None, &other), (other.to_vec(), false));
+        let messages = endpoint_for("messages", EndpointOptions::default()).unwrap();
+        let explicit = [("X-API-KEY".to_string(), "mine".to_string())];
+        assert_eq!(
+            request_headers(messages.info(), Some("k"), &explicit),
+            (explicit.to_vec(), true)
         );
     }
 

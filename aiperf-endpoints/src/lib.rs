@@ -96,12 +96,14 @@ pub use chat_embeddings::ChatEmbeddingsEndpoint;
 pub use completions::CompletionsEndpoint;
 pub use embeddings::EmbeddingsEndpoint;
 pub use factory::{
-    api_key_header, endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES,
+    api_key_header, endpoint_for, request_headers, EndpointOptions, UnknownEndpoint,
+    SUPPORTED_ENDPOINT_TYPES,
 };
 pub use huggingface::HuggingFaceGenerateEndpoint;
 pub use image_generation::ImageGenerationEndpoint;
 pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
 pub use rankings::RankingsEndpoint;
+pub use response::exchange_failure;
 pub use responses::ResponsesEndpoint;
 pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY, RESPONSE_FIELD_KEY};
 pub use transport::{HttpTransport, HttpTransportBuilder, TransportBuildError};

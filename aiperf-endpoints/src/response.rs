@@ -95,25 +95,13 @@ pub(crate) fn parse_exchange(exchange: &RawExchange, extract: Extract) -> Parsed
 /// Parses an exchange: its HTTP error, or its responses (streamed or whole) followed by
 /// any error seen in the stream or below HTTP.
 pub(crate) fn parse_with(exchange: &RawExchange, format: impl Format) -> ParsedExchange {
-    let status = match exchange.status {
-        None => {
-            let error = exchange
-                .error
-                .as_ref()
-                .map_or_else(no_response, ErrorDetails::from);
-            return ParsedExchange {
-                responses: Vec::new(),
-                error: Some(error),
-            };
-        }
-        Some(status) if !(200..300).contains(&status) => {
-            return ParsedExchange {
-                responses: Vec::new(),
-                error: Some(http_error(status, &exchange.body())),
-            };
-        }
-        Some(status) => status,
-    };
+    if let Some(error) = exchange_failure(exchange) {
+        return ParsedExchange {
+            responses: Vec::new(),
+            error: Some(error),
+        };
+    }
+    let status = exchange.status.unwrap_or_default();
     let mut reader = Reader {
         format,
         parsed: ParsedExchange::default(),
@@ -138,6 +126,40 @@ pub(crate) fn parse_with(exchange: &RawExchange, format: impl Format) -> ParsedE
         "parsed exchange"
     );
     parsed
+}
+
+/// Why an exchange has no response to read, the way every built-in endpoint reports it:
+/// no response at all (the transport's error, e.g. "cannot connect"), or a non-2xx status
+/// with the message of its error body (OpenAI `error`, FastAPI `detail`, plain text).
+/// `None` for a 2xx response. A custom [`Endpoint`](aiperf_core::Endpoint) calls it first
+/// in its `parse`:
+///
+/// ```
+/// use aiperf_core::{ParsedExchange, RawExchange};
+/// use aiperf_endpoints::exchange_failure;
+///
+/// fn parse(exchange: &RawExchange) -> ParsedExchange {
+///     if let Some(error) = exchange_failure(exchange) {
+///         return ParsedExchange { responses: Vec::new(), error: Some(error) };
+///     }
+///     // … read the body of a successful response …
+///     ParsedExchange::default()
+/// }
+/// # let _ = parse;
+/// ```
+pub fn exchange_failure(exchange: &RawExchange) -> Option<ErrorDetails> {
+    match exchange.status {
+        None => Some(
+            exchange
+                .error
+                .as_ref()
+                .map_or_else(no_response, ErrorDetails::from),
+        ),
+        Some(status) if !(200..300).contains(&status) => {
+            Some(http_error(status, &exchange.body()))
+        }
+        Some(_) => None,
+    }
 }
 
 /// The error of a non-2xx response: status, reason phrase, and the body's message.
@@ -359,5 +381,31 @@ fn malformed(payload: &[u8], error: &serde_json::Error) -> ErrorDetails {
         code: None,
         kind: Some("JSONDecodeError".into()),
         message: format!("the response is not valid JSON ({error}): {snippet}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::exchange;
+
+    #[test]
+    fn exchange_failure_is_the_status_and_the_body_message_or_nothing_for_2xx() {
+        let failed = exchange(422, Some("application/json"), &[r#"{"detail":"bad field"}"#]);
+        assert_eq!(
+            exchange_failure(&failed),
+            Some(ErrorDetails {
+                code: Some(422),
+                kind: Some("Unprocessable Entity".into()),
+                message: "bad field".into(),
+            })
+        );
+        let ok = exchange(200, Some("application/json"), &["{}"]);
+        assert_eq!(exchange_failure(&ok), None);
+        let silent = RawExchange {
+            status: None,
+            ..exchange(200, None, &[])
+        };
+        assert_eq!(exchange_failure(&silent), Some(no_response()));
     }
 }

@@ -23,7 +23,15 @@ async fn run_raw(
     dir: &Path,
     line: &str,
 ) -> (Output, Vec<Value>, HashMap<String, Value>) {
-    let mut argv = args(line);
+    run_raw_argv(server, dir, args(line)).await
+}
+
+/// [`run_raw`] with arguments that may hold spaces.
+async fn run_raw_argv(
+    server: MockServer,
+    dir: &Path,
+    mut argv: Vec<String>,
+) -> (Output, Vec<Value>, HashMap<String, Value>) {
     argv.extend(args(&format!(
         "--url {} --export-level raw --api-key {API_KEY} --no-server-metrics \
          --no-gpu-telemetry --artifact-dir {}",
@@ -254,4 +262,40 @@ async fn a_stream_cut_mid_way_keeps_what_arrived_with_its_error() {
             .collect();
         assert_eq!(text, output_text(0..3), "{line}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_explicit_authorization_header_replaces_the_one_from_api_key() {
+    // The server is keyed to the -H value; --api-key holds another. One Authorization
+    // header goes out, the explicit one, and nothing is rejected.
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(MockConfig {
+        api_key: Some("from-header".into()),
+        ..mock_config(dir.path(), FaultConfig::default())
+    })
+    .await
+    .unwrap();
+    let mut argv = args("-m mock-model --request-count 3 -H");
+    argv.push("Authorization: Bearer from-header".into());
+    let (output, raw, _) = run_raw_argv(server, dir.path(), argv).await;
+    assert_exit(&output, 0);
+    assert_eq!(raw.len(), 3);
+    for line in &raw {
+        assert!(line["error"].is_null(), "{line}");
+        let headers = line["request_headers"].as_object().unwrap();
+        let auth: Vec<&String> = headers
+            .keys()
+            .filter(|name| name.eq_ignore_ascii_case("authorization"))
+            .collect();
+        assert_eq!(auth.len(), 1, "{headers:?}");
+    }
+    let log = std::fs::read_to_string(dir.path().join("out/logs/aiperf.log")).unwrap();
+    assert_eq!(
+        log.matches("a header given with -H replaces the one --api-key would send")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert_nowhere_in(&dir.path().join("out"), API_KEY);
+    assert_nowhere_in(&dir.path().join("out"), "from-header");
 }
