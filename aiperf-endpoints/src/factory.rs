@@ -233,7 +233,10 @@ mod tests {
                 false
             )
         );
-        assert_eq!(request_headers(chat.info(), None, &other), (other.to_vec(), false));
+        assert_eq!(
+            request_headers(chat.info(), None, &other),
+            (other.to_vec(), false)
+        );
         let messages = endpoint_for("messages", EndpointOptions::default()).unwrap();
         let explicit = [("X-API-KEY".to_string(), "mine".to_string())];
         assert_eq!(

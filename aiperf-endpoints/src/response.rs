@@ -155,9 +155,7 @@ pub fn exchange_failure(exchange: &RawExchange) -> Option<ErrorDetails> {
                 .as_ref()
                 .map_or_else(no_response, ErrorDetails::from),
         ),
-        Some(status) if !(200..300).contains(&status) => {
-            Some(http_error(status, &exchange.body()))
-        }
+        Some(status) if !(200..300).contains(&status) => Some(http_error(status, &exchange.body())),
         Some(_) => None,
     }
 }
@@ -391,7 +389,11 @@ mod tests {
 
     #[test]
     fn exchange_failure_is_the_status_and_the_body_message_or_nothing_for_2xx() {
-        let failed = exchange(422, Some("application/json"), &[r#"{"detail":"bad field"}"#]);
+        let failed = exchange(
+            422,
+            Some("application/json"),
+            &[r#"{"detail":"bad field"}"#],
+        );
         assert_eq!(
             exchange_failure(&failed),
             Some(ErrorDetails {
