@@ -122,9 +122,17 @@ async fn the_log_level_decides_what_the_file_keeps() {
     let levels: Vec<&str> = log.lines().map(level_of).collect();
     assert_eq!(
         levels,
-        ["WARNING"],
-        "only the placeholder-model warning:\n{log}"
+        ["WARNING"; 3],
+        "only the warnings the Python AIPerf also gives (--osl without ignore_eos, the \
+         placeholder model, usage without cache reads):\n{log}"
     );
+    for warning in [
+        "Using --osl without ignore_eos",
+        "looks like a placeholder model name",
+        "no prompt-cache read tokens were seen",
+    ] {
+        assert!(log.contains(warning), "{warning}: {log}");
+    }
 
     let chatty = tempfile::tempdir().unwrap();
     let output =
