@@ -49,7 +49,9 @@ pub async fn profile(
     slos: &[Slo],
     cli_command: String,
 ) -> anyhow::Result<Outcome> {
-    let session = Session::start(args, &mut config).await?;
+    let Some(session) = Session::start(args, &mut config).await? else {
+        return Ok(Outcome::Cancelled);
+    };
     let report = session
         .run_once(args, config, None, slos, cli_command)
         .await?;
@@ -80,9 +82,13 @@ pub struct RunReport {
 }
 
 impl Session {
-    /// Sets up what the runs share and waits for the server when asked. `config` is
-    /// adjusted as every run needs it (see [`Session::adopt`]).
-    pub async fn start(args: &ProfileArgs, config: &mut BenchmarkConfig) -> anyhow::Result<Self> {
+    /// Sets up what the runs share and waits for the server when asked; `None` when
+    /// Ctrl-C ended that wait. `config` is adjusted as every run needs it (see
+    /// [`Session::adopt`]).
+    pub async fn start(
+        args: &ProfileArgs,
+        config: &mut BenchmarkConfig,
+    ) -> anyhow::Result<Option<Self>> {
         // First, so that Ctrl-C during a long dataset load also ends the run cleanly.
         let cancel = CancellationToken::new();
         spawn_ctrl_c_handler(cancel.clone());
@@ -142,7 +148,7 @@ impl Session {
                 headers: &headers,
             };
             let show = &mut |event: ReadinessEvent<'_>| eprintln!("{event}");
-            wait_until_ready(transport.as_ref(), &target, readiness, &cancel, show)
+            let waited = wait_until_ready(transport.as_ref(), &target, readiness, &cancel, show)
                 .await
                 .map_err(|error| match error {
                     ReadinessError::NotReady {
@@ -154,9 +160,16 @@ impl Session {
                         timeout.as_secs_f64()
                     ),
                     other => other.into(),
-                })?;
+                });
+            if let Err(error) = waited {
+                if cancel.is_cancelled() {
+                    tracing::warn!("Cancelled while waiting for the server; nothing was sent");
+                    return Ok(None);
+                }
+                return Err(error);
+            }
         }
-        Ok(Self {
+        Ok(Some(Self {
             cancel,
             transport,
             tokenizer,
@@ -166,7 +179,7 @@ impl Session {
             streaming,
             request_urls,
             headers,
-        })
+        }))
     }
 
     /// Points another run's `config` (e.g. a sweep point's) at the session's server

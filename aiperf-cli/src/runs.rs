@@ -52,7 +52,9 @@ pub async fn run_points(
     let Some(first) = points.first_mut() else {
         anyhow::bail!("nothing to run");
     };
-    let session = Session::start(&first.args, &mut first.config).await?;
+    let Some(session) = Session::start(&first.args, &mut first.config).await? else {
+        return Ok(Outcome::Cancelled);
+    };
     let is_sweep = first.label.is_some();
     // One directory holds every point of a sweep.
     let root = if is_sweep {

@@ -80,3 +80,52 @@ async fn a_server_that_never_comes_fails_the_run_after_the_timeout() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_waiting_for_the_model_ends_the_run_at_once_with_130() {
+    use std::io::{BufRead, BufReader, Read};
+
+    built().await;
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let dir_arg = dir.path().to_str().unwrap().to_owned();
+    let (status, stderr, waited) = tokio::task::spawn_blocking(move || {
+        let mut child = std::process::Command::new(common::aiperf_binary())
+            .args(args(&format!(
+                "profile -m mock-model --url http://127.0.0.1:{port} --request-count 3 \
+                 --wait-for-model-timeout 600 --wait-for-model-interval 30 --ui-type none \
+                 --artifact-dir {dir_arg}"
+            )))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Interrupt once it says it is waiting, however long the start took.
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        while !seen.contains("Waiting for http://127.0.0.1:") {
+            let mut line = String::new();
+            assert!(stderr.read_line(&mut line).unwrap() > 0, "{seen}");
+            seen.push_str(&line);
+        }
+        let interrupted = std::time::Instant::now();
+        let kill = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        stderr.read_to_string(&mut seen).unwrap();
+        let status = child.wait().unwrap();
+        (status, seen, interrupted.elapsed())
+    })
+    .await
+    .unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    // The wait had 10 minutes left and 30 s to the next probe: it ended at once.
+    assert!(waited < Duration::from_secs(10), "took {waited:?}");
+    assert!(
+        stderr.contains("Cancelled while waiting for the server"),
+        "{stderr}"
+    );
+}
