@@ -121,8 +121,7 @@ async fn the_log_level_decides_what_the_file_keeps() {
     let log = std::fs::read_to_string(quiet.path().join("logs/aiperf.log")).unwrap();
     let levels: Vec<&str> = log.lines().map(level_of).collect();
     assert_eq!(
-        levels,
-        ["WARNING"; 3],
+        levels, ["WARNING"; 3],
         "only the warnings the Python AIPerf also gives (--osl without ignore_eos, the \
          placeholder model, usage without cache reads):\n{log}"
     );
