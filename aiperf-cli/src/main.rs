@@ -125,7 +125,7 @@ fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitC
         Ok(Outcome::Completed) => ExitCode::SUCCESS,
         Ok(Outcome::AllFailed | Outcome::RunsFailed) => ExitCode::FAILURE,
         Ok(Outcome::SlosMissed) => ExitCode::from(3),
-        Ok(Outcome::Cancelled) => ExitCode::from(130),
+        Ok(Outcome::Cancelled) => ExitCode::from(profile::cancel_status()),
         Err(error) => {
             if error.is::<workload::UsageError>() {
                 ExitCode::from(2)

@@ -2,6 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -497,13 +498,49 @@ fn write_inputs_json(
 }
 
 /// Ctrl-C cancels the run once; the engine keeps what finished.
+/// The exit status of a run a signal cancelled: 130 for Ctrl-C (SIGINT), 143 for SIGTERM,
+/// 129 for SIGHUP, as a shell reports a process those signals ended.
+static CANCEL_STATUS: AtomicU8 = AtomicU8::new(130);
+
+/// The exit status of a cancelled run (see [`CANCEL_STATUS`]).
+pub fn cancel_status() -> u8 {
+    CANCEL_STATUS.load(Ordering::Relaxed)
+}
+
+/// Ctrl-C, SIGTERM (`docker stop`, Kubernetes, Slurm, `timeout`) and SIGHUP all end the
+/// run the same way: stop sending, write everything for what finished.
 fn spawn_ctrl_c_handler(cancel: CancellationToken) {
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nCancelling: writing the results of the requests that finished…");
-            cancel.cancel();
-        }
+        let Some(status) = first_signal().await else {
+            return;
+        };
+        CANCEL_STATUS.store(status, Ordering::Relaxed);
+        eprintln!("\nCancelling: writing the results of the requests that finished…");
+        cancel.cancel();
     });
+}
+
+/// Waits for the first of Ctrl-C, SIGTERM and SIGHUP; its exit status, or `None` when
+/// no handler could be installed.
+#[cfg(unix)]
+async fn first_signal() -> Option<u8> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut hangup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return tokio::signal::ctrl_c().await.ok().map(|()| 130);
+    };
+    tokio::select! {
+        interrupted = tokio::signal::ctrl_c() => interrupted.ok().map(|()| 130),
+        _ = term.recv() => Some(143),
+        _ = hangup.recv() => Some(129),
+    }
+}
+
+#[cfg(not(unix))]
+async fn first_signal() -> Option<u8> {
+    tokio::signal::ctrl_c().await.ok().map(|()| 130)
 }
 
 fn print_footer(

@@ -381,6 +381,21 @@ async fn an_unreachable_server_is_an_error_summary_not_a_crash() {
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_mid_run_keeps_complete_artifacts_for_what_finished() {
+    signal_mid_run_keeps_complete_artifacts("INT", 130).await;
+}
+
+/// `docker stop`, Kubernetes, Slurm and `timeout` send SIGTERM; a closed terminal SIGHUP.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_and_sighup_mid_run_finish_like_ctrl_c_with_their_own_status() {
+    signal_mid_run_keeps_complete_artifacts("TERM", 143).await;
+    signal_mid_run_keeps_complete_artifacts("HUP", 129).await;
+}
+
+/// Sends `signal` to a running `aiperf profile` once records are being written; the run
+/// stops sending, writes every artifact for what finished and exits with `status`.
+#[cfg(unix)]
+async fn signal_mid_run_keeps_complete_artifacts(signal: &'static str, status: i32) {
     let server = MockServer::start(MockConfig::with_timing(20.0, 5.0))
         .await
         .unwrap();
@@ -425,18 +440,19 @@ async fn ctrl_c_mid_run_keeps_complete_artifacts_for_what_finished() {
             std::thread::sleep(Duration::from_millis(50));
         }
         std::thread::sleep(Duration::from_millis(300));
-        let status = Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
             .status()
             .unwrap();
-        assert!(status.success());
+        assert!(killed.success());
         child.wait_with_output().unwrap()
     })
     .await
     .unwrap();
-    assert_exit(&output, 130);
+    assert_exit(&output, status);
     let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
     assert_eq!(summary["was_cancelled"], true);
+    assert!(dir.path().join("profile_export_aiperf.csv").is_file());
     let records = read_jsonl(&dir.path().join("profile_export.jsonl"));
     let completed = stat(&summary, "request_count", "avg") as usize;
     assert!(completed > 0);
@@ -445,6 +461,7 @@ async fn ctrl_c_mid_run_keeps_complete_artifacts_for_what_finished() {
         completed,
         "every finished request has its record line"
     );
+    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
