@@ -85,6 +85,11 @@ impl HistogramSummary {
     pub fn count_rate(&self) -> Option<f64> {
         per_second(self.count, self.span)
     }
+
+    /// `sum` per second of `span`.
+    pub fn sum_rate(&self) -> Option<f64> {
+        per_second(self.sum, self.span)
+    }
 }
 
 /// The statistics of one series.

@@ -113,12 +113,6 @@ impl Stat {
     }
 }
 
-/// `delta` per second of `span`; `None` over an empty span.
-fn per_second(v: f64, span: Duration) -> Option<f64> {
-    let seconds = span.as_secs_f64();
-    (seconds > 0.0).then(|| v / seconds)
-}
-
 /// The statistic columns of each section, in the CSV's order.
 const GAUGE_KEYS: [&str; 13] = [
     "avg", "min", "max", "std", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99",
@@ -171,14 +165,8 @@ fn histogram_stats(h: &HistogramSummary) -> Vec<(String, Stat)> {
     out.extend([
         ("sum".to_string(), Stat::Float(h.sum)),
         ("avg".to_string(), Stat::float(h.avg)),
-        (
-            "count_rate".to_string(),
-            Stat::float(per_second(h.count, h.span)),
-        ),
-        (
-            "sum_rate".to_string(),
-            Stat::float(per_second(h.sum, h.span)),
-        ),
+        ("count_rate".to_string(), Stat::float(h.count_rate())),
+        ("sum_rate".to_string(), Stat::float(h.sum_rate())),
     ]);
     out.extend(PERCENTILES.iter().map(|&p| {
         let v = h.percentiles.iter().find(|(q, _)| *q == p).map(|(_, v)| *v);
@@ -195,10 +183,7 @@ fn stats(s: &SeriesSummary) -> Vec<(String, Stat)> {
         SeriesStats::Gauge(g) => gauge_stats(g),
         SeriesStats::Counter(c) => vec![
             ("total".to_string(), Stat::Float(c.delta)),
-            (
-                "rate".to_string(),
-                Stat::Float(per_second(c.delta, c.span).unwrap_or(0.0)),
-            ),
+            ("rate".to_string(), Stat::Float(c.rate.unwrap_or(0.0))),
         ],
         SeriesStats::Histogram(h) => histogram_stats(h),
     }
