@@ -149,25 +149,21 @@ impl Session {
                 headers: &headers,
             };
             let show = &mut |event: ReadinessEvent<'_>| eprintln!("{event}");
-            let waited = wait_until_ready(transport.as_ref(), &target, readiness, &cancel, show)
-                .await
-                .map_err(|error| match error {
-                    ReadinessError::NotReady {
-                        base,
-                        timeout,
-                        problem,
-                    } => anyhow::anyhow!(
-                        "{base} was not ready within {} s (--wait-for-model-timeout): {problem}",
-                        timeout.as_secs_f64()
-                    ),
-                    other => other.into(),
-                });
-            if let Err(error) = waited {
-                if cancel.is_cancelled() {
+            match wait_until_ready(transport.as_ref(), &target, readiness, &cancel, show).await {
+                Ok(()) => {}
+                Err(ReadinessError::Cancelled { .. }) => {
                     tracing::warn!("Cancelled while waiting for the server; nothing was sent");
                     return Ok(None);
                 }
-                return Err(error);
+                Err(ReadinessError::NotReady {
+                    base,
+                    timeout,
+                    problem,
+                }) => anyhow::bail!(
+                    "{base} was not ready within {} s (--wait-for-model-timeout): {problem}",
+                    timeout.as_secs_f64()
+                ),
+                Err(other) => return Err(other.into()),
             }
         }
         Ok(Some(Self {
