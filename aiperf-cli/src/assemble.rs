@@ -1,22 +1,123 @@
-//! Turns parsed arguments into a validated [`BenchmarkConfig`].
+//! Turns parsed arguments into the runner's [`RunSpec`]: a validated benchmark
+//! configuration per sweep point and the options around the runs.
 
 use std::time::Duration;
 
 use aiperf_core::config::ExportLevel;
-use aiperf_core::BenchmarkConfig;
+use aiperf_core::{BenchmarkConfig, ValidatedConfig};
 
 use aiperf_endpoints::{endpoint_for, EndpointOptions};
 use aiperf_metrics::slo::{parse_slos, Slo};
 use aiperf_metrics::{validate_goodput, MetricsContext};
+use aiperf_runner::{
+    ConnectionReuse, MultiRunOptions, ReadinessOptions, RecordOptions, RunSpec, Sweep, SweepPoint,
+    SweepType, TransportOptions, MOCK_URL,
+};
 
-use crate::args::{ExportLevelArg, ProfileArgs};
+use clap::Parser;
+
+use crate::args::{self, Cli, Command, ExportLevelArg, ProfileArgs, RunsArgs};
 use crate::kv::{parse_headers, parse_key_values};
+use crate::sweep;
 
-/// The URL value that starts the embedded mock server.
-pub const MOCK_URL: &str = "mock";
+/// The specification of `aiperf profile` as `argv` gives it (parsed as `args`): the
+/// points of a sweep are parsed and assembled up front, so that a bad value fails
+/// before anything runs. Errors are usage errors (exit status 2).
+pub fn run_spec(
+    argv: &[String],
+    args: &ProfileArgs,
+    command_line: String,
+) -> anyhow::Result<RunSpec> {
+    let benchmark = assemble(args)?;
+    let mut spec = RunSpec::new(benchmark);
+    spec.transport = transport_options(args);
+    spec.readiness = args
+        .endpoint
+        .readiness()?
+        .map(|readiness| ReadinessOptions {
+            timeout: readiness.timeout,
+            interval: readiness.interval,
+            mode: readiness.mode,
+        });
+    spec.telemetry = args.telemetry.to_options()?;
+    spec.records = RecordOptions {
+        slice_duration: args.output.slice_duration.map(Duration::from_secs_f64),
+        export_http_trace: args.output.export_http_trace,
+    };
+    spec.runs = multi_run_options(&args.runs);
+    spec.slos = slos(args)?;
+    spec.command_line = Some(command_line);
+    spec.sweep = sweep_points(argv, args)?;
+    if let Some(first) = spec.sweep.as_ref().and_then(|sweep| sweep.points.first()) {
+        // The shared set-up (tokenizer, readiness, the sweep's directory) is the first
+        // point's, as the command line's own values are the first of each list.
+        spec.benchmark = first.benchmark.clone();
+    }
+    Ok(spec)
+}
+
+fn transport_options(args: &ProfileArgs) -> TransportOptions {
+    let endpoint = &args.endpoint;
+    let verify_off_by_env = std::env::var("AIPERF_HTTP_SSL_VERIFY")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "no"));
+    TransportOptions {
+        connection_reuse: match endpoint.connection_reuse_strategy {
+            args::ConnectionReuse::Pooled => ConnectionReuse::Pooled,
+            args::ConnectionReuse::Never => ConnectionReuse::Never,
+            args::ConnectionReuse::StickyUserSessions => ConnectionReuse::StickyUserSessions,
+        },
+        tls_ca_file: endpoint.tls_ca_file.clone(),
+        tls_insecure_skip_verify: endpoint.tls_insecure_skip_verify || verify_off_by_env,
+        http2: endpoint.http2,
+    }
+}
+
+fn multi_run_options(runs: &RunsArgs) -> MultiRunOptions {
+    MultiRunOptions {
+        count: runs.num_profile_runs,
+        cooldown: Duration::from_secs_f64(runs.profile_run_cooldown_seconds),
+        confidence_level: runs.confidence_level,
+        warmup_only_before_first_run: runs.warmup_only_before_first_run(),
+        consistent_seed: runs.consistent_seed(),
+    }
+}
+
+/// The sweep of `argv`'s comma lists, each point an ordinary command line parsed and
+/// assembled; `None` without a list.
+fn sweep_points(argv: &[String], args: &ProfileArgs) -> anyhow::Result<Option<Sweep>> {
+    let expanded = sweep::expand(argv, args.runs.sweep_type)?;
+    if expanded.is_empty() {
+        return Ok(None);
+    }
+    let mut points = Vec::with_capacity(expanded.len());
+    for point in expanded {
+        let point_args = match Cli::try_parse_from(&point.argv) {
+            Ok(Cli {
+                command: Command::Profile(point_args),
+            }) => point_args,
+            Ok(_) => anyhow::bail!("a sweep point is not an `aiperf profile` command line"),
+            Err(error) => error.exit(),
+        };
+        let benchmark = assemble(&point_args)
+            .map_err(|error| error.context(format!("sweep point {}", point.label)))?;
+        points.push(SweepPoint {
+            label: point.label,
+            parameters: point.parameters,
+            benchmark,
+        });
+    }
+    Ok(Some(Sweep {
+        sweep_type: match args.runs.sweep_type {
+            args::SweepType::Grid => SweepType::Grid,
+            args::SweepType::Zip => SweepType::Zip,
+        },
+        points,
+        cooldown: Duration::from_secs_f64(args.runs.parameter_sweep_cooldown_seconds),
+    }))
+}
 
 /// Builds and validates the configuration. Errors are usage errors (exit status 2).
-pub fn assemble(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
+pub fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
     let mut config = BenchmarkConfig::default();
     let endpoint = &mut config.endpoint;
     endpoint.models = args
@@ -82,7 +183,7 @@ fn check_endpoint_options(config: &BenchmarkConfig) -> anyhow::Result<()> {
 }
 
 /// The run-level SLOs of `--slo` (empty without the flag).
-pub fn slos(args: &ProfileArgs) -> anyhow::Result<Vec<Slo>> {
+fn slos(args: &ProfileArgs) -> anyhow::Result<Vec<Slo>> {
     Ok(match &args.input.slo {
         Some(text) => parse_slos(text)?,
         None => Vec::new(),
@@ -116,10 +217,8 @@ fn parse_goodput(text: &str) -> anyhow::Result<Vec<(String, f64)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{Cli, Command};
-    use clap::Parser;
 
-    fn assemble_from(args: &[&str]) -> anyhow::Result<BenchmarkConfig> {
+    fn assemble_from(args: &[&str]) -> anyhow::Result<ValidatedConfig> {
         let argv = ["aiperf", "profile"]
             .iter()
             .chain(args)

@@ -16,14 +16,14 @@ mod kv;
 mod logging;
 mod plot;
 mod profile;
-mod runs;
 mod sweep;
 mod telemetry;
 mod ui;
-mod workload;
+mod usage;
 
 use std::process::ExitCode;
 
+use aiperf_runner::{ErrorKind, Outcome};
 use clap::Parser;
 
 use args::{Cli, Command, ProfileArgs};
@@ -33,7 +33,6 @@ use args::{Cli, Command, ProfileArgs};
 /// glibc's per-thread arenas (hundreds of MB on a long run) and costs time in malloc.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use profile::Outcome;
 
 fn main() -> ExitCode {
     let argv = args::normalise_flag_spelling(std::env::args());
@@ -89,85 +88,38 @@ fn main() -> ExitCode {
 
 /// `aiperf profile`: one run, or the runs of `--num-profile-runs` and of a sweep.
 fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitCode {
-    let workers = args.load.workers_max;
-    let single_run = args.runs.num_profile_runs == 1;
-    let (slos, points) =
-        match assemble::slos(&args).and_then(|slos| Ok((slos, sweep_points(argv, args)?))) {
-            Ok(assembled) => assembled,
-            Err(error) => {
-                eprintln!("error: {error:#}");
-                return ExitCode::from(2);
-            }
-        };
-    let runtime = match network_runtime(workers) {
+    let spec = match assemble::run_spec(argv, &args, cli_command) {
+        Ok(spec) => spec,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match network_runtime(args.load.workers_max) {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
             return ExitCode::FAILURE;
         }
     };
-    let result = match <[runs::Point; 1]>::try_from(points) {
-        Ok([point]) if single_run => runtime.block_on(profile::profile(
-            &point.args,
-            point.config,
-            &slos,
-            cli_command,
-        )),
-        Ok(point) => runtime.block_on(runs::run_points(point.into(), &slos, cli_command)),
-        Err(points) => runtime.block_on(runs::run_points(points, &slos, cli_command)),
-    };
+    let result = runtime.block_on(profile::profile(&args, &spec));
     if let Err(error) = &result {
         // On stderr as `error: …` and in the log file.
-        tracing::error!("{error:#}");
+        tracing::error!("{}", usage::message(error));
     }
     logging::flush();
     match result {
-        Ok(Outcome::Completed) => ExitCode::SUCCESS,
-        Ok(Outcome::AllFailed | Outcome::RunsFailed) => ExitCode::FAILURE,
-        Ok(Outcome::SlosMissed) => ExitCode::from(3),
-        Ok(Outcome::Cancelled) => ExitCode::from(profile::cancel_status()),
-        Err(error) => {
-            if error.is::<workload::UsageError>() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            }
-        }
+        Ok(report) => match report.outcome {
+            Outcome::Completed => ExitCode::SUCCESS,
+            Outcome::AllFailed | Outcome::RunsFailed => ExitCode::FAILURE,
+            Outcome::SlosMissed => ExitCode::from(3),
+            Outcome::Cancelled => ExitCode::from(profile::cancel_status()),
+        },
+        Err(error) => match error.kind() {
+            ErrorKind::Usage => ExitCode::from(2),
+            ErrorKind::Failure => ExitCode::FAILURE,
+        },
     }
-}
-
-/// The points to run: the command line itself, or one per sweep combination, each
-/// parsed and assembled up front so a bad value fails before anything runs.
-fn sweep_points(argv: &[String], args: ProfileArgs) -> anyhow::Result<Vec<runs::Point>> {
-    let expanded = sweep::expand(argv, args.runs.sweep_type)?;
-    if expanded.is_empty() {
-        let config = assemble::assemble(&args)?;
-        return Ok(vec![runs::Point {
-            label: None,
-            parameters: Vec::new(),
-            args,
-            config,
-        }]);
-    }
-    let mut points = Vec::with_capacity(expanded.len());
-    for point in expanded {
-        let args = match Cli::try_parse_from(&point.argv) {
-            Ok(Cli {
-                command: Command::Profile(args),
-            }) => *args,
-            Ok(_) => anyhow::bail!("a sweep point is not an `aiperf profile` command line"),
-            Err(error) => error.exit(),
-        };
-        let config = assemble::assemble(&args)
-            .map_err(|error| error.context(format!("sweep point {}", point.label)))?;
-        points.push(runs::Point {
-            label: Some(point.label),
-            parameters: point.parameters,
-            args,
-            config,
-        });
-    }
-    Ok(points)
 }
 
 /// The runtime that sends requests. One thread by default: every request task and

@@ -94,7 +94,7 @@ pub mod transport;
 pub mod url;
 
 pub use clock::Clock;
-pub use config::{BenchmarkConfig, ConfigError};
+pub use config::{BenchmarkConfig, ConfigError, ValidatedConfig};
 pub use conversation::{ContextMode, Conversation, Turn};
 pub use dataset::{ConversationSampler, DatasetSource, SamplingStrategy};
 pub use endpoint::{

@@ -32,12 +32,13 @@ use aiperf_core::{
     build_request, CancellationToken, Endpoint, HttpMethod, HttpRequest, RawExchange, RequestInput,
     Transport, Turn,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::build_url;
 
 /// What counts as ready.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum WaitMode {
     /// `GET /v1/models` lists the model.
     Models,

@@ -22,7 +22,7 @@ use crate::catalogue::{metric_def, MetricFlags};
 use crate::summary::{MetricResult, Summary};
 
 /// One objective: `tag:stat:threshold`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Slo {
     /// Metric tag, e.g. `time_to_first_token`.
     pub tag: String,
@@ -33,7 +33,8 @@ pub struct Slo {
 }
 
 /// A statistic an SLO can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Stat {
     /// Mean (the value of a single-value metric).
     Avg,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use aiperf_core::config::InputConfig;
 use aiperf_core::{
     Benchmark, BenchmarkBuilder, BenchmarkConfig, CollectRecords, DatasetSource, PhasePlan,
-    SamplingStrategy,
+    SamplingStrategy, ValidatedConfig,
 };
 use aiperf_datasets::{SyntheticDataset, Tokenizer};
 use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
@@ -15,7 +15,7 @@ use aiperf_metrics::slo::parse_slos;
 use aiperf_metrics::MetricsSink;
 use aiperf_mock_server::{MockConfig, MockServer};
 
-fn config(concurrency: usize, requests: u64) -> BenchmarkConfig {
+fn config(concurrency: usize, requests: u64) -> ValidatedConfig {
     let mut config = BenchmarkConfig::default();
     config.endpoint.models = vec!["mock-model".into()];
     config.endpoint.streaming = true;

@@ -91,7 +91,7 @@ async fn a_piped_run_logs_to_the_file_and_keeps_the_console_clean() {
         " - aiperf_core.engine - INFO - profiling phase finished: 12 sent, 12 completed, 0 cancelled\n"
     ));
     assert!(log.contains(&format!(
-        " - aiperf.profile - INFO - Artifacts: {}\n",
+        " - aiperf_runner.session - INFO - Artifacts: {}\n",
         dir.path().display()
     )));
     assert!(log.contains("--api-key *** -H X-Token:***"), "{log}");

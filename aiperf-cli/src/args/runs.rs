@@ -75,16 +75,6 @@ pub enum SweepType {
     Zip,
 }
 
-impl SweepType {
-    /// The name written in the sweep summary.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Grid => "grid",
-            Self::Zip => "zip",
-        }
-    }
-}
-
 impl RunsArgs {
     /// True unless `--no-profile-run-disable-warmup-after-first`.
     pub fn warmup_only_before_first_run(&self) -> bool {

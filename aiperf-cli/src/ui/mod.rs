@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use aiperf_core::{BenchmarkConfig, CancellationToken, Progress};
+use aiperf_core::{CancellationToken, Progress};
 use aiperf_metrics::live::LiveStats;
+use aiperf_runner::{PhaseTargets, StopCondition};
 
 use crate::args::UiType;
 
@@ -41,44 +42,6 @@ pub struct Watched {
     pub targets: PhaseTargets,
     /// Ctrl-C on the dashboard cancels the run through it.
     pub cancel: CancellationToken,
-}
-
-/// What ends the warmup and the profiling phase.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PhaseTargets {
-    /// `None` when there is no warmup.
-    pub warmup: Option<StopCondition>,
-    /// The profiling phase's stop condition.
-    pub profiling: StopCondition,
-}
-
-/// When a phase ends.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum StopCondition {
-    /// After this many requests.
-    Requests(u64),
-    /// After this many seconds.
-    Seconds(f64),
-    /// When the dataset or schedule runs out (no known total).
-    Open,
-}
-
-impl PhaseTargets {
-    /// The stop conditions `config` sets.
-    pub fn from_config(config: &BenchmarkConfig) -> Self {
-        let stop = |requests: Option<u64>, seconds: Option<f64>| match (requests, seconds) {
-            (Some(n), _) => StopCondition::Requests(n),
-            (None, Some(secs)) => StopCondition::Seconds(secs),
-            (None, None) => StopCondition::Open,
-        };
-        let warmup = &config.load.warmup;
-        Self {
-            warmup: warmup
-                .is_enabled()
-                .then(|| stop(warmup.request_count, warmup.duration)),
-            profiling: stop(config.load.request_count, config.load.benchmark_duration),
-        }
-    }
 }
 
 /// A running display; [`finish`](Self::finish) (or dropping it) stops it and gives the

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 mod input;
 mod load;
+mod validated;
 
 pub use input::{
     AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions, InputConfig,
@@ -20,6 +21,7 @@ pub use input::{
     DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
 };
 pub use load::{ArrivalPattern, FixedScheduleConfig, LoadConfig, UserCentricConfig, WarmupConfig};
+pub use validated::ValidatedConfig;
 
 /// The whole benchmark configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -174,7 +176,7 @@ impl BenchmarkConfig {
     /// Checks every cross-option rule and fills the defaults that depend on other options:
     /// the arrival pattern (`concurrency_burst` without a rate, `poisson` with one) and the
     /// stop condition (10 requests when none is given).
-    pub fn validate(mut self) -> Result<Self, ConfigError> {
+    pub fn validate(mut self) -> Result<ValidatedConfig, ConfigError> {
         if self.endpoint.models.iter().all(|m| m.trim().is_empty()) {
             return Err(ConfigError::NoModel);
         }
@@ -185,10 +187,15 @@ impl BenchmarkConfig {
             "--request-timeout-seconds",
             self.endpoint.request_timeout.as_secs_f64(),
         )?;
+        let load = &self.load;
+        let stop_given = load.request_count.is_some()
+            || load.benchmark_duration.is_some()
+            || load.num_sessions.is_some();
         self.load.validate()?;
         self.check_cross_section_rules()?;
         self.input.validate()?;
-        Ok(self)
+        let request_count_defaulted = !stop_given && self.load.request_count.is_some();
+        Ok(ValidatedConfig::new(self, request_count_defaulted))
     }
 
     /// `--osl` is set but `--extra-inputs` has no truthy `ignore_eos` or `min_tokens`, so

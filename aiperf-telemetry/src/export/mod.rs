@@ -75,8 +75,9 @@ pub enum ExportError {
     },
 }
 
-/// A `--server-metrics-formats` choice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A server-metrics file format (`--server-metrics-formats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ServerMetricsFormat {
     /// `server_metrics_export.json`.
     Json,

@@ -1,0 +1,90 @@
+//! Why a run could not be done, and whether that was the request's fault or the run's.
+
+use std::path::PathBuf;
+
+use aiperf_core::{ConfigError, EndpointError, EngineError};
+use aiperf_datasets::TokenizerError;
+use aiperf_endpoints::readiness::ReadinessError;
+use aiperf_endpoints::{TransportBuildError, UnknownEndpoint};
+use aiperf_metrics::aggregate::AggregateError;
+use aiperf_metrics::MetricsError;
+
+use crate::workload::WorkloadError;
+
+/// Whose problem an error is, which is what a process exit status reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// What was asked for cannot run as given (a bad configuration or dataset): fix the
+    /// request and try again.
+    Usage,
+    /// The run was valid but failed (server unreachable, disk full, …).
+    Failure,
+}
+
+/// Why [`run`](crate::run) stopped before finishing.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The benchmark configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The endpoint type does not exist.
+    #[error(transparent)]
+    UnknownEndpoint(#[from] UnknownEndpoint),
+    /// The workload could not be built from the configuration and the data.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    /// The HTTP client could not be configured (e.g. an unreadable CA file).
+    #[error(transparent)]
+    Transport(#[from] TransportBuildError),
+    /// The tokenizer could not be loaded.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    /// The embedded mock server did not start.
+    #[cfg(feature = "mock")]
+    #[error("cannot start the embedded mock server: {0}")]
+    MockServer(aiperf_mock_server::MockError),
+    /// The server was not ready in time, or the readiness options are invalid.
+    #[error(transparent)]
+    NotReady(#[from] ReadinessError),
+    /// A request body could not be built for `inputs.json`.
+    #[error(transparent)]
+    Request(#[from] EndpointError),
+    /// A file or directory could not be written.
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The engine stopped (a schedule that cannot be built, a failing record sink).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Computing or writing the metrics failed.
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+    /// Writing the telemetry files failed.
+    #[error(transparent)]
+    Telemetry(#[from] aiperf_telemetry::export::ExportError),
+    /// The multi-run aggregate could not be computed.
+    #[error(transparent)]
+    Aggregate(#[from] AggregateError),
+}
+
+impl RunError {
+    /// Whose problem this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RunError::Config(_) | RunError::UnknownEndpoint(_) | RunError::Workload(_) => {
+                ErrorKind::Usage
+            }
+            RunError::NotReady(ReadinessError::ZeroDuration) => ErrorKind::Usage,
+            _ => ErrorKind::Failure,
+        }
+    }
+
+    pub(crate) fn write(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| RunError::Write { path, source }
+    }
+}

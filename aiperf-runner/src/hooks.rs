@@ -1,0 +1,236 @@
+//! How a run reports while it goes: a small trait whose methods all default to doing
+//! nothing, so an embedder implements only what it shows.
+
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aiperf_core::{BenchmarkConfig, CancellationToken, Progress};
+use aiperf_endpoints::readiness::ReadinessEvent;
+use aiperf_metrics::live::LiveStats;
+use aiperf_metrics::sweep::SweepSummary;
+
+use crate::report::RunReport;
+use crate::RunError;
+
+/// Receives what happens during [`run`](crate::run). Called on the runner's task: keep
+/// each call short (hand long work to a thread of your own).
+pub trait RunHooks: Send {
+    /// Something a person watching would want to know (see [`Notice`]).
+    fn notice(&mut self, notice: &Notice<'_>) {
+        let _ = notice;
+    }
+
+    /// Whether the metrics sink should keep live latency statistics for
+    /// [`RunWatch::live`] (it costs a little per record, so it is off by default).
+    fn wants_live_stats(&self) -> bool {
+        false
+    }
+
+    /// A run's artifact directory exists and nothing is written in it yet.
+    fn artifacts_at(&mut self, dir: &Path) {
+        let _ = dir;
+    }
+
+    /// A run starts sending; `watch` is what a live display can read until
+    /// [`sending_ended`](Self::sending_ended).
+    fn sending(&mut self, watch: &RunWatch) {
+        let _ = watch;
+    }
+
+    /// The run stopped sending (finished, failed or cancelled); its files come next.
+    fn sending_ended(&mut self) {}
+
+    /// A run finished and every file of it is written.
+    fn run_finished(&mut self, run: &RunReport) {
+        let _ = run;
+    }
+
+    /// Every point of a sweep ran; its summary is written to `dir`.
+    fn sweep_finished(&mut self, sweep: &SweepSummary, dir: &Path) {
+        let _ = (sweep, dir);
+    }
+}
+
+/// Hooks that do nothing: a run that only returns its report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHooks;
+
+impl RunHooks for NoHooks {}
+
+/// What a live display of one run reads.
+#[derive(Debug, Clone)]
+pub struct RunWatch {
+    /// The engine's counters for the current phase.
+    pub progress: Arc<Progress>,
+    /// Latencies and token counts of the profiling records processed so far, when
+    /// [`RunHooks::wants_live_stats`] asked for them.
+    pub live: Option<Arc<LiveStats>>,
+    /// What ends each phase.
+    pub targets: PhaseTargets,
+    /// Cancels the run (what finished is still written).
+    pub cancel: CancellationToken,
+}
+
+/// What ends the warmup and the profiling phase.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PhaseTargets {
+    /// `None` when there is no warmup.
+    pub warmup: Option<StopCondition>,
+    /// The profiling phase's stop condition.
+    pub profiling: StopCondition,
+}
+
+/// When a phase ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StopCondition {
+    /// After this many requests.
+    Requests(u64),
+    /// After this many seconds.
+    Seconds(f64),
+    /// When the dataset or schedule runs out (no known total).
+    Open,
+}
+
+impl PhaseTargets {
+    /// The stop conditions `config` sets.
+    pub fn from_config(config: &BenchmarkConfig) -> Self {
+        let stop = |requests: Option<u64>, seconds: Option<f64>| match (requests, seconds) {
+            (Some(n), _) => StopCondition::Requests(n),
+            (None, Some(secs)) => StopCondition::Seconds(secs),
+            (None, None) => StopCondition::Open,
+        };
+        let warmup = &config.load.warmup;
+        Self {
+            warmup: warmup
+                .is_enabled()
+                .then(|| stop(warmup.request_count, warmup.duration)),
+            profiling: stop(config.load.request_count, config.load.benchmark_duration),
+        }
+    }
+}
+
+/// Progress worth a line on a console; `Display` gives that line.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Notice<'a> {
+    /// The server is being probed before the run.
+    Readiness(ReadinessEvent<'a>),
+    /// The endpoint does not stream, so the run does not ask for streaming.
+    StreamingUnsupported {
+        /// The endpoint type.
+        endpoint: &'static str,
+    },
+    /// An explicit header has the name the API key's header would have, so it replaces
+    /// it and the API key is not sent.
+    ApiKeyHeaderReplaced,
+    /// The ShareGPT dataset is downloaded into the cache (once).
+    DownloadingShareGpt {
+        /// Where it is saved.
+        path: &'a Path,
+        /// How long the download may take.
+        timeout: Duration,
+    },
+    /// The dataset's timestamps turned on the fixed schedule.
+    ReplayingTimestamps,
+    /// A sweep point starts.
+    SweepPoint {
+        /// 1-based.
+        number: usize,
+        /// Points in the sweep.
+        total: usize,
+        /// The point's directory name.
+        label: &'a str,
+    },
+    /// A run of a multi-run starts.
+    ProfileRun {
+        /// 1-based.
+        number: u32,
+        /// Runs asked for.
+        total: u32,
+        /// The run's directory name.
+        label: &'a str,
+    },
+    /// A run of a sequence failed; the sequence goes on.
+    RunFailed {
+        /// The run's or point's label.
+        label: &'a str,
+        /// Why.
+        error: &'a RunError,
+    },
+    /// Too few runs succeeded for an aggregate (it needs two).
+    TooFewRunsToAggregate {
+        /// Runs that succeeded.
+        succeeded: usize,
+        /// Runs asked for.
+        total: u32,
+    },
+    /// The aggregate of a multi-run is written.
+    Aggregated {
+        /// Runs that entered it.
+        runs: usize,
+        /// Runs asked for.
+        total: u32,
+        /// Its confidence level.
+        confidence_level: f64,
+        /// Where it is.
+        dir: &'a Path,
+    },
+}
+
+impl fmt::Display for Notice<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Notice::Readiness(event) => event.fmt(f),
+            Notice::StreamingUnsupported { endpoint } => {
+                write!(
+                    f,
+                    "the {endpoint} endpoint does not stream; streaming is off"
+                )
+            }
+            Notice::ApiKeyHeaderReplaced => f.write_str(
+                "an explicit header replaces the one the API key would send; the API key is \
+                 not used",
+            ),
+            Notice::DownloadingShareGpt { path, timeout } => write!(
+                f,
+                "Downloading ShareGPT to {} (once; up to {} s)…",
+                path.display(),
+                timeout.as_secs()
+            ),
+            Notice::ReplayingTimestamps => {
+                f.write_str("The input trace has timestamps: replaying them on a fixed schedule.")
+            }
+            Notice::SweepPoint {
+                number,
+                total,
+                label,
+            } => write!(f, "Sweep point {number}/{total}: {label}"),
+            Notice::ProfileRun {
+                number,
+                total,
+                label,
+            } => write!(f, "Profile run {number}/{total} ({label})"),
+            Notice::RunFailed { label, error } => write!(f, "error: {label}: {error}"),
+            Notice::TooFewRunsToAggregate { succeeded, total } => write!(
+                f,
+                "Only {succeeded} of {total} profile runs succeeded: no aggregate written (it \
+                 needs 2)."
+            ),
+            Notice::Aggregated {
+                runs,
+                total,
+                confidence_level,
+                dir,
+            } => write!(
+                f,
+                "Aggregated {runs} of {total} profile runs (confidence level \
+                 {confidence_level}): {}",
+                std::path::absolute(dir)
+                    .unwrap_or_else(|_| dir.to_path_buf())
+                    .display()
+            ),
+        }
+    }
+}

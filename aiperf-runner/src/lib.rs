@@ -1,0 +1,71 @@
+//! Runs a whole benchmark from one [`RunSpec`]: everything `aiperf profile` does, as a
+//! library call.
+//!
+//! [`run`] builds the workload (synthetic, a dataset file, ShareGPT; a timestamped trace
+//! becomes a fixed-schedule replay), waits for the server when asked, scrapes GPU
+//! telemetry and server metrics beside the run, runs the warmup and profiling phases,
+//! repeats the run for confidence intervals or runs every point of a sweep, writes every
+//! artifact, and returns a typed [`Report`]. Progress reaches a [`RunHooks`]
+//! implementation; the `aiperf` command line is one such caller, which only turns flags
+//! into a [`RunSpec`] and prints what the hooks and the report say.
+//!
+//! ```no_run
+//! use aiperf_core::{BenchmarkConfig, CancellationToken};
+//! use aiperf_runner::{run, NoHooks, Outcome, RunSpec};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut config = BenchmarkConfig::default();
+//! config.endpoint.models = vec!["Qwen/Qwen3-0.6B".into()];
+//! config.endpoint.urls = vec!["http://127.0.0.1:8000".into()];
+//! config.endpoint.streaming = true;
+//! config.load.concurrency = Some(8);
+//! config.load.request_count = Some(100);
+//! config.output.artifact_dir = Some(std::env::temp_dir().join("aiperf-run"));
+//!
+//! let report = run(&RunSpec::new(config.validate()?), &mut NoHooks, CancellationToken::new()).await?;
+//! assert_eq!(report.outcome, Outcome::Completed);
+//! let ttft = report.runs[0].summary.metric("time_to_first_token").expect("streaming");
+//! println!("p99 TTFT: {:?} ms", ttft.p99);
+//! # Ok(()) }
+//! ```
+//!
+//! Cargo features: `mock` (default) lets the URL [`MOCK_URL`] start the embedded mock
+//! server; `parquet` (default) writes the Parquet exports.
+
+mod error;
+mod hooks;
+mod inputs;
+mod report;
+mod sequence;
+mod session;
+mod spec;
+mod telemetry;
+mod workload;
+
+use aiperf_core::CancellationToken;
+
+pub use error::{ErrorKind, RunError};
+pub use hooks::{NoHooks, Notice, PhaseTargets, RunHooks, RunWatch, StopCondition};
+pub use report::{AggregateReport, Outcome, Report, RunFiles, RunReport, SweepReport};
+pub use spec::{
+    ConnectionReuse, MultiRunOptions, ReadinessOptions, RecordOptions, RunSpec, Sweep, SweepPoint,
+    SweepType, TelemetryOptions, TransportOptions, CONSISTENT_SEED, MOCK_URL,
+};
+pub use workload::WorkloadError;
+
+/// Runs what `spec` describes and writes every artifact.
+///
+/// `cancel` stops the run early (for example on Ctrl-C): sending stops, what finished is
+/// written, and the report's outcome is [`Outcome::Cancelled`]. A run whose requests
+/// failed is not an error: its report says so ([`Outcome::AllFailed`]); errors are what
+/// prevented a run (see [`RunError::kind`]).
+pub async fn run(
+    spec: &RunSpec,
+    hooks: &mut dyn RunHooks,
+    cancel: CancellationToken,
+) -> Result<Report, RunError> {
+    let Some(session) = session::Session::start(spec, &spec.benchmark, hooks, cancel).await? else {
+        return Ok(Report::cancelled());
+    };
+    sequence::run(&session, spec, hooks).await
+}

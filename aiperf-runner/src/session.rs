@@ -1,0 +1,418 @@
+//! What every run of one invocation shares (transport, tokenizer, endpoint, the embedded
+//! mock server), and one run from workload to written files.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aiperf_core::config::ExportLevel;
+use aiperf_core::{
+    derive_seed, Benchmark, BenchmarkConfig, CancellationToken, Endpoint, PhasePlan, Progress,
+    ValidatedConfig,
+};
+use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
+use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
+use aiperf_endpoints::{build_url, endpoint_for, request_headers, EndpointOptions, HttpTransport};
+use aiperf_metrics::export::{export_paths, resolve_artifact_dir, write_summary_files};
+use aiperf_metrics::live::LiveStats;
+use aiperf_metrics::{MetricsSink, Summary};
+
+use crate::hooks::{Notice, PhaseTargets, RunHooks, RunWatch};
+use crate::report::{Outcome, RunFiles, RunReport};
+use crate::spec::{ConnectionReuse, RunSpec, TransportOptions};
+use crate::{inputs, telemetry, workload, RunError};
+
+/// What the runs of one invocation share.
+pub(crate) struct Session {
+    cancel: CancellationToken,
+    transport: Arc<HttpTransport>,
+    tokenizer: Tokenizer,
+    /// The embedded server's URL, which replaces [`MOCK_URL`](crate::MOCK_URL).
+    mock_url: Option<String>,
+    /// Kept only so that the embedded server lives as long as the session.
+    #[cfg(feature = "mock")]
+    _mock: Option<aiperf_mock_server::MockServer>,
+    endpoint: Arc<dyn Endpoint>,
+    streaming: bool,
+}
+
+impl Session {
+    /// Sets up what the runs share and waits for the server when asked; `None` when the
+    /// cancellation token ended that wait.
+    pub(crate) async fn start(
+        spec: &RunSpec,
+        config: &BenchmarkConfig,
+        hooks: &mut dyn RunHooks,
+        cancel: CancellationToken,
+    ) -> Result<Option<Self>, RunError> {
+        if config.osl_without_length_control() {
+            tracing::warn!("{}", aiperf_core::config::OSL_WITHOUT_LENGTH_CONTROL);
+        }
+        let readiness = spec
+            .readiness
+            .map(|options| options.to_readiness())
+            .transpose()?;
+        let transport = Arc::new(build_transport(&spec.transport)?);
+        let tokenizer = load_run_tokenizer(config, transport.as_ref()).await?;
+        let mock = start_embedded_mock_if_asked(config, &tokenizer).await?;
+        let mock_url = mock.as_ref().map(|server| server.url());
+        let endpoint = endpoint_for(
+            &config.endpoint.endpoint_type,
+            EndpointOptions {
+                use_legacy_max_tokens: config.endpoint.use_legacy_max_tokens,
+                use_server_token_count: config.endpoint.use_server_token_count,
+                extra_inputs: config.endpoint.extra_inputs.clone(),
+            },
+        )?;
+        let streaming = config.endpoint.streaming && endpoint.info().supports_streaming;
+        if config.endpoint.streaming && !streaming {
+            hooks.notice(&Notice::StreamingUnsupported {
+                endpoint: endpoint.info().name,
+            });
+        }
+        let session = Self {
+            cancel,
+            transport,
+            tokenizer,
+            mock_url,
+            #[cfg(feature = "mock")]
+            _mock: mock,
+            endpoint,
+            streaming,
+        };
+
+        let (headers, api_key_replaced) = session.headers(config);
+        if api_key_replaced {
+            hooks.notice(&Notice::ApiKeyHeaderReplaced);
+        }
+        if let Some(readiness) = readiness {
+            let base_urls = session.base_urls(config);
+            let request_urls = session.request_urls(config);
+            let target = Target {
+                base_urls: &base_urls,
+                request_urls: &request_urls,
+                model: config.primary_model(),
+                endpoint: session.endpoint.as_ref(),
+                headers: &headers,
+            };
+            let show = &mut |event: ReadinessEvent<'_>| hooks.notice(&Notice::Readiness(event));
+            let transport = session.transport.as_ref();
+            match wait_until_ready(transport, &target, readiness, &session.cancel, show).await {
+                Ok(()) => {}
+                Err(ReadinessError::Cancelled { .. }) => {
+                    tracing::warn!("Cancelled while waiting for the server; nothing was sent");
+                    return Ok(None);
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(Some(session))
+    }
+
+    /// True once the cancellation token fired: no further run should start.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Waits `pause`, or less when the run is cancelled meanwhile.
+    pub(crate) async fn cool_down(&self, pause: Duration) {
+        if !pause.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = self.cancel.cancelled() => {}
+            }
+        }
+    }
+
+    /// The configuration a run is given, pointed at the session's server and with the
+    /// streaming the endpoint supports.
+    pub(crate) fn adopt(&self, config: &ValidatedConfig) -> Result<ValidatedConfig, RunError> {
+        let base_urls = self.base_urls(config);
+        let streaming = self.streaming;
+        if base_urls == config.endpoint.urls && streaming == config.endpoint.streaming {
+            return Ok(config.clone());
+        }
+        Ok(config.clone().modified(|config| {
+            config.endpoint.urls = base_urls;
+            config.endpoint.streaming = streaming;
+        })?)
+    }
+
+    /// The configured base URLs, the embedded server's in place of `mock`.
+    fn base_urls(&self, config: &BenchmarkConfig) -> Vec<String> {
+        config
+            .endpoint
+            .urls
+            .iter()
+            .map(|url| match &self.mock_url {
+                Some(mock_url) if url == crate::MOCK_URL => mock_url.clone(),
+                _ => url.clone(),
+            })
+            .collect()
+    }
+
+    /// The full URL each base URL's requests go to.
+    fn request_urls(&self, config: &BenchmarkConfig) -> Vec<String> {
+        let path = self.endpoint.info().path(self.streaming);
+        self.base_urls(config)
+            .iter()
+            .map(|base| build_url(base, config.endpoint.custom_endpoint.as_deref(), path))
+            .collect()
+    }
+
+    /// The headers every request carries, and whether an explicit one replaced the API
+    /// key's.
+    fn headers(&self, config: &BenchmarkConfig) -> (Vec<(String, String)>, bool) {
+        request_headers(
+            self.endpoint.info(),
+            config.endpoint.api_key.as_deref(),
+            &config.endpoint.headers,
+        )
+    }
+
+    /// Runs the benchmark once and writes its artifacts to `artifact_dir` (`None`: the
+    /// directory the configuration names).
+    pub(crate) async fn run_once(
+        &self,
+        spec: &RunSpec,
+        config: ValidatedConfig,
+        artifact_dir: Option<&Path>,
+        hooks: &mut dyn RunHooks,
+    ) -> Result<RunReport, RunError> {
+        let config = self.adopt(&config)?.with_seed_drawn(rand::random::<u64>);
+        let seed = config.input.random_seed.unwrap_or_default();
+        let endpoint = &self.endpoint;
+        let workload = workload::load(
+            config,
+            endpoint.info(),
+            &self.tokenizer,
+            self.transport.as_ref(),
+            hooks,
+        )
+        .await?;
+        let config = workload.config;
+        let conversations = workload.conversations;
+
+        let artifact_dir = match artifact_dir {
+            Some(dir) => dir.to_path_buf(),
+            None => resolve_artifact_dir(&config),
+        };
+        std::fs::create_dir_all(&artifact_dir).map_err(RunError::write(&artifact_dir))?;
+        hooks.artifacts_at(&artifact_dir);
+        tracing::info!("Artifacts: {}", artifact_dir.display());
+        let paths = export_paths(&artifact_dir, config.output.export_prefix.as_deref());
+        inputs::write(
+            &paths.inputs_json,
+            endpoint.as_ref(),
+            &config,
+            &conversations,
+        )?;
+
+        let mut sink =
+            MetricsSink::new(&config, endpoint.info(), Arc::new(self.tokenizer.clone()))?;
+        if let Some(command_line) = &spec.command_line {
+            tracing::info!("CLI command: {command_line}");
+            sink = sink.with_cli_command(command_line.clone());
+        }
+        // Only a live display reads latencies as they come; otherwise the sink skips it.
+        let live = hooks.wants_live_stats().then(|| Arc::new(LiveStats::new()));
+        if let Some(live) = &live {
+            sink = sink.with_live_stats(Arc::clone(live));
+        }
+        if let Some(width) = spec.records.slice_duration {
+            sink = sink.with_time_slices(width);
+        }
+        if config.output.export_level != ExportLevel::Summary {
+            sink = sink
+                .export_records_to(&paths.jsonl)?
+                .export_http_trace(spec.records.export_http_trace);
+            #[cfg(feature = "parquet")]
+            {
+                sink = sink.export_parquet_to(&paths.parquet)?;
+            }
+        }
+        let raw_export = config.output.export_level == ExportLevel::Raw;
+        if raw_export {
+            sink = sink.export_raw_records_to(&paths.raw_jsonl)?;
+        }
+
+        let plans = PhasePlan::for_dataset(&config, &conversations)
+            .map_err(|e| RunError::Engine(e.into()))?;
+        let running_telemetry = telemetry::start(
+            &spec.telemetry,
+            &config.endpoint.urls,
+            self.transport.clone(),
+        );
+        let progress = Arc::new(Progress::default());
+        let (headers, _) = self.headers(&config);
+        let mut builder = Benchmark::builder()
+            .endpoint(Arc::clone(endpoint))
+            .transport(self.transport.clone())
+            .model(config.primary_model())
+            .streaming(self.streaming)
+            .request_timeout(config.endpoint.request_timeout)
+            .conversations(
+                conversations,
+                workload.sampling,
+                derive_seed(seed, "dataset.sampling"),
+            )
+            .cancel_token(self.cancel.clone())
+            .progress(Arc::clone(&progress))
+            .keep_raw_exchanges(raw_export)
+            .phases(plans);
+        for url in self.request_urls(&config) {
+            builder = builder.url(url);
+        }
+        for (name, value) in headers {
+            builder = builder.header(name, value);
+        }
+
+        hooks.sending(&RunWatch {
+            progress,
+            live,
+            targets: PhaseTargets::from_config(&config),
+            cancel: self.cancel.clone(),
+        });
+        let result = match builder.sink(sink) {
+            Ok(benchmark) => benchmark.run().await,
+            Err(error) => Err(error),
+        };
+        hooks.sending_ended();
+        let summary = result?;
+        if summary.connection_retries > 0 {
+            tracing::info!(
+                "{} requests were sent again on a fresh connection after the server closed a \
+                 reused keep-alive connection before answering",
+                summary.connection_retries
+            );
+        }
+        // Finish right after the run: counters take the scrapes just after the window's end.
+        let telemetry = match running_telemetry {
+            Some(running) => Some(running.finish(&summary, &artifact_dir).await?),
+            None => None,
+        };
+        write_summary_files(&summary, &paths)?;
+        tracing::info!("Wrote {} and {}", paths.csv.display(), paths.json.display());
+        if let Some(telemetry) = &telemetry {
+            telemetry.patch_summary_files(&paths.json, &paths.csv)?;
+        }
+
+        let slo_report = (!spec.slos.is_empty()).then(|| summary.check_slos(&spec.slos));
+        let slos_met = slo_report.as_ref().is_none_or(|report| report.passed());
+        let outcome = outcome(&summary, slos_met);
+        let (gpu_tables, telemetry_files) = match telemetry {
+            Some(telemetry) => (telemetry.console, telemetry.files),
+            None => (None, Vec::new()),
+        };
+        Ok(RunReport {
+            outcome,
+            files: RunFiles {
+                dir: artifact_dir,
+                csv: paths.csv,
+                json: paths.json,
+                raw_records: raw_export.then_some(paths.raw_jsonl),
+                telemetry: telemetry_files,
+            },
+            summary,
+            gpu_tables,
+            slo_report,
+        })
+    }
+}
+
+fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
+    if summary.was_cancelled {
+        Outcome::Cancelled
+    } else if summary.request_count() == 0 && summary.error_count() > 0 {
+        Outcome::AllFailed
+    } else if !slos_met {
+        Outcome::SlosMissed
+    } else {
+        Outcome::Completed
+    }
+}
+
+/// `Never` keeps no idle connection, so every request opens its own (and pays the TCP
+/// handshake inside its TTFT, as a client without keep-alive would).
+fn build_transport(options: &TransportOptions) -> Result<HttpTransport, RunError> {
+    let mut builder = match options.connection_reuse {
+        ConnectionReuse::Pooled => HttpTransport::builder(),
+        ConnectionReuse::Never => HttpTransport::builder().pool_max_idle_per_host(0),
+        ConnectionReuse::StickyUserSessions => HttpTransport::builder().sticky_sessions(true),
+    };
+    if let Some(ca_file) = &options.tls_ca_file {
+        builder = builder.ca_file(ca_file);
+    }
+    if options.tls_insecure_skip_verify {
+        tracing::warn!("TLS certificate verification is off: any server certificate is accepted");
+        builder = builder.insecure_skip_verify(true);
+    }
+    Ok(builder.http2(options.http2).build()?)
+}
+
+/// A `mock` URL starts the embedded mock server (TTFT 20 ms, ITL 5 ms, like the Python
+/// AIPerf's mock server). It counts prompt tokens with the run's tokenizer, so the usage
+/// it reports agrees with the client's counts.
+#[cfg(feature = "mock")]
+async fn start_embedded_mock_if_asked(
+    config: &BenchmarkConfig,
+    tokenizer: &Tokenizer,
+) -> Result<Option<aiperf_mock_server::MockServer>, RunError> {
+    use aiperf_mock_server::{MockConfig, MockServer};
+    if !config
+        .endpoint
+        .urls
+        .iter()
+        .any(|url| url == crate::MOCK_URL)
+    {
+        return Ok(None);
+    }
+    let counter = tokenizer.clone();
+    let server = MockServer::start_counting_prompts_with(
+        MockConfig::default(),
+        Arc::new(move |text: &str| counter.count(text)),
+    )
+    .await
+    .map_err(RunError::MockServer)?;
+    tracing::info!("Benchmarking the embedded mock server at {}", server.url());
+    Ok(Some(server))
+}
+
+/// Without the `mock` feature, `mock` is an ordinary (unreachable) host name.
+#[cfg(not(feature = "mock"))]
+async fn start_embedded_mock_if_asked(
+    _config: &BenchmarkConfig,
+    _tokenizer: &Tokenizer,
+) -> Result<Option<NoMock>, RunError> {
+    Ok(None)
+}
+
+/// The type of an embedded server that cannot exist without the `mock` feature.
+#[cfg(not(feature = "mock"))]
+enum NoMock {}
+
+#[cfg(not(feature = "mock"))]
+impl NoMock {
+    fn url(&self) -> String {
+        match *self {}
+    }
+}
+
+async fn load_run_tokenizer(
+    config: &BenchmarkConfig,
+    transport: &HttpTransport,
+) -> Result<Tokenizer, RunError> {
+    let choice = choose_tokenizer(
+        config.input.tokenizer.as_deref(),
+        config.primary_model(),
+        None,
+    )?;
+    if choice.placeholder_substituted {
+        tracing::warn!(
+            "{:?} looks like a placeholder model name; counting tokens with the \
+             builtin tokenizer (o200k_base). Set a tokenizer for exact counts.",
+            choice.requested
+        );
+    }
+    Ok(load_tokenizer(&choice.spec, &HubEnv::from_process_env(), Some(transport)).await?)
+}

@@ -1,0 +1,234 @@
+//! What to run: everything `aiperf profile` takes, as plain data (serde, no CLI types).
+//!
+//! A [`RunSpec`] is the benchmark configuration plus what surrounds a run: how to
+//! connect, whether to wait for the server, what telemetry to scrape, which per-record
+//! extras to write, how often to repeat the run and which sweep points to run.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aiperf_core::ValidatedConfig;
+use aiperf_endpoints::readiness::{Readiness, ReadinessError, WaitMode};
+use aiperf_metrics::slo::Slo;
+use aiperf_telemetry::export::ServerMetricsFormat;
+use serde::{Deserialize, Serialize};
+
+/// The URL that starts the embedded mock server instead of addressing a real one
+/// (cargo feature `mock`).
+pub const MOCK_URL: &str = "mock";
+
+/// One invocation of the runner: a benchmark, or a sequence of runs of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// The benchmark. With a [`Sweep`], the shared set-up (tokenizer, readiness, the
+    /// embedded mock) comes from here and each point brings its own configuration.
+    pub benchmark: ValidatedConfig,
+    /// How requests reach the server.
+    #[serde(default)]
+    pub transport: TransportOptions,
+    /// Wait until the server serves the model before sending (`None`: send at once).
+    #[serde(default)]
+    pub readiness: Option<ReadinessOptions>,
+    /// GPU telemetry and server metrics scraped beside the run.
+    #[serde(default)]
+    pub telemetry: TelemetryOptions,
+    /// Extras of the per-record export.
+    #[serde(default)]
+    pub records: RecordOptions,
+    /// Repeat each benchmark for confidence intervals.
+    #[serde(default)]
+    pub runs: MultiRunOptions,
+    /// Run several configurations, one directory each.
+    #[serde(default)]
+    pub sweep: Option<Sweep>,
+    /// Run-level objectives checked against each run's summary.
+    #[serde(default)]
+    pub slos: Vec<Slo>,
+    /// The command line recorded in the artifacts (secrets already hidden).
+    #[serde(default)]
+    pub command_line: Option<String>,
+}
+
+impl RunSpec {
+    /// A single run of `benchmark` with every other option at its default: pooled
+    /// connections, no readiness wait, default telemetry (the DCGM defaults and each
+    /// URL's `/metrics`), one run, no sweep, no SLOs.
+    pub fn new(benchmark: ValidatedConfig) -> Self {
+        Self {
+            benchmark,
+            transport: TransportOptions::default(),
+            readiness: None,
+            telemetry: TelemetryOptions::default(),
+            records: RecordOptions::default(),
+            runs: MultiRunOptions::default(),
+            sweep: None,
+            slos: Vec::new(),
+            command_line: None,
+        }
+    }
+}
+
+/// How connections are made and kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TransportOptions {
+    /// Which requests share a connection.
+    pub connection_reuse: ConnectionReuse,
+    /// Trust this PEM bundle in addition to the system's roots.
+    pub tls_ca_file: Option<PathBuf>,
+    /// Accept any server certificate.
+    pub tls_insecure_skip_verify: bool,
+    /// Speak HTTP/2 (prior knowledge on `http://`, ALPN on `https://`).
+    pub http2: bool,
+}
+
+/// Which requests share a connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionReuse {
+    /// Any idle pooled connection serves the next request.
+    #[default]
+    Pooled,
+    /// Every request opens its own connection (and pays the handshake inside its TTFT).
+    Never,
+    /// The turns of one session share a connection.
+    StickyUserSessions,
+}
+
+/// Waiting for the server before the first request.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReadinessOptions {
+    /// Give up after this long.
+    pub timeout: Duration,
+    /// Time between probes.
+    pub interval: Duration,
+    /// What counts as ready.
+    pub mode: WaitMode,
+}
+
+impl ReadinessOptions {
+    /// The checked form the probe takes.
+    pub fn to_readiness(self) -> Result<Readiness, ReadinessError> {
+        Readiness::new(self.timeout, self.interval, self.mode)
+    }
+}
+
+/// GPU telemetry and server metrics collected beside a run (docs/telemetry.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TelemetryOptions {
+    /// Scrape GPU telemetry: the DCGM exporter defaults plus [`gpu_urls`](Self::gpu_urls).
+    pub gpu: bool,
+    /// More DCGM exporters (`http://` and `/metrics` are added as needed).
+    pub gpu_urls: Vec<String>,
+    /// Scrape each benchmark URL's `/metrics` plus [`server_urls`](Self::server_urls).
+    pub server_metrics: bool,
+    /// More Prometheus endpoints.
+    pub server_urls: Vec<String>,
+    /// The server-metrics files to write.
+    pub server_metrics_formats: Vec<ServerMetricsFormat>,
+    /// Time between GPU scrapes (`None`: the collector's default).
+    pub gpu_interval: Option<Duration>,
+    /// Time between server-metrics scrapes (`None`: the collector's default).
+    pub server_interval: Option<Duration>,
+}
+
+impl Default for TelemetryOptions {
+    fn default() -> Self {
+        Self {
+            gpu: true,
+            gpu_urls: Vec::new(),
+            server_metrics: true,
+            server_urls: Vec::new(),
+            server_metrics_formats: vec![ServerMetricsFormat::Json, ServerMetricsFormat::Csv],
+            gpu_interval: None,
+            server_interval: None,
+        }
+    }
+}
+
+/// Extras of the per-record export.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RecordOptions {
+    /// Also summarise each slice of the profiling phase this long.
+    pub slice_duration: Option<Duration>,
+    /// Add the HTTP trace (connection, send and receive timings) to every record.
+    pub export_http_trace: bool,
+}
+
+/// Repeating a benchmark to put confidence intervals on its metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MultiRunOptions {
+    /// Runs per benchmark (1: no repetition, no aggregate).
+    pub count: u32,
+    /// Pause between runs.
+    pub cooldown: Duration,
+    /// Confidence level of the aggregate's intervals (0 < x < 1).
+    pub confidence_level: f64,
+    /// Warm up before the first run only.
+    pub warmup_only_before_first_run: bool,
+    /// Without a random seed, give every run the same one ([`CONSISTENT_SEED`]).
+    pub consistent_seed: bool,
+}
+
+/// The dataset seed of every run of a multi-run without a configured seed (as the
+/// Python AIPerf's `--set-consistent-seed`).
+pub const CONSISTENT_SEED: u64 = 42;
+
+impl Default for MultiRunOptions {
+    fn default() -> Self {
+        Self {
+            count: 1,
+            cooldown: Duration::ZERO,
+            confidence_level: 0.95,
+            warmup_only_before_first_run: true,
+            consistent_seed: true,
+        }
+    }
+}
+
+/// Several configurations run one after another, each in its own directory under the
+/// sweep's artifact directory, summarised in `sweep_aggregate/`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    /// How the swept values were combined (written into the sweep summary).
+    pub sweep_type: SweepType,
+    /// The points, in the order they run.
+    pub points: Vec<SweepPoint>,
+    /// Pause between points.
+    #[serde(default)]
+    pub cooldown: Duration,
+}
+
+/// How the value lists of a sweep combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepType {
+    /// Every combination.
+    Grid,
+    /// The i-th value of every list together.
+    Zip,
+}
+
+impl SweepType {
+    /// The name written in the sweep summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Grid => "grid",
+            Self::Zip => "zip",
+        }
+    }
+}
+
+/// One configuration of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// The point's directory name, e.g. `concurrency_4_isl_128`.
+    pub label: String,
+    /// Each swept parameter (e.g. `request_rate`) and its value as given.
+    pub parameters: Vec<(String, String)>,
+    /// The point's benchmark.
+    pub benchmark: ValidatedConfig,
+}

@@ -1,0 +1,188 @@
+//! What a run sends: the synthetic workload, a user's dataset file or a public dataset,
+//! and the replay decisions that depend on the data (fixed schedule, offsets, counts).
+
+use std::time::Duration;
+
+use aiperf_core::config::PublicDataset;
+use aiperf_core::schedule::replay_window;
+use aiperf_core::{
+    BenchmarkConfig, ConfigError, Conversation, EndpointInfo, SamplingStrategy, Transport,
+    ValidatedConfig,
+};
+use aiperf_datasets::{
+    derive_rng, fetch_sharegpt, load_custom_dataset, load_sharegpt, sharegpt_cache_path,
+    CustomDatasetOptions, DatasetFileError, LengthDistribution, SyntheticDataset, SyntheticError,
+    Tokenizer,
+};
+
+use crate::hooks::{Notice, RunHooks};
+
+/// What the user asked for cannot run with the data as it is (a malformed dataset line,
+/// a replay window with nothing in it, …).
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// A dataset file could not be read or has a malformed line.
+    #[error(transparent)]
+    DatasetFile(#[from] DatasetFileError),
+    /// The synthetic dataset's options cannot produce prompts.
+    #[error("cannot build the synthetic dataset: {0}")]
+    Synthetic(#[from] SyntheticError),
+    /// The dataset's timestamps call for a fixed schedule the other options contradict.
+    #[error(transparent)]
+    Replay(#[from] ConfigError),
+    /// Fixed-schedule offsets without a fixed schedule (nor timestamps to replay).
+    #[error("{0} requires a fixed schedule, or a trace whose entries have timestamps")]
+    OffsetWithoutSchedule(&'static str),
+    /// No entry lies within the replay window.
+    #[error("no trace entry lies within the fixed schedule's start and end offsets")]
+    EmptyReplayWindow,
+    /// The dataset has no conversations.
+    #[error("the dataset has no conversations")]
+    Empty,
+    /// A user-centric rate with single-turn conversations.
+    #[error(
+        "a user-centric rate needs multi-turn conversations (2 or more turns per session on \
+         average); use a request rate for single-turn workloads"
+    )]
+    UserCentricNeedsSessions,
+}
+
+/// How long the ShareGPT download may take before the run gives up (the Python AIPerf's
+/// timeout).
+const SHAREGPT_DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The conversations of a run, how they are drawn, and the configuration as the data
+/// settled it.
+#[derive(Debug)]
+pub(crate) struct Workload {
+    /// The run's configuration (a timestamped trace may have turned on the fixed schedule).
+    pub(crate) config: ValidatedConfig,
+    /// In dataset order (a fixed schedule indexes into it).
+    pub(crate) conversations: Vec<Conversation>,
+    /// How the engine draws them.
+    pub(crate) sampling: SamplingStrategy,
+}
+
+/// Loads the workload `config` describes and settles what depends on the data: a
+/// timestamped trace turns on the fixed schedule (unless the configuration turns it off
+/// explicitly), the replay window drops entries outside the offsets, and a replay
+/// without a stop condition sends every entry once.
+pub(crate) async fn load(
+    config: ValidatedConfig,
+    endpoint: &EndpointInfo,
+    tokenizer: &Tokenizer,
+    transport: &dyn Transport,
+    hooks: &mut dyn RunHooks,
+) -> Result<Workload, WorkloadError> {
+    let input = &config.input;
+    let seed = input.random_seed.unwrap_or_default();
+    let (mut conversations, preferred, timestamped) =
+        if input.public_dataset == Some(PublicDataset::Sharegpt) {
+            // The input file names a local copy; otherwise the cache, downloaded once.
+            let path = match &input.input_file {
+                Some(path) => path.clone(),
+                None => {
+                    let path = sharegpt_cache_path();
+                    if !path.exists() {
+                        hooks.notice(&Notice::DownloadingShareGpt {
+                            path: &path,
+                            timeout: SHAREGPT_DOWNLOAD_TIMEOUT,
+                        });
+                        fetch_sharegpt(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT).await?;
+                    }
+                    path
+                }
+            };
+            let conversations = load_sharegpt(&path, input.osl_mean.is_some(), tokenizer)?;
+            (conversations, SamplingStrategy::Sequential, false)
+        } else if let Some(path) = &input.input_file {
+            let options = CustomDatasetOptions {
+                dataset_type: input.custom_dataset_type,
+                block_size: input.isl_block_size,
+                num_conversations: config.load.num_sessions.map(|n| n as usize),
+                seed,
+            };
+            let mut loaded = load_custom_dataset(path, &options, tokenizer)?;
+            fill_output_lengths(&mut loaded.conversations, &config, seed)?;
+            (
+                loaded.conversations,
+                loaded.preferred_sampling,
+                loaded.timestamped,
+            )
+        } else {
+            let conversations =
+                SyntheticDataset::new(input, &config.endpoint.models, tokenizer.clone())?
+                    .with_rankings(endpoint.takes_rankings)
+                    .generate()?;
+            (conversations, SamplingStrategy::Shuffle, false)
+        };
+
+    let config = if timestamped && config.load.fixed_schedule.enabled.is_none() {
+        hooks.notice(&Notice::ReplayingTimestamps);
+        config.replaying_timestamps()?
+    } else {
+        config
+    };
+    let fixed = &config.load.fixed_schedule;
+    if let (false, Some(flag)) = (fixed.is_enabled(), fixed.offset_flag()) {
+        return Err(WorkloadError::OffsetWithoutSchedule(flag));
+    }
+    if fixed.is_enabled() {
+        conversations = replay_window(conversations, fixed.start_offset_ms, fixed.end_offset_ms);
+        if conversations.is_empty() {
+            return Err(WorkloadError::EmptyReplayWindow);
+        }
+    }
+    if conversations.is_empty() {
+        return Err(WorkloadError::Empty);
+    }
+    if config.load.user_centric.is_some() && average_turns(&conversations) < 2.0 {
+        return Err(WorkloadError::UserCentricNeedsSessions);
+    }
+    let load = &config.load;
+    let config = if fixed.is_enabled()
+        && load.request_count.is_none()
+        && load.benchmark_duration.is_none()
+    {
+        let every_turn = conversations.iter().map(|c| c.turns.len() as u64).sum();
+        config.modified(|config| config.load.request_count = Some(every_turn))?
+    } else {
+        config
+    };
+    let sampling = if config.load.fixed_schedule.is_enabled() {
+        SamplingStrategy::Sequential
+    } else {
+        config.input.sampling_strategy.unwrap_or(preferred)
+    };
+    Ok(Workload {
+        config,
+        conversations,
+        sampling,
+    })
+}
+
+/// `--osl` for the turns of a dataset file that give no output length of their own (a
+/// line's `output_length` wins), drawn as for synthetic prompts.
+fn fill_output_lengths(
+    conversations: &mut [Conversation],
+    config: &BenchmarkConfig,
+    seed: u64,
+) -> Result<(), WorkloadError> {
+    let Some(mean) = config.input.osl_mean else {
+        return Ok(());
+    };
+    let lengths =
+        LengthDistribution::new(f64::from(mean), config.input.osl_stddev, "output tokens")?;
+    let mut rng = derive_rng(seed, "composer.turn.max_tokens");
+    for turn in conversations.iter_mut().flat_map(|c| c.turns.iter_mut()) {
+        if turn.max_tokens.is_none() && turn.raw_payload.is_none() {
+            turn.max_tokens = Some(lengths.sample(&mut rng));
+        }
+    }
+    Ok(())
+}
+
+fn average_turns(conversations: &[Conversation]) -> f64 {
+    let turns: usize = conversations.iter().map(|c| c.turns.len()).sum();
+    turns as f64 / conversations.len().max(1) as f64
+}
