@@ -64,7 +64,8 @@ pub mod timeline;
 use std::path::{Path, PathBuf};
 
 pub use catalogue::{
-    metric_def, ConsoleGroup, MetricDef, MetricFlags, MetricKind, MetricsContext, CATALOGUE,
+    metric_def, ConsoleGroup, MetricDef, MetricFlags, MetricId, MetricKind, MetricsContext,
+    CATALOGUE,
 };
 pub use export::{
     artifact_dir_name, export_paths, resolve_artifact_dir, write_summary_files, ExportPaths,
@@ -72,7 +73,7 @@ pub use export::{
 };
 pub use record_metrics::{
     compute_record_metrics, count_tokens, usage_without_cache_reporting, MetricValue,
-    RecordMetrics, TokenCounts, CACHE_REPORTING_HINT,
+    RecordMetrics, TokenCounts, UsageTokens, CACHE_REPORTING_HINT,
 };
 pub use sink::{validate_goodput, MetricsSink};
 pub use stats::{Distribution, Stats};

@@ -13,7 +13,7 @@ use aiperf_core::{
 };
 
 use crate::catalogue::{
-    index_of, metric_def, MetricDef, MetricFlags, MetricKind, MetricsContext, CATALOGUE,
+    metric_def, MetricDef, MetricFlags, MetricId, MetricKind, MetricsContext, CATALOGUE,
 };
 use crate::export::jsonl::JsonlWriter;
 #[cfg(feature = "parquet")]
@@ -23,8 +23,8 @@ use crate::export::RecordWriter;
 use crate::live::LiveStats;
 use crate::memo::MemoizedCounter;
 use crate::record_metrics::{
-    compute_record_metrics, count_tokens, usage_fields, usage_without_cache_reporting, MetricValue,
-    RecordMetrics, TokenCounts, CACHE_REPORTING_HINT,
+    compute_record_metrics, count_tokens, usage_without_cache_reporting, MetricValue,
+    RecordMetrics, TokenCounts, UsageTokens, CACHE_REPORTING_HINT,
 };
 use crate::stats::Distribution;
 use crate::summary::{
@@ -71,7 +71,7 @@ pub fn validate_goodput(slos: &[(String, f64)], ctx: &MetricsContext) -> Result<
 
 #[derive(Debug, Clone, Copy)]
 struct Slo {
-    index: usize,
+    id: MetricId,
     threshold: f64,
     larger_is_better: bool,
 }
@@ -173,7 +173,7 @@ struct Totals {
     reasoning: Option<u64>,
     osl: Option<u64>,
     error_isl: Option<u64>,
-    usage: [Option<u64>; 9],
+    usage: UsageTokens,
     usage_discrepancies: Option<u64>,
     osl_mismatches: Option<u64>,
     min_start: Option<u64>,
@@ -211,13 +211,11 @@ impl MetricsSink {
             .goodput
             .iter()
             .filter_map(|(tag, threshold)| {
-                let index = index_of(tag)?;
+                let id = MetricId::from_tag(tag)?;
                 Some(Slo {
-                    index,
+                    id,
                     threshold: *threshold,
-                    larger_is_better: CATALOGUE[index]
-                        .flags
-                        .contains(MetricFlags::LARGER_IS_BETTER),
+                    larger_is_better: id.def().flags.contains(MetricFlags::LARGER_IS_BETTER),
                 })
             })
             .collect();
@@ -350,8 +348,8 @@ impl MetricsSink {
         &self.ctx
     }
 
-    fn dist(&mut self, index: usize) -> &mut Distribution {
-        self.dists[index].get_or_insert_with(Distribution::new)
+    fn dist(&mut self, id: MetricId) -> &mut Distribution {
+        self.dists[id.index()].get_or_insert_with(Distribution::new)
     }
 
     /// Processes one record (what [`RecordSink::on_record`] does), with typed errors.
@@ -416,17 +414,19 @@ impl MetricsSink {
             add(&mut t.reasoning, tokens.reasoning);
             add(&mut t.osl, tokens.osl());
             if let Some(usage) = record.last_usage() {
-                for (slot, (tag, v)) in t.usage.iter_mut().zip(usage_fields(usage)) {
-                    if metric_def(tag).is_some_and(|d| self.ctx.applies(d)) {
-                        add(slot, v);
-                    }
-                }
+                // Summed whether or not the usage metrics apply: the summary reports a
+                // total only where its record metric applies (same applicability flags).
+                t.usage.add(&UsageTokens::of(usage));
             }
-            if metrics
-                .values
-                .iter()
-                .any(|(d, _)| d.tag.ends_with("_diff_pct") && d.tag.starts_with("usage_"))
-            {
+            let usage_diff = |id: MetricId| {
+                matches!(
+                    id,
+                    MetricId::UsagePromptTokensDiffPct
+                        | MetricId::UsageCompletionTokensDiffPct
+                        | MetricId::UsageReasoningTokensDiffPct
+                )
+            };
+            if metrics.values.iter().any(|(d, _)| usage_diff(d.id)) {
                 add(
                     &mut t.usage_discrepancies,
                     Some(u64::from(metrics.usage_discrepancy)),
@@ -453,13 +453,10 @@ impl MetricsSink {
                 tokens.osl().filter(|_| self.ctx.produces_tokens),
             );
             if !self.slos.is_empty() {
-                let good = self.slos.iter().all(|slo| {
-                    let tag = CATALOGUE[slo.index].tag;
-                    match metrics.scalar(tag) {
-                        Some(v) if slo.larger_is_better => v >= slo.threshold,
-                        Some(v) => v <= slo.threshold,
-                        None => false,
-                    }
+                let good = self.slos.iter().all(|slo| match metrics.scalar(slo.id) {
+                    Some(v) if slo.larger_is_better => v >= slo.threshold,
+                    Some(v) => v <= slo.threshold,
+                    None => false,
                 });
                 if good {
                     self.totals.good += 1;
@@ -479,13 +476,10 @@ impl MetricsSink {
             self.errors.entry(error).or_insert((0, next)).0 += 1;
         }
         for (def, value) in metrics.values.iter() {
-            let Some(index) = index_of(def.tag) else {
-                continue;
-            };
             match value {
-                MetricValue::Scalar(v) => self.dist(index).push(*v),
+                MetricValue::Scalar(v) => self.dist(def.id).push(*v),
                 MetricValue::List(vs) => {
-                    let d = self.dist(index);
+                    let d = self.dist(def.id);
                     for v in vs {
                         d.push(*v);
                     }
@@ -503,32 +497,30 @@ impl MetricsSink {
         let slices = self.slices.take();
         let ctx = self.ctx;
         let t = &self.totals;
-        let mut results: Vec<(usize, MetricResult)> = Vec::new();
-        let mut single = |tag: &str, value: Option<f64>| {
-            if let (Some(index), Some(v)) = (index_of(tag), value) {
-                let def = &CATALOGUE[index];
-                if ctx.applies(def) && v.is_finite() {
-                    results.push((index, MetricResult::single(def, v)));
-                }
+        let mut results: Vec<(MetricId, MetricResult)> = Vec::new();
+        let mut single = |id: MetricId, value: Option<f64>| {
+            let def = id.def();
+            if let Some(v) = value.filter(|v| v.is_finite() && ctx.applies(def)) {
+                results.push((id, MetricResult::single(def, v)));
             }
         };
         let f = |v: Option<u64>| v.map(|v| v as f64);
-        single("request_count", Some(t.valid as f64));
+        single(MetricId::RequestCount, Some(t.valid as f64));
         single(
-            "error_request_count",
+            MetricId::ErrorRequestCount,
             (t.errors > 0).then_some(t.errors as f64),
         );
         let completed = t.valid + t.errors;
-        single("completed_request_count", Some(completed as f64));
+        single(MetricId::CompletedRequestCount, Some(completed as f64));
         single(
-            "request_error_rate",
+            MetricId::RequestErrorRate,
             (completed > 0).then(|| t.errors as f64 / completed as f64 * 100.0),
         );
         let bench = match (t.min_start, t.max_end) {
             (Some(a), Some(b)) if b > a => Some((b - a) as f64 / 1e9),
             _ => None,
         };
-        single("benchmark_duration", bench);
+        single(MetricId::BenchmarkDuration, bench);
         // Throughputs divide by the profiling phase window (AIPerf 0.13), falling back to
         // the span of the valid requests.
         let window = run
@@ -546,18 +538,18 @@ impl MetricsSink {
             (Some(v), Some(s)) if t.valid > 0 => Some(v as f64 / s),
             _ => None,
         };
-        single("request_throughput", per_sec(Some(t.valid)));
-        single("output_token_throughput", per_sec(t.osl));
-        single("input_token_throughput", per_sec(t.isl));
+        single(MetricId::RequestThroughput, per_sec(Some(t.valid)));
+        single(MetricId::OutputTokenThroughput, per_sec(t.osl));
+        single(MetricId::InputTokenThroughput, per_sec(t.isl));
         single(
-            "total_token_throughput",
+            MetricId::TotalTokenThroughput,
             per_sec(t.osl.map(|o| o + t.isl.unwrap_or(0))),
         );
         if ctx.goodput {
-            single("goodput", per_sec(Some(t.good)).or(Some(0.0)));
-            single("good_request_count", Some(t.good as f64));
+            single(MetricId::Goodput, per_sec(Some(t.good)).or(Some(0.0)));
+            single(MetricId::GoodRequestCount, Some(t.good as f64));
             single(
-                "good_request_fraction",
+                MetricId::GoodRequestFraction,
                 Some(if completed > 0 {
                     t.good as f64 / completed as f64
                 } else {
@@ -565,59 +557,46 @@ impl MetricsSink {
                 }),
             );
         }
-        single("total_isl", f(t.isl));
-        single("total_output_tokens", f(t.output));
-        single("total_reasoning_tokens", f(t.reasoning));
-        single("total_osl", f(t.osl));
-        single("total_error_isl", f(t.error_isl));
-        let usage_totals = [
-            "total_usage_prompt_tokens",
-            "total_usage_prompt_cache_read_tokens",
-            "total_usage_prompt_cache_write_tokens",
-            "total_usage_prompt_cache_miss_tokens",
-            "total_usage_completion_tokens",
-            "total_usage_reasoning_tokens",
-            "total_usage_accepted_prediction_tokens",
-            "total_usage_rejected_prediction_tokens",
-            "total_usage_total_tokens",
-        ];
-        for (tag, v) in usage_totals.iter().zip(t.usage) {
-            single(tag, f(v));
+        single(MetricId::TotalIsl, f(t.isl));
+        single(MetricId::TotalOutputTokens, f(t.output));
+        single(MetricId::TotalReasoningTokens, f(t.reasoning));
+        single(MetricId::TotalOsl, f(t.osl));
+        single(MetricId::TotalErrorIsl, f(t.error_isl));
+        for (_, total, v) in t.usage.by_metric() {
+            single(total, f(v));
         }
         single(
-            "overall_usage_prompt_cache_read_pct",
-            match (t.usage[1], t.usage[0]) {
+            MetricId::OverallUsagePromptCacheReadPct,
+            match (t.usage.prompt_cache_read, t.usage.prompt) {
                 (Some(read), Some(prompt)) if prompt > 0 => {
                     Some(read as f64 / prompt as f64 * 100.0)
                 }
                 _ => None,
             },
         );
-        single("usage_discrepancy_count", f(t.usage_discrepancies));
-        single("osl_mismatch_count", f(t.osl_mismatches));
+        single(MetricId::UsageDiscrepancyCount, f(t.usage_discrepancies));
+        single(MetricId::OslMismatchCount, f(t.osl_mismatches));
 
-        for (index, dist) in self.dists.iter().enumerate() {
+        for (id, dist) in MetricId::ALL.iter().zip(&self.dists) {
             if let Some(stats) = dist.as_ref().and_then(Distribution::stats) {
-                results.push((index, MetricResult::from_stats(&CATALOGUE[index], &stats)));
+                results.push((*id, MetricResult::from_stats(id.def(), &stats)));
             }
         }
         if let Some(window) = window {
-            for (tag, stats) in self.timeline.compute(window) {
-                if let Some(index) = index_of(tag).filter(|i| ctx.applies(&CATALOGUE[*i])) {
-                    results.push((
-                        index,
-                        MetricResult::from_weighted(&CATALOGUE[index], &stats),
-                    ));
+            for (id, stats) in self.timeline.compute(window) {
+                if ctx.applies(id.def()) {
+                    results.push((id, MetricResult::from_weighted(id.def(), &stats)));
                 }
             }
         }
-        results.sort_by_key(|(i, _)| *i);
+        // catalogue order
+        results.sort_by_key(|(id, _)| *id);
 
         let mut errors: Vec<(ErrorDetails, (u64, usize))> = self.errors.into_iter().collect();
         errors.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
         let schedule_lag = self.lag.stats().map(|s| ScheduleLag {
-            p50_ms: s.percentiles[4],
-            p99_ms: s.percentiles[8],
+            p50_ms: s.p50(),
+            p99_ms: s.p99(),
             max_ms: s.max,
             late_count: self.late,
             count: s.count,
@@ -664,6 +643,8 @@ impl RecordSink for MetricsSink {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::record_metrics::testkit::*;
     use aiperf_core::PhaseStats;
@@ -917,6 +898,94 @@ mod tests {
             "Metric tag(s) in --goodput not applicable to this run: time_to_first_token (needs --streaming)"
         );
         assert!(validate_goodput(&[("request_latency".into(), 1.0)], &ctx).is_ok());
+    }
+
+    /// A streamed record that gives every record metric a value: reasoning, two content
+    /// chunks, a usage chunk with every usage field, transport stamps and a requested
+    /// length it misses.
+    fn exhaustive_record() -> RequestRecord {
+        let usage = r#"{"prompt_tokens":5,"completion_tokens":9,"total_tokens":14,
+            "prompt_tokens_details":{"cached_tokens":2},"cache_creation_input_tokens":1,
+            "prompt_cache_miss_tokens":3,"completion_tokens_details":{"reasoning_tokens":1,
+            "accepted_prediction_tokens":1,"rejected_prediction_tokens":1}}"#;
+        let mut r = record(
+            0,
+            "a b c d",
+            vec![
+                resp(10 * MS, "", "think", None),
+                resp(20 * MS, "w w ", "", None),
+                resp(30 * MS, "w", "", None),
+                resp(40 * MS, "", "", Some(usage)),
+            ],
+        );
+        r.requested_max_tokens = Some(100);
+        r.http = Some(aiperf_core::HttpTiming {
+            connection_reused: false,
+            connect_ns: Some((MS / 10, MS)),
+            request_sent_ns: Some(2 * MS),
+            first_chunk_ns: Some(10 * MS),
+            request_bytes: 512,
+            response_head_bytes: 100,
+        });
+        r
+    }
+
+    #[test]
+    fn every_catalogue_metric_comes_from_the_computation_its_kind_names() {
+        // An id is a catalogue row by construction (`MetricId`), so a computation cannot
+        // produce a metric the catalogue lacks. What is left to check is the other way:
+        // that each row is produced, by the one computation its kind names:
+        // - `Record`: `compute_record_metrics`, once per record;
+        // - `TimeWeighted`: `Timeline::compute` (`TIMELINE_METRICS`);
+        // - `Aggregate` and `Derived`: the run totals of `MetricsSink::summarize`.
+        let records = [exhaustive_record(), failed(0, "x y", 500, "boom")];
+        let ctx = MetricsContext::streaming_chat();
+        let per_record: BTreeSet<MetricId> = records
+            .iter()
+            .flat_map(|r| {
+                let tokens = count_tokens(r, Some(&Words), &ctx);
+                compute_record_metrics(r, &tokens, &ctx).values
+            })
+            .map(|(def, _)| def.id)
+            .collect();
+        let timeline: BTreeSet<MetricId> = crate::timeline::TIMELINE_METRICS.into();
+
+        let mut s = sink(vec![("request_latency".into(), 1000.0)]);
+        for r in &records {
+            s.process(r).unwrap();
+        }
+        let summary = s.summarize(&run((0, 1000))).unwrap();
+        let summarized: BTreeSet<MetricId> = summary
+            .metrics
+            .iter()
+            .map(|m| MetricId::from_tag(m.tag).unwrap())
+            .collect();
+        let run_totals: BTreeSet<MetricId> = summarized
+            .iter()
+            .filter(|id| !per_record.contains(id) && !timeline.contains(id))
+            .copied()
+            .collect();
+
+        for &id in MetricId::ALL {
+            let produced_by = [
+                (per_record.contains(&id), "compute_record_metrics"),
+                (timeline.contains(&id), "Timeline::compute"),
+                (run_totals.contains(&id), "MetricsSink::summarize"),
+            ];
+            let producers: Vec<&str> = produced_by
+                .iter()
+                .filter(|(produces, _)| *produces)
+                .map(|(_, name)| *name)
+                .collect();
+            let expected = match id.def().kind {
+                MetricKind::Record => "compute_record_metrics",
+                MetricKind::TimeWeighted => "Timeline::compute",
+                MetricKind::Aggregate | MetricKind::Derived => "MetricsSink::summarize",
+            };
+            assert_eq!(producers, [expected], "{}", id.tag());
+        }
+        // and every value computed reaches the summary
+        assert_eq!(summarized.len(), MetricId::ALL.len());
     }
 
     /// What a [`Tally`] writer saw, shared with the test.

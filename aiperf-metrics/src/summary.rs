@@ -3,7 +3,7 @@
 
 use aiperf_core::{BenchmarkConfig, ErrorDetails};
 
-use crate::catalogue::{ConsoleGroup, MetricDef, MetricKind, MetricsContext};
+use crate::catalogue::{ConsoleGroup, MetricDef, MetricId, MetricKind, MetricsContext};
 use crate::stats::{Stats, WeightedStats};
 
 /// Schedule lag above which a send counts as late (1 ms).
@@ -93,19 +93,19 @@ impl MetricResult {
 
     /// A record metric from its statistics.
     pub fn from_stats(def: &MetricDef, s: &Stats) -> Self {
-        let p = s.percentiles;
+        let [p1, p5, p10, p25, p50, p75, p90, p95, p99] = s.percentiles;
         Self {
             min: Some(s.min),
             max: Some(s.max),
-            p1: Some(p[0]),
-            p5: Some(p[1]),
-            p10: Some(p[2]),
-            p25: Some(p[3]),
-            p50: Some(p[4]),
-            p75: Some(p[5]),
-            p90: Some(p[6]),
-            p95: Some(p[7]),
-            p99: Some(p[8]),
+            p1: Some(p1),
+            p5: Some(p5),
+            p10: Some(p10),
+            p25: Some(p25),
+            p50: Some(p50),
+            p75: Some(p75),
+            p90: Some(p90),
+            p95: Some(p95),
+            p99: Some(p99),
             std: Some(s.std),
             count: Some(s.count),
             sum: Some(s.sum),
@@ -229,15 +229,16 @@ impl Summary {
     /// from its prompt cache: [`CACHE_REPORTING_HINT`](crate::CACHE_REPORTING_HINT) applies. A reported total of 0
     /// (caching on, no hits) does not count.
     pub fn lacks_cache_reporting(&self) -> bool {
-        self.metric("total_usage_prompt_tokens").is_some()
+        self.metric(MetricId::TotalUsagePromptTokens.tag())
+            .is_some()
             && self
-                .metric("total_usage_prompt_cache_read_tokens")
+                .metric(MetricId::TotalUsagePromptCacheReadTokens.tag())
                 .is_none()
     }
 
     /// Valid (successful) requests.
     pub fn request_count(&self) -> u64 {
-        self.metric("request_count")
+        self.metric(MetricId::RequestCount.tag())
             .map(|m| m.avg as u64)
             .unwrap_or(0)
     }
@@ -254,7 +255,8 @@ impl Summary {
 
     /// The benchmark duration in seconds, if known.
     pub fn benchmark_duration_secs(&self) -> Option<f64> {
-        self.metric("benchmark_duration").map(|m| m.avg)
+        self.metric(MetricId::BenchmarkDuration.tag())
+            .map(|m| m.avg)
     }
 
     /// The console title, e.g. `LLM Metrics`.

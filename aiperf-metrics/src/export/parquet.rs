@@ -200,7 +200,7 @@ impl Rows {
         self.request_end_ns.append_value(wall(record.end_ns));
         self.benchmark_phase.append_value(credit.phase.to_string());
         for (def, column) in &mut self.metrics {
-            column.append(metrics.get(def.tag));
+            column.append(metrics.get(def.id));
         }
         // as JSONL: a failed record without error details is an invalid result
         let invalid;

@@ -19,7 +19,7 @@ use crate::MetricsError;
 ///
 /// ```
 /// use aiperf_core::RequestRecord;
-/// use aiperf_metrics::{MetricsError, RecordMetrics, RecordWriter};
+/// use aiperf_metrics::{MetricId, MetricsError, RecordMetrics, RecordWriter};
 ///
 /// /// Keeps the request latency of each profiling record.
 /// #[derive(Debug, Default)]
@@ -32,7 +32,7 @@ use crate::MetricsError;
 ///         metrics: &RecordMetrics,
 ///         _phase_index: u32,
 ///     ) -> Result<(), MetricsError> {
-///         self.0.extend(metrics.scalar("request_latency"));
+///         self.0.extend(metrics.scalar(MetricId::RequestLatency));
 ///         Ok(())
 ///     }
 ///
