@@ -4,6 +4,10 @@
 //!
 //! Values are held in the **display unit** from the start (ms, sec, tokens/sec, …), so
 //! exports, goodput thresholds and summaries all speak the same unit.
+//!
+//! Code names a metric by its [`MetricId`], so a misspelt metric does not compile; its
+//! tag (`time_to_first_token`) is what artifacts and users write, and
+//! [`MetricId::from_tag`] / [`metric_def`] look tags up.
 
 use std::ops::BitOr;
 
@@ -85,6 +89,8 @@ impl BitOr for MetricFlags {
 /// Everything known about one metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MetricDef {
+    /// Its typed name.
+    pub id: MetricId,
     /// Machine name, the JSON key (e.g. `time_to_first_token`).
     pub tag: &'static str,
     /// Display name (e.g. `Time to First Token`).
@@ -180,829 +186,185 @@ const INT: MetricFlags = MetricFlags::INTEGER;
 const UDO: MetricFlags = MetricFlags::USAGE_DIFF_ONLY;
 const EO: MetricFlags = MetricFlags::ERROR_ONLY;
 const GP: MetricFlags = MetricFlags::GOODPUT;
-const NONE: MetricFlags = MetricFlags::NONE;
+const LIST: MetricFlags = MetricFlags::LIST;
 
-const fn m(
-    tag: &'static str,
-    header: &'static str,
-    unit: &'static str,
-    kind: MetricKind,
-    group: ConsoleGroup,
-    order: u32,
-    flags: MetricFlags,
-) -> MetricDef {
-    MetricDef {
-        tag,
-        header,
-        unit,
-        kind,
-        group,
-        order,
-        flags,
+/// Every flag of `flags` (`|` is not callable in a `static`).
+const fn union(flags: &[MetricFlags]) -> MetricFlags {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < flags.len() {
+        bits |= flags[i].0;
+        i += 1;
     }
-}
-
-const fn or(a: MetricFlags, b: MetricFlags) -> MetricFlags {
-    MetricFlags(a.0 | b.0)
+    MetricFlags(bits)
 }
 
 /// Order given to metrics the console never shows.
 pub const HIDDEN_ORDER: u32 = u32::MAX;
 
-/// Every metric, in display order within each group.
-pub static CATALOGUE: &[MetricDef] = &[
+/// Declares [`MetricId`] and [`CATALOGUE`] from one table, so that they cannot drift
+/// apart: an id's discriminant is the index of its row.
+macro_rules! catalogue {
+    ($(
+        $id:ident => $tag:literal, $header:literal, $unit:literal, $kind:ident,
+            $group:ident, $order:expr, [$($flag:ident),*];
+    )+) => {
+        /// One metric of the [`CATALOGUE`]. Its [`tag`](MetricId::tag) is its key in every
+        /// artifact; code names metrics by id, user text by tag ([`MetricId::from_tag`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum MetricId {
+            $(
+                #[doc = concat!($header, " (`", $tag, "`).")]
+                $id,
+            )+
+        }
+
+        impl MetricId {
+            /// Every metric, in catalogue order.
+            pub const ALL: &'static [MetricId] = &[$(MetricId::$id),+];
+        }
+
+        /// Every metric, in display order within each group; row `i` is the metric whose
+        /// [`MetricId`] is the `i`-th.
+        pub static CATALOGUE: &[MetricDef] = &[$(
+            MetricDef {
+                id: MetricId::$id,
+                tag: $tag,
+                header: $header,
+                unit: $unit,
+                kind: $kind,
+                group: $group,
+                order: $order,
+                flags: union(&[$($flag),*]),
+            },
+        )+];
+    };
+}
+
+// One row per metric: id => tag, header, unit, kind, console group, console order, flags.
+// Flags: STO streaming and tokens out, PTO tokens out, TIO tokenized input, LIB larger is
+// better, NIR not in the per-record exports, INT integer, UDO client-vs-server diffs,
+// EO failed records only, GP needs --goodput, LIST a list per record.
+#[rustfmt::skip]
+catalogue! {
     // latency / streaming
-    m(
-        "time_to_first_token",
-        "Time to First Token",
-        "ms",
-        Record,
-        Main,
-        100,
-        STO,
-    ),
-    m(
-        "time_to_second_token",
-        "Time to Second Token",
-        "ms",
-        Record,
-        Main,
-        200,
-        STO,
-    ),
-    m(
-        "time_to_first_output_token",
-        "Time to First Output Token",
-        "ms",
-        Record,
-        Main,
-        210,
-        STO,
-    ),
-    m(
-        "request_latency",
-        "Request Latency",
-        "ms",
-        Record,
-        Main,
-        300,
-        NONE,
-    ),
-    m(
-        "decode_duration",
-        "Decode Duration",
-        "ms",
-        Record,
-        Main,
-        350,
-        STO,
-    ),
-    m(
-        "inter_token_latency",
-        "Inter Token Latency",
-        "ms",
-        Record,
-        Main,
-        400,
-        STO,
-    ),
-    m(
-        "inter_chunk_latency",
-        "Inter Chunk Latency",
-        "ms",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        or(STO, MetricFlags::LIST),
-    ),
-    m(
-        "output_token_throughput_per_user",
-        "Output Token Throughput Per User",
-        "tokens/sec/user",
-        Record,
-        Main,
-        500,
-        or(STO, LIB),
-    ),
-    m(
-        "e2e_output_token_throughput",
-        "E2E Output Token Throughput",
-        "tokens/sec/user",
-        Record,
-        Main,
-        510,
-        or(PTO, LIB),
-    ),
-    m(
-        "prefill_throughput_per_user",
-        "Prefill Throughput Per User",
-        "tokens/sec/user",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        or(or(STO, TIO), LIB),
-    ),
-    m(
-        "credit_to_start_latency",
-        "Credit-to-Start Latency",
-        "ms",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        NIR,
-    ),
+    TimeToFirstToken             => "time_to_first_token",              "Time to First Token",              "ms",              Record, Main,   100,          [STO];
+    TimeToSecondToken            => "time_to_second_token",             "Time to Second Token",             "ms",              Record, Main,   200,          [STO];
+    TimeToFirstOutputToken       => "time_to_first_output_token",       "Time to First Output Token",       "ms",              Record, Main,   210,          [STO];
+    RequestLatency               => "request_latency",                  "Request Latency",                  "ms",              Record, Main,   300,          [];
+    DecodeDuration               => "decode_duration",                  "Decode Duration",                  "ms",              Record, Main,   350,          [STO];
+    InterTokenLatency            => "inter_token_latency",              "Inter Token Latency",              "ms",              Record, Main,   400,          [STO];
+    InterChunkLatency            => "inter_chunk_latency",              "Inter Chunk Latency",              "ms",              Record, Hidden, HIDDEN_ORDER, [STO, LIST];
+    OutputTokenThroughputPerUser => "output_token_throughput_per_user", "Output Token Throughput Per User", "tokens/sec/user", Record, Main,   500,          [STO, LIB];
+    E2eOutputTokenThroughput     => "e2e_output_token_throughput",      "E2E Output Token Throughput",      "tokens/sec/user", Record, Main,   510,          [PTO, LIB];
+    PrefillThroughputPerUser     => "prefill_throughput_per_user",      "Prefill Throughput Per User",      "tokens/sec/user", Record, Hidden, HIDDEN_ORDER, [STO, TIO, LIB];
+    CreditToStartLatency         => "credit_to_start_latency",          "Credit-to-Start Latency",          "ms",              Record, Hidden, HIDDEN_ORDER, [NIR];
     // token counts
-    m(
-        "output_sequence_length",
-        "Output Sequence Length",
-        "tokens",
-        Record,
-        Main,
-        600,
-        or(or(PTO, LIB), INT),
-    ),
-    m(
-        "input_sequence_length",
-        "Input Sequence Length",
-        "tokens",
-        Record,
-        Main,
-        700,
-        or(or(TIO, LIB), INT),
-    ),
-    m(
-        "output_token_count",
-        "Output Token Count",
-        "tokens",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        or(or(PTO, LIB), INT),
-    ),
-    m(
-        "reasoning_token_count",
-        "Reasoning Token Count",
-        "tokens",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        or(or(PTO, LIB), INT),
-    ),
-    m(
-        "error_isl",
-        "Error Input Sequence Length",
-        "tokens",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        or(or(TIO, EO), INT),
-    ),
+    OutputSequenceLength => "output_sequence_length", "Output Sequence Length",      "tokens", Record, Main,   600,          [PTO, LIB, INT];
+    InputSequenceLength  => "input_sequence_length",  "Input Sequence Length",       "tokens", Record, Main,   700,          [TIO, LIB, INT];
+    OutputTokenCount     => "output_token_count",     "Output Token Count",          "tokens", Record, Hidden, HIDDEN_ORDER, [PTO, LIB, INT];
+    ReasoningTokenCount  => "reasoning_token_count",  "Reasoning Token Count",       "tokens", Record, Hidden, HIDDEN_ORDER, [PTO, LIB, INT];
+    ErrorIsl             => "error_isl",              "Error Input Sequence Length", "tokens", Record, Hidden, HIDDEN_ORDER, [TIO, EO, INT];
     // run-level counts and throughputs
-    m(
-        "output_token_throughput",
-        "Output Token Throughput",
-        "tokens/sec",
-        Derived,
-        Main,
-        800,
-        or(PTO, LIB),
-    ),
-    m(
-        "input_token_throughput",
-        "Input Token Throughput",
-        "tokens/sec",
-        Derived,
-        Main,
-        810,
-        or(TIO, LIB),
-    ),
-    m(
-        "request_throughput",
-        "Request Throughput",
-        "requests/sec",
-        Derived,
-        Main,
-        900,
-        LIB,
-    ),
-    m(
-        "goodput",
-        "Goodput",
-        "requests/sec",
-        Derived,
-        Main,
-        1000,
-        or(GP, LIB),
-    ),
-    m(
-        "completed_request_count",
-        "Completed Requests (Success + Error)",
-        "requests",
-        Aggregate,
-        Main,
-        1050,
-        NIR,
-    ),
-    m(
-        "request_error_rate",
-        "Request Error Rate",
-        "%",
-        Derived,
-        Main,
-        1060,
-        NIR,
-    ),
-    m(
-        "request_count",
-        "Request Count",
-        "requests",
-        Aggregate,
-        Main,
-        1100,
-        or(LIB, NIR),
-    ),
-    m(
-        "error_request_count",
-        "Error Request Count",
-        "requests",
-        Aggregate,
-        Hidden,
-        HIDDEN_ORDER,
-        or(EO, NIR),
-    ),
-    m(
-        "good_request_count",
-        "Good Request Count",
-        "requests",
-        Aggregate,
-        Hidden,
-        HIDDEN_ORDER,
-        or(or(GP, LIB), NIR),
-    ),
-    m(
-        "good_request_fraction",
-        "GoodRequestFraction",
-        "ratio",
-        Derived,
-        Hidden,
-        HIDDEN_ORDER,
-        or(or(GP, LIB), NIR),
-    ),
-    m(
-        "benchmark_duration",
-        "Benchmark Duration",
-        "sec",
-        Derived,
-        Hidden,
-        HIDDEN_ORDER,
-        NIR,
-    ),
-    m(
-        "total_isl",
-        "Total Input Sequence Length",
-        "tokens",
-        Derived,
-        Hidden,
-        HIDDEN_ORDER,
-        or(TIO, NIR),
-    ),
-    m(
-        "total_output_tokens",
-        "Total Output Tokens",
-        "tokens",
-        Derived,
-        Hidden,
-        HIDDEN_ORDER,
-        or(PTO, NIR),
-    ),
-    m(
-        "total_reasoning_tokens",
-        "Total Reasoning Tokens",
-        "tokens",
-        Derived,
-        Hidden,
-        HIDDEN_ORDER,
-        or(PTO, NIR),
-    ),
-    m(
-        "total_osl",
-        "Total Output Sequence Length",
-        "tokens",
-        Derived,
-        Hidden,
-        HIDDEN_ORDER,
-        or(PTO, NIR),
-    ),
-    m(
-        "total_token_throughput",
-        "Total Token Throughput",
-        "tokens/sec",
-        Derived,
-        Hidden,
-        HIDDEN_ORDER,
-        or(PTO, LIB),
-    ),
-    m(
-        "total_error_isl",
-        "Total Error Input Sequence Length",
-        "tokens",
-        Derived,
-        Hidden,
-        HIDDEN_ORDER,
-        or(or(TIO, EO), NIR),
-    ),
+    OutputTokenThroughput => "output_token_throughput", "Output Token Throughput",              "tokens/sec",   Derived,   Main,   800,          [PTO, LIB];
+    InputTokenThroughput  => "input_token_throughput",  "Input Token Throughput",               "tokens/sec",   Derived,   Main,   810,          [TIO, LIB];
+    RequestThroughput     => "request_throughput",      "Request Throughput",                   "requests/sec", Derived,   Main,   900,          [LIB];
+    Goodput               => "goodput",                 "Goodput",                              "requests/sec", Derived,   Main,   1000,         [GP, LIB];
+    CompletedRequestCount => "completed_request_count", "Completed Requests (Success + Error)", "requests",     Aggregate, Main,   1050,         [NIR];
+    RequestErrorRate      => "request_error_rate",      "Request Error Rate",                   "%",            Derived,   Main,   1060,         [NIR];
+    RequestCount          => "request_count",           "Request Count",                        "requests",     Aggregate, Main,   1100,         [LIB, NIR];
+    ErrorRequestCount     => "error_request_count",     "Error Request Count",                  "requests",     Aggregate, Hidden, HIDDEN_ORDER, [EO, NIR];
+    GoodRequestCount      => "good_request_count",      "Good Request Count",                   "requests",     Aggregate, Hidden, HIDDEN_ORDER, [GP, LIB, NIR];
+    GoodRequestFraction   => "good_request_fraction",   "GoodRequestFraction",                  "ratio",        Derived,   Hidden, HIDDEN_ORDER, [GP, LIB, NIR];
+    BenchmarkDuration     => "benchmark_duration",      "Benchmark Duration",                   "sec",          Derived,   Hidden, HIDDEN_ORDER, [NIR];
+    TotalIsl              => "total_isl",               "Total Input Sequence Length",          "tokens",       Derived,   Hidden, HIDDEN_ORDER, [TIO, NIR];
+    TotalOutputTokens     => "total_output_tokens",     "Total Output Tokens",                  "tokens",       Derived,   Hidden, HIDDEN_ORDER, [PTO, NIR];
+    TotalReasoningTokens  => "total_reasoning_tokens",  "Total Reasoning Tokens",               "tokens",       Derived,   Hidden, HIDDEN_ORDER, [PTO, NIR];
+    TotalOsl              => "total_osl",               "Total Output Sequence Length",         "tokens",       Derived,   Hidden, HIDDEN_ORDER, [PTO, NIR];
+    TotalTokenThroughput  => "total_token_throughput",  "Total Token Throughput",               "tokens/sec",   Derived,   Hidden, HIDDEN_ORDER, [PTO, LIB];
+    TotalErrorIsl         => "total_error_isl",         "Total Error Input Sequence Length",    "tokens",       Derived,   Hidden, HIDDEN_ORDER, [TIO, EO, NIR];
     // usage fields
-    m(
-        "usage_prompt_tokens",
-        "Usage Prompt Tokens",
-        "tokens",
-        Record,
-        Usage,
-        1000,
-        or(TIO, INT),
-    ),
-    m(
-        "usage_prompt_cache_read_tokens",
-        "Usage Prompt Cache Read Tokens",
-        "tokens",
-        Record,
-        Usage,
-        1010,
-        or(TIO, INT),
-    ),
-    m(
-        "usage_prompt_cache_write_tokens",
-        "Usage Prompt Cache Write Tokens",
-        "tokens",
-        Record,
-        Usage,
-        1015,
-        or(TIO, INT),
-    ),
-    m(
-        "usage_prompt_cache_miss_tokens",
-        "Usage Prompt Cache Miss Tokens",
-        "tokens",
-        Record,
-        Usage,
-        1017,
-        or(TIO, INT),
-    ),
-    m(
-        "usage_completion_tokens",
-        "Usage Completion Tokens",
-        "tokens",
-        Record,
-        Usage,
-        1100,
-        or(PTO, INT),
-    ),
-    m(
-        "usage_reasoning_tokens",
-        "Usage Reasoning Tokens",
-        "tokens",
-        Record,
-        Usage,
-        1110,
-        or(PTO, INT),
-    ),
-    m(
-        "usage_accepted_prediction_tokens",
-        "Usage Accepted Prediction Tokens",
-        "tokens",
-        Record,
-        Usage,
-        1130,
-        or(PTO, INT),
-    ),
-    m(
-        "usage_rejected_prediction_tokens",
-        "Usage Rejected Prediction Tokens",
-        "tokens",
-        Record,
-        Usage,
-        1140,
-        or(PTO, INT),
-    ),
-    m(
-        "usage_total_tokens",
-        "Usage Total Tokens",
-        "tokens",
-        Record,
-        Usage,
-        1200,
-        or(PTO, INT),
-    ),
-    m(
-        "total_usage_prompt_tokens",
-        "Total Usage Prompt Tokens",
-        "tokens",
-        Derived,
-        Usage,
-        2000,
-        or(TIO, NIR),
-    ),
-    m(
-        "total_usage_prompt_cache_read_tokens",
-        "Total Usage Prompt Cache Read Tokens",
-        "tokens",
-        Derived,
-        Usage,
-        2010,
-        or(TIO, NIR),
-    ),
-    m(
-        "overall_usage_prompt_cache_read_pct",
-        "Overall Usage Prompt Cache Read %",
-        "%",
-        Derived,
-        Usage,
-        2012,
-        or(TIO, NIR),
-    ),
-    m(
-        "total_usage_prompt_cache_write_tokens",
-        "Total Usage Prompt Cache Write Tokens",
-        "tokens",
-        Derived,
-        Usage,
-        2015,
-        or(TIO, NIR),
-    ),
-    m(
-        "total_usage_prompt_cache_miss_tokens",
-        "Total Usage Prompt Cache Miss Tokens",
-        "tokens",
-        Derived,
-        Usage,
-        2017,
-        or(TIO, NIR),
-    ),
-    m(
-        "total_usage_completion_tokens",
-        "Total Usage Completion Tokens",
-        "tokens",
-        Derived,
-        Usage,
-        2100,
-        or(PTO, NIR),
-    ),
-    m(
-        "total_usage_reasoning_tokens",
-        "Total Usage Reasoning Tokens",
-        "tokens",
-        Derived,
-        Usage,
-        2110,
-        or(PTO, NIR),
-    ),
-    m(
-        "total_usage_accepted_prediction_tokens",
-        "Total Usage Accepted Prediction Tokens",
-        "tokens",
-        Derived,
-        Usage,
-        2130,
-        or(PTO, NIR),
-    ),
-    m(
-        "total_usage_rejected_prediction_tokens",
-        "Total Usage Rejected Prediction Tokens",
-        "tokens",
-        Derived,
-        Usage,
-        2140,
-        or(PTO, NIR),
-    ),
-    m(
-        "total_usage_total_tokens",
-        "Total Usage Total Tokens",
-        "tokens",
-        Derived,
-        Usage,
-        2200,
-        or(PTO, NIR),
-    ),
+    UsagePromptTokens                  => "usage_prompt_tokens",                    "Usage Prompt Tokens",                    "tokens", Record,  Usage, 1000, [TIO, INT];
+    UsagePromptCacheReadTokens         => "usage_prompt_cache_read_tokens",         "Usage Prompt Cache Read Tokens",         "tokens", Record,  Usage, 1010, [TIO, INT];
+    UsagePromptCacheWriteTokens        => "usage_prompt_cache_write_tokens",        "Usage Prompt Cache Write Tokens",        "tokens", Record,  Usage, 1015, [TIO, INT];
+    UsagePromptCacheMissTokens         => "usage_prompt_cache_miss_tokens",         "Usage Prompt Cache Miss Tokens",         "tokens", Record,  Usage, 1017, [TIO, INT];
+    UsageCompletionTokens              => "usage_completion_tokens",                "Usage Completion Tokens",                "tokens", Record,  Usage, 1100, [PTO, INT];
+    UsageReasoningTokens               => "usage_reasoning_tokens",                 "Usage Reasoning Tokens",                 "tokens", Record,  Usage, 1110, [PTO, INT];
+    UsageAcceptedPredictionTokens      => "usage_accepted_prediction_tokens",       "Usage Accepted Prediction Tokens",       "tokens", Record,  Usage, 1130, [PTO, INT];
+    UsageRejectedPredictionTokens      => "usage_rejected_prediction_tokens",       "Usage Rejected Prediction Tokens",       "tokens", Record,  Usage, 1140, [PTO, INT];
+    UsageTotalTokens                   => "usage_total_tokens",                     "Usage Total Tokens",                     "tokens", Record,  Usage, 1200, [PTO, INT];
+    TotalUsagePromptTokens             => "total_usage_prompt_tokens",              "Total Usage Prompt Tokens",              "tokens", Derived, Usage, 2000, [TIO, NIR];
+    TotalUsagePromptCacheReadTokens    => "total_usage_prompt_cache_read_tokens",   "Total Usage Prompt Cache Read Tokens",   "tokens", Derived, Usage, 2010, [TIO, NIR];
+    OverallUsagePromptCacheReadPct     => "overall_usage_prompt_cache_read_pct",    "Overall Usage Prompt Cache Read %",      "%",      Derived, Usage, 2012, [TIO, NIR];
+    TotalUsagePromptCacheWriteTokens   => "total_usage_prompt_cache_write_tokens",  "Total Usage Prompt Cache Write Tokens",  "tokens", Derived, Usage, 2015, [TIO, NIR];
+    TotalUsagePromptCacheMissTokens    => "total_usage_prompt_cache_miss_tokens",   "Total Usage Prompt Cache Miss Tokens",   "tokens", Derived, Usage, 2017, [TIO, NIR];
+    TotalUsageCompletionTokens         => "total_usage_completion_tokens",          "Total Usage Completion Tokens",          "tokens", Derived, Usage, 2100, [PTO, NIR];
+    TotalUsageReasoningTokens          => "total_usage_reasoning_tokens",           "Total Usage Reasoning Tokens",           "tokens", Derived, Usage, 2110, [PTO, NIR];
+    TotalUsageAcceptedPredictionTokens => "total_usage_accepted_prediction_tokens", "Total Usage Accepted Prediction Tokens", "tokens", Derived, Usage, 2130, [PTO, NIR];
+    TotalUsageRejectedPredictionTokens => "total_usage_rejected_prediction_tokens", "Total Usage Rejected Prediction Tokens", "tokens", Derived, Usage, 2140, [PTO, NIR];
+    TotalUsageTotalTokens              => "total_usage_total_tokens",               "Total Usage Total Tokens",               "tokens", Derived, Usage, 2200, [PTO, NIR];
     // client vs server token counts
-    m(
-        "usage_prompt_tokens_diff_pct",
-        "Usage Prompt Diff %",
-        "%",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        or(TIO, UDO),
-    ),
-    m(
-        "usage_completion_tokens_diff_pct",
-        "Usage Completion Diff %",
-        "%",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        or(PTO, UDO),
-    ),
-    m(
-        "usage_reasoning_tokens_diff_pct",
-        "Usage Reasoning Diff %",
-        "%",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        or(PTO, UDO),
-    ),
-    m(
-        "usage_discrepancy_count",
-        "Usage Discrepancy Count",
-        "requests",
-        Aggregate,
-        Hidden,
-        HIDDEN_ORDER,
-        or(UDO, NIR),
-    ),
+    UsagePromptTokensDiffPct     => "usage_prompt_tokens_diff_pct",     "Usage Prompt Diff %",     "%",        Record,    Hidden, HIDDEN_ORDER, [TIO, UDO];
+    UsageCompletionTokensDiffPct => "usage_completion_tokens_diff_pct", "Usage Completion Diff %", "%",        Record,    Hidden, HIDDEN_ORDER, [PTO, UDO];
+    UsageReasoningTokensDiffPct  => "usage_reasoning_tokens_diff_pct",  "Usage Reasoning Diff %",  "%",        Record,    Hidden, HIDDEN_ORDER, [PTO, UDO];
+    UsageDiscrepancyCount        => "usage_discrepancy_count",          "Usage Discrepancy Count", "requests", Aggregate, Hidden, HIDDEN_ORDER, [UDO, NIR];
     // requested vs produced output length
-    m(
-        "osl_mismatch_diff_pct",
-        "OSL Mismatch Diff %",
-        "%",
-        Record,
-        Hidden,
-        HIDDEN_ORDER,
-        PTO,
-    ),
-    m(
-        "osl_mismatch_count",
-        "OSL Mismatch Count",
-        "requests",
-        Aggregate,
-        Hidden,
-        HIDDEN_ORDER,
-        or(PTO, NIR),
-    ),
+    OslMismatchDiffPct => "osl_mismatch_diff_pct", "OSL Mismatch Diff %", "%",        Record,    Hidden, HIDDEN_ORDER, [PTO];
+    OslMismatchCount   => "osl_mismatch_count",    "OSL Mismatch Count",  "requests", Aggregate, Hidden, HIDDEN_ORDER, [PTO, NIR];
     // HTTP trace (k6 names; stamped by the transport)
-    m(
-        "http_req_blocked",
-        "HTTP Blocked",
-        "ms",
-        Record,
-        HttpTrace,
-        2000,
-        NONE,
-    ),
-    m(
-        "http_req_dns_lookup",
-        "HTTP DNS Lookup",
-        "ms",
-        Record,
-        HttpTrace,
-        2010,
-        NONE,
-    ),
-    m(
-        "http_req_connecting",
-        "HTTP Connecting",
-        "ms",
-        Record,
-        HttpTrace,
-        2020,
-        NONE,
-    ),
-    m(
-        "http_req_sending",
-        "HTTP Sending",
-        "ms",
-        Record,
-        HttpTrace,
-        2030,
-        NONE,
-    ),
-    m(
-        "http_req_waiting",
-        "HTTP Waiting (TTFB)",
-        "ms",
-        Record,
-        HttpTrace,
-        2040,
-        NONE,
-    ),
-    m(
-        "http_req_receiving",
-        "HTTP Receiving",
-        "ms",
-        Record,
-        HttpTrace,
-        2050,
-        NONE,
-    ),
-    m(
-        "http_req_connection_reused",
-        "HTTP Connection Reused",
-        "ratio",
-        Record,
-        HttpTrace,
-        2060,
-        INT,
-    ),
-    m(
-        "http_req_data_sent",
-        "HTTP Data Sent",
-        "KB",
-        Record,
-        HttpTrace,
-        2070,
-        NONE,
-    ),
-    m(
-        "http_req_chunks_sent",
-        "HTTP Chunks Sent",
-        "count",
-        Record,
-        HttpTrace,
-        2080,
-        INT,
-    ),
-    m(
-        "http_req_data_received",
-        "HTTP Data Received",
-        "KB",
-        Record,
-        HttpTrace,
-        2090,
-        NONE,
-    ),
-    m(
-        "http_req_chunks_received",
-        "HTTP Chunks Received",
-        "count",
-        Record,
-        HttpTrace,
-        2100,
-        INT,
-    ),
-    m(
-        "http_req_connection_overhead",
-        "HTTP Connection Overhead",
-        "ms",
-        Record,
-        HttpTrace,
-        2110,
-        NONE,
-    ),
-    m(
-        "http_req_duration",
-        "HTTP Duration (excl. conn)",
-        "ms",
-        Record,
-        HttpTrace,
-        2120,
-        NONE,
-    ),
-    m(
-        "http_req_total",
-        "HTTP Total Time",
-        "ms",
-        Record,
-        HttpTrace,
-        2130,
-        NONE,
-    ),
+    HttpReqBlocked            => "http_req_blocked",             "HTTP Blocked",               "ms",    Record, HttpTrace, 2000, [];
+    HttpReqDnsLookup          => "http_req_dns_lookup",          "HTTP DNS Lookup",            "ms",    Record, HttpTrace, 2010, [];
+    HttpReqConnecting         => "http_req_connecting",          "HTTP Connecting",            "ms",    Record, HttpTrace, 2020, [];
+    HttpReqSending            => "http_req_sending",             "HTTP Sending",               "ms",    Record, HttpTrace, 2030, [];
+    HttpReqWaiting            => "http_req_waiting",             "HTTP Waiting (TTFB)",        "ms",    Record, HttpTrace, 2040, [];
+    HttpReqReceiving          => "http_req_receiving",           "HTTP Receiving",             "ms",    Record, HttpTrace, 2050, [];
+    HttpReqConnectionReused   => "http_req_connection_reused",   "HTTP Connection Reused",     "ratio", Record, HttpTrace, 2060, [INT];
+    HttpReqDataSent           => "http_req_data_sent",           "HTTP Data Sent",             "KB",    Record, HttpTrace, 2070, [];
+    HttpReqChunksSent         => "http_req_chunks_sent",         "HTTP Chunks Sent",           "count", Record, HttpTrace, 2080, [INT];
+    HttpReqDataReceived       => "http_req_data_received",       "HTTP Data Received",         "KB",    Record, HttpTrace, 2090, [];
+    HttpReqChunksReceived     => "http_req_chunks_received",     "HTTP Chunks Received",       "count", Record, HttpTrace, 2100, [INT];
+    HttpReqConnectionOverhead => "http_req_connection_overhead", "HTTP Connection Overhead",   "ms",    Record, HttpTrace, 2110, [];
+    HttpReqDuration           => "http_req_duration",            "HTTP Duration (excl. conn)", "ms",    Record, HttpTrace, 2120, [];
+    HttpReqTotal              => "http_req_total",               "HTTP Total Time",            "ms",    Record, HttpTrace, 2130, [];
     // concurrency-aware, time-weighted (AIPerf 0.13)
-    m(
-        "effective_concurrency",
-        "Effective Concurrency",
-        "requests",
-        TimeWeighted,
-        Effective,
-        1500,
-        NIR,
-    ),
-    m(
-        "effective_decode_throughput",
-        "Effective Decode Throughput",
-        "tokens/sec",
-        TimeWeighted,
-        Effective,
-        1501,
-        or(PTO, NIR),
-    ),
-    m(
-        "effective_prefill_throughput",
-        "Effective Prefill Throughput",
-        "tokens/sec",
-        TimeWeighted,
-        Effective,
-        1502,
-        or(TIO, NIR),
-    ),
-    m(
-        "effective_decode_concurrency",
-        "Effective Decode Concurrency",
-        "requests",
-        TimeWeighted,
-        Effective,
-        1503,
-        or(PTO, NIR),
-    ),
-    m(
-        "effective_prefill_concurrency",
-        "Effective Prefill Concurrency",
-        "requests",
-        TimeWeighted,
-        Effective,
-        1504,
-        or(PTO, NIR),
-    ),
-    m(
-        "effective_total_throughput",
-        "Effective Total Throughput",
-        "tokens/sec",
-        TimeWeighted,
-        Effective,
-        1505,
-        or(PTO, NIR),
-    ),
-    m(
-        "effective_decode_throughput_per_user",
-        "Effective Decode Throughput Per User",
-        "tokens/sec/user",
-        TimeWeighted,
-        Effective,
-        1506,
-        or(PTO, NIR),
-    ),
-    m(
-        "effective_prefill_throughput_per_user",
-        "Effective Prefill Throughput Per User",
-        "tokens/sec/user",
-        TimeWeighted,
-        Effective,
-        1507,
-        or(TIO, NIR),
-    ),
-    m(
-        "tokens_in_flight",
-        "Tokens In Flight",
-        "tokens",
-        TimeWeighted,
-        Effective,
-        1508,
-        or(PTO, NIR),
-    ),
-    m(
-        "effective_latency",
-        "Effective Latency (CO-aware)",
-        "ms",
-        Record,
-        Effective,
-        1509,
-        NIR,
-    ),
-    m(
-        "active_decode_throughput",
-        "Active Decode Throughput",
-        "tokens/sec",
-        TimeWeighted,
-        Active,
-        1600,
-        or(PTO, NIR),
-    ),
-    m(
-        "active_prefill_throughput",
-        "Active Prefill Throughput",
-        "tokens/sec",
-        TimeWeighted,
-        Active,
-        1601,
-        or(TIO, NIR),
-    ),
-    m(
-        "active_decode_throughput_per_user",
-        "Active Decode Throughput Per User",
-        "tokens/sec/user",
-        TimeWeighted,
-        Active,
-        1602,
-        or(PTO, NIR),
-    ),
-    m(
-        "active_prefill_throughput_per_user",
-        "Active Prefill Throughput Per User",
-        "tokens/sec/user",
-        TimeWeighted,
-        Active,
-        1603,
-        or(TIO, NIR),
-    ),
-    m(
-        "active_total_throughput",
-        "Active Total Throughput",
-        "tokens/sec",
-        TimeWeighted,
-        Active,
-        1604,
-        or(PTO, NIR),
-    ),
-];
+    EffectiveConcurrency              => "effective_concurrency",                 "Effective Concurrency",                 "requests",        TimeWeighted, Effective, 1500, [NIR];
+    EffectiveDecodeThroughput         => "effective_decode_throughput",           "Effective Decode Throughput",           "tokens/sec",      TimeWeighted, Effective, 1501, [PTO, NIR];
+    EffectivePrefillThroughput        => "effective_prefill_throughput",          "Effective Prefill Throughput",          "tokens/sec",      TimeWeighted, Effective, 1502, [TIO, NIR];
+    EffectiveDecodeConcurrency        => "effective_decode_concurrency",          "Effective Decode Concurrency",          "requests",        TimeWeighted, Effective, 1503, [PTO, NIR];
+    EffectivePrefillConcurrency       => "effective_prefill_concurrency",         "Effective Prefill Concurrency",         "requests",        TimeWeighted, Effective, 1504, [PTO, NIR];
+    EffectiveTotalThroughput          => "effective_total_throughput",            "Effective Total Throughput",            "tokens/sec",      TimeWeighted, Effective, 1505, [PTO, NIR];
+    EffectiveDecodeThroughputPerUser  => "effective_decode_throughput_per_user",  "Effective Decode Throughput Per User",  "tokens/sec/user", TimeWeighted, Effective, 1506, [PTO, NIR];
+    EffectivePrefillThroughputPerUser => "effective_prefill_throughput_per_user", "Effective Prefill Throughput Per User", "tokens/sec/user", TimeWeighted, Effective, 1507, [TIO, NIR];
+    TokensInFlight                    => "tokens_in_flight",                      "Tokens In Flight",                      "tokens",          TimeWeighted, Effective, 1508, [PTO, NIR];
+    EffectiveLatency                  => "effective_latency",                     "Effective Latency (CO-aware)",          "ms",              Record,       Effective, 1509, [NIR];
+    ActiveDecodeThroughput            => "active_decode_throughput",              "Active Decode Throughput",              "tokens/sec",      TimeWeighted, Active,    1600, [PTO, NIR];
+    ActivePrefillThroughput           => "active_prefill_throughput",             "Active Prefill Throughput",             "tokens/sec",      TimeWeighted, Active,    1601, [TIO, NIR];
+    ActiveDecodeThroughputPerUser     => "active_decode_throughput_per_user",     "Active Decode Throughput Per User",     "tokens/sec/user", TimeWeighted, Active,    1602, [PTO, NIR];
+    ActivePrefillThroughputPerUser    => "active_prefill_throughput_per_user",    "Active Prefill Throughput Per User",    "tokens/sec/user", TimeWeighted, Active,    1603, [TIO, NIR];
+    ActiveTotalThroughput             => "active_total_throughput",               "Active Total Throughput",               "tokens/sec",      TimeWeighted, Active,    1604, [PTO, NIR];
+}
+
+impl MetricId {
+    /// The metric's key in every artifact, e.g. `time_to_first_token`.
+    pub fn tag(self) -> &'static str {
+        self.def().tag
+    }
+
+    /// The metric's row of the [`CATALOGUE`].
+    pub fn def(self) -> &'static MetricDef {
+        &CATALOGUE[self.index()]
+    }
+
+    /// The id whose tag is `tag` (user text: `--goodput`, comparisons), if any.
+    pub fn from_tag(tag: &str) -> Option<Self> {
+        metric_def(tag).map(|d| d.id)
+    }
+
+    /// The index of the metric's row in [`CATALOGUE`].
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
 
 /// The definition of `tag`, if it is one of ours.
 pub fn metric_def(tag: &str) -> Option<&'static MetricDef> {
@@ -1011,7 +373,7 @@ pub fn metric_def(tag: &str) -> Option<&'static MetricDef> {
 
 /// Index of `tag` in [`CATALOGUE`].
 pub(crate) fn index_of(tag: &str) -> Option<usize> {
-    CATALOGUE.iter().position(|d| d.tag == tag)
+    MetricId::from_tag(tag).map(MetricId::index)
 }
 
 #[cfg(test)]
@@ -1023,6 +385,18 @@ mod tests {
         for (i, d) in CATALOGUE.iter().enumerate() {
             assert_eq!(index_of(d.tag), Some(i), "duplicate {}", d.tag);
         }
+    }
+
+    #[test]
+    fn ids_and_tags_name_the_same_rows() {
+        assert_eq!(MetricId::ALL.len(), CATALOGUE.len());
+        for (i, id) in MetricId::ALL.iter().enumerate() {
+            assert_eq!(id.index(), i);
+            assert_eq!(CATALOGUE[i].id, *id);
+            assert_eq!(MetricId::from_tag(id.tag()), Some(*id));
+        }
+        assert_eq!(MetricId::TimeToFirstToken.tag(), "time_to_first_token");
+        assert_eq!(MetricId::from_tag("nope"), None);
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! The engine hands every finished [`aiperf_core::RequestRecord`] to a [`MetricsSink`]
 //! (an [`aiperf_core::RecordSink`]). The sink skips warmup records, counts tokens with
 //! the run's [`aiperf_core::TokenCounter`], computes the record metrics
-//! ([`record_metrics`]), appends a line to `profile_export.jsonl` as each record
-//! arrives, and at the end returns a [`Summary`] that the exporters in [`export`] turn
+//! ([`record_metrics`]), hands each record to its [`RecordWriter`]s (e.g. a line of
+//! `profile_export.jsonl`) as it arrives, and at the end returns a [`Summary`] that the exporters in [`export`] turn
 //! into files and text. Every value is held in its display unit (ms, tokens/sec, …).
 //!
 //! Cargo feature `parquet` (on by default) adds `profile_export.parquet`
@@ -54,6 +54,7 @@ pub mod export;
 pub mod live;
 mod memo;
 pub mod record_metrics;
+pub mod sink;
 pub mod slo;
 pub mod stats;
 pub mod summary;
@@ -63,19 +64,20 @@ pub mod timeline;
 use std::path::{Path, PathBuf};
 
 pub use catalogue::{
-    metric_def, ConsoleGroup, MetricDef, MetricFlags, MetricKind, MetricsContext, CATALOGUE,
+    metric_def, ConsoleGroup, MetricDef, MetricFlags, MetricId, MetricKind, MetricsContext,
+    CATALOGUE,
 };
 pub use export::{
     artifact_dir_name, export_paths, resolve_artifact_dir, write_summary_files, ExportPaths,
+    RecordWriter,
 };
 pub use record_metrics::{
     compute_record_metrics, count_tokens, usage_without_cache_reporting, MetricValue,
-    RecordMetrics, TokenCounts, CACHE_REPORTING_HINT,
+    RecordMetrics, TokenCounts, UsageTokens, CACHE_REPORTING_HINT,
 };
+pub use sink::{validate_goodput, MetricsSink};
 pub use stats::{Distribution, Stats};
-pub use summary::{
-    validate_goodput, ErrorCount, MetricResult, MetricsSink, ScheduleLag, Summary, TimeSlice,
-};
+pub use summary::{ErrorCount, MetricResult, ScheduleLag, Summary, TimeSlice};
 
 /// What can go wrong while computing or exporting metrics.
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +113,10 @@ pub enum MetricsError {
     /// Serialising JSON failed.
     #[error("cannot serialise JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A [`RecordWriter`] of an embedder failed; the built-in writers report
+    /// [`MetricsError::Io`] (or `Parquet`) instead.
+    #[error("record writer failed: {0}")]
+    Writer(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl MetricsError {

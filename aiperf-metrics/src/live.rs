@@ -29,6 +29,7 @@ use std::sync::{Mutex, PoisonError};
 use aiperf_core::{ErrorDetails, RequestRecord};
 use hdrhistogram::Histogram;
 
+use crate::catalogue::MetricId;
 use crate::record_metrics::RecordMetrics;
 
 /// The largest value a histogram keeps exactly: one hour, in microseconds. Larger values
@@ -179,9 +180,9 @@ pub(crate) fn feed(live: &LiveStats, record: &RequestRecord, metrics: &RecordMet
     let lag_ms = record.start_ns.saturating_sub(record.scheduled_ns) as f64 / 1e6;
     if metrics.valid {
         live.observe_success(
-            metrics.scalar("time_to_first_token"),
-            metrics.scalar("inter_token_latency"),
-            metrics.scalar("request_latency"),
+            metrics.scalar(MetricId::TimeToFirstToken),
+            metrics.scalar(MetricId::InterTokenLatency),
+            metrics.scalar(MetricId::RequestLatency),
             lag_ms,
             metrics.tokens.osl().unwrap_or(0),
         );

@@ -5,7 +5,7 @@
 
 use aiperf_core::{RequestRecord, TokenCounter, Usage};
 
-use crate::catalogue::{metric_def, MetricDef, MetricsContext};
+use crate::catalogue::{MetricDef, MetricId, MetricsContext};
 
 const NS_PER_MS: f64 = 1e6;
 const NS_PER_SEC: f64 = 1e9;
@@ -128,28 +128,28 @@ pub struct RecordMetrics {
 }
 
 impl RecordMetrics {
-    /// The value of `tag`, if computed.
-    pub fn get(&self, tag: &str) -> Option<&MetricValue> {
-        self.values
-            .iter()
-            .find(|(d, _)| d.tag == tag)
-            .map(|(_, v)| v)
+    /// The value of `id`, if computed.
+    pub fn get(&self, id: MetricId) -> Option<&MetricValue> {
+        self.values.iter().find(|(d, _)| d.id == id).map(|(_, v)| v)
     }
 
-    /// The scalar value of `tag`, if computed.
-    pub fn scalar(&self, tag: &str) -> Option<f64> {
-        match self.get(tag) {
+    /// The scalar value of `id`, if computed.
+    pub fn scalar(&self, id: MetricId) -> Option<f64> {
+        match self.get(id) {
             Some(MetricValue::Scalar(v)) => Some(*v),
             _ => None,
         }
     }
 
-    fn push(&mut self, ctx: &MetricsContext, tag: &'static str, value: Option<f64>) {
-        let (Some(def), Some(value)) = (metric_def(tag), value) else {
-            return;
-        };
-        if value.is_finite() && ctx.applies(def) {
-            self.values.push((def, MetricValue::Scalar(value)));
+    /// Keeps `value` as the value of `id` when there is one, it is finite and `id`
+    /// applies under `ctx`.
+    fn push(&mut self, ctx: &MetricsContext, id: MetricId, value: Option<f64>) {
+        let def = id.def();
+        match value {
+            Some(value) if value.is_finite() && ctx.applies(def) => {
+                self.values.push((def, MetricValue::Scalar(value)));
+            }
+            _ => {}
         }
     }
 }
@@ -191,32 +191,110 @@ pub fn usage_without_cache_reporting(u: &Usage) -> bool {
     u.prompt_tokens().is_some() && usage_cache_read(u).is_none()
 }
 
-/// The usage-field record metrics (`usage_*`) of one usage object.
-pub fn usage_fields(u: &Usage) -> [(&'static str, Option<u64>); 9] {
-    [
-        ("usage_prompt_tokens", u.prompt_tokens()),
-        ("usage_prompt_cache_read_tokens", usage_cache_read(u)),
-        (
-            "usage_prompt_cache_write_tokens",
-            u.field("cache_creation_input_tokens")
+/// The token counts a server reports in `usage`, under their vendor spellings: one
+/// request's (the `usage_*` record metrics) or a run's sums (`total_usage_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UsageTokens {
+    /// Prompt tokens.
+    pub prompt: Option<u64>,
+    /// Prompt tokens read from the server's prompt cache.
+    pub prompt_cache_read: Option<u64>,
+    /// Prompt tokens written to the prompt cache.
+    pub prompt_cache_write: Option<u64>,
+    /// Prompt tokens that missed the prompt cache.
+    pub prompt_cache_miss: Option<u64>,
+    /// Completion tokens.
+    pub completion: Option<u64>,
+    /// Reasoning tokens.
+    pub reasoning: Option<u64>,
+    /// Accepted predicted-output tokens.
+    pub accepted_prediction: Option<u64>,
+    /// Rejected predicted-output tokens.
+    pub rejected_prediction: Option<u64>,
+    /// Total tokens.
+    pub total: Option<u64>,
+}
+
+impl UsageTokens {
+    /// The counts of one usage object.
+    pub fn of(u: &Usage) -> Self {
+        Self {
+            prompt: u.prompt_tokens(),
+            prompt_cache_read: usage_cache_read(u),
+            prompt_cache_write: u
+                .field("cache_creation_input_tokens")
                 .or_else(|| u.field("cacheWriteInputTokens")),
-        ),
-        (
-            "usage_prompt_cache_miss_tokens",
-            u.field("prompt_cache_miss_tokens"),
-        ),
-        ("usage_completion_tokens", u.completion_tokens()),
-        ("usage_reasoning_tokens", u.reasoning_tokens()),
-        (
-            "usage_accepted_prediction_tokens",
-            u.field("completion_tokens_details.accepted_prediction_tokens"),
-        ),
-        (
-            "usage_rejected_prediction_tokens",
-            u.field("completion_tokens_details.rejected_prediction_tokens"),
-        ),
-        ("usage_total_tokens", u.total_tokens()),
-    ]
+            prompt_cache_miss: u.field("prompt_cache_miss_tokens"),
+            completion: u.completion_tokens(),
+            reasoning: u.reasoning_tokens(),
+            accepted_prediction: u.field("completion_tokens_details.accepted_prediction_tokens"),
+            rejected_prediction: u.field("completion_tokens_details.rejected_prediction_tokens"),
+            total: u.total_tokens(),
+        }
+    }
+
+    /// Adds `other`'s counts to these; a count missing on either side adds nothing.
+    pub fn add(&mut self, other: &Self) {
+        let add = |sum: &mut Option<u64>, v: Option<u64>| {
+            if let Some(v) = v {
+                *sum = Some(sum.unwrap_or(0) + v);
+            }
+        };
+        add(&mut self.prompt, other.prompt);
+        add(&mut self.prompt_cache_read, other.prompt_cache_read);
+        add(&mut self.prompt_cache_write, other.prompt_cache_write);
+        add(&mut self.prompt_cache_miss, other.prompt_cache_miss);
+        add(&mut self.completion, other.completion);
+        add(&mut self.reasoning, other.reasoning);
+        add(&mut self.accepted_prediction, other.accepted_prediction);
+        add(&mut self.rejected_prediction, other.rejected_prediction);
+        add(&mut self.total, other.total);
+    }
+
+    /// Each count with the metric that reports it per request (`usage_*`) and the one
+    /// that sums it over the run (`total_usage_*`), in catalogue order.
+    pub fn by_metric(&self) -> [(MetricId, MetricId, Option<u64>); 9] {
+        use MetricId::*;
+        [
+            (UsagePromptTokens, TotalUsagePromptTokens, self.prompt),
+            (
+                UsagePromptCacheReadTokens,
+                TotalUsagePromptCacheReadTokens,
+                self.prompt_cache_read,
+            ),
+            (
+                UsagePromptCacheWriteTokens,
+                TotalUsagePromptCacheWriteTokens,
+                self.prompt_cache_write,
+            ),
+            (
+                UsagePromptCacheMissTokens,
+                TotalUsagePromptCacheMissTokens,
+                self.prompt_cache_miss,
+            ),
+            (
+                UsageCompletionTokens,
+                TotalUsageCompletionTokens,
+                self.completion,
+            ),
+            (
+                UsageReasoningTokens,
+                TotalUsageReasoningTokens,
+                self.reasoning,
+            ),
+            (
+                UsageAcceptedPredictionTokens,
+                TotalUsageAcceptedPredictionTokens,
+                self.accepted_prediction,
+            ),
+            (
+                UsageRejectedPredictionTokens,
+                TotalUsageRejectedPredictionTokens,
+                self.rejected_prediction,
+            ),
+            (UsageTotalTokens, TotalUsageTotalTokens, self.total),
+        ]
+    }
 }
 
 /// The `http_req_*` metrics (k6's phases) from the transport's stamps. DNS resolution is
@@ -250,26 +328,32 @@ fn push_http_trace(out: &mut RecordMetrics, ctx: &MetricsContext, record: &Reque
     );
     let overhead = blocked + connecting;
     let received = http.response_head_bytes + record.body_bytes as u64;
-    for (tag, value) in [
-        ("http_req_blocked", blocked),
-        ("http_req_dns_lookup", 0.0),
-        ("http_req_connecting", connecting),
-        ("http_req_sending", sending),
-        ("http_req_waiting", waiting),
-        ("http_req_receiving", receiving),
+    for (id, value) in [
+        (MetricId::HttpReqBlocked, blocked),
+        (MetricId::HttpReqDnsLookup, 0.0),
+        (MetricId::HttpReqConnecting, connecting),
+        (MetricId::HttpReqSending, sending),
+        (MetricId::HttpReqWaiting, waiting),
+        (MetricId::HttpReqReceiving, receiving),
         (
-            "http_req_connection_reused",
+            MetricId::HttpReqConnectionReused,
             f64::from(u8::from(http.connection_reused)),
         ),
-        ("http_req_data_sent", http.request_bytes as f64 / 1024.0),
-        ("http_req_chunks_sent", 1.0),
-        ("http_req_data_received", received as f64 / 1024.0),
-        ("http_req_chunks_received", record.chunk_count as f64),
-        ("http_req_connection_overhead", overhead),
-        ("http_req_duration", sending + waiting + receiving),
-        ("http_req_total", overhead + sending + waiting + receiving),
+        (
+            MetricId::HttpReqDataSent,
+            http.request_bytes as f64 / 1024.0,
+        ),
+        (MetricId::HttpReqChunksSent, 1.0),
+        (MetricId::HttpReqDataReceived, received as f64 / 1024.0),
+        (MetricId::HttpReqChunksReceived, record.chunk_count as f64),
+        (MetricId::HttpReqConnectionOverhead, overhead),
+        (MetricId::HttpReqDuration, sending + waiting + receiving),
+        (
+            MetricId::HttpReqTotal,
+            overhead + sending + waiting + receiving,
+        ),
     ] {
-        out.push(ctx, tag, Some(value));
+        out.push(ctx, id, Some(value));
     }
 }
 
@@ -295,7 +379,7 @@ pub fn compute_record_metrics(
         ..RecordMetrics::default()
     };
     if !out.valid {
-        out.push(ctx, "error_isl", tokens.input.map(|v| v as f64));
+        out.push(ctx, MetricId::ErrorIsl, tokens.input.map(|v| v as f64));
         return out;
     }
     let start = record.start_ns;
@@ -308,11 +392,11 @@ pub fn compute_record_metrics(
     let osl = tokens.osl();
 
     // latency / streaming
-    out.push(ctx, "time_to_first_token", ttft_ns.map(ms));
+    out.push(ctx, MetricId::TimeToFirstToken, ttft_ns.map(ms));
     if content.len() >= 2 {
         out.push(
             ctx,
-            "time_to_second_token",
+            MetricId::TimeToSecondToken,
             non_negative(diff_ns(content[1], content[0])).map(ms),
         );
     }
@@ -322,16 +406,16 @@ pub fn compute_record_metrics(
         .map(|r| r.perf_ns);
     out.push(
         ctx,
-        "time_to_first_output_token",
+        MetricId::TimeToFirstOutputToken,
         first_output
             .and_then(|t| non_negative(diff_ns(t, start)))
             .map(ms),
     );
-    out.push(ctx, "request_latency", latency_ns.map(ms));
+    out.push(ctx, MetricId::RequestLatency, latency_ns.map(ms));
     if content.len() >= 2 {
         out.push(
             ctx,
-            "decode_duration",
+            MetricId::DecodeDuration,
             non_negative(diff_ns(last, first)).map(ms),
         );
     }
@@ -341,9 +425,10 @@ pub fn compute_record_metrics(
         }
         _ => None,
     };
-    out.push(ctx, "inter_token_latency", itl_ms);
+    out.push(ctx, MetricId::InterTokenLatency, itl_ms);
     if content.len() >= 2 {
-        if let Some(def) = metric_def("inter_chunk_latency").filter(|d| ctx.applies(d)) {
+        let def = MetricId::InterChunkLatency.def();
+        if ctx.applies(def) {
             let gaps = content
                 .windows(2)
                 .map(|w| ms(diff_ns(w[1], w[0]).max(0)))
@@ -353,12 +438,12 @@ pub fn compute_record_metrics(
     }
     out.push(
         ctx,
-        "output_token_throughput_per_user",
+        MetricId::OutputTokenThroughputPerUser,
         itl_ms.filter(|v| *v > 0.0).map(|v| 1e3 / v),
     );
     out.push(
         ctx,
-        "e2e_output_token_throughput",
+        MetricId::E2eOutputTokenThroughput,
         match (osl, latency_ns) {
             (Some(osl), Some(lat)) if lat > 0 => Some(osl as f64 / (lat as f64 / NS_PER_SEC)),
             _ => None,
@@ -366,7 +451,7 @@ pub fn compute_record_metrics(
     );
     out.push(
         ctx,
-        "prefill_throughput_per_user",
+        MetricId::PrefillThroughputPerUser,
         match (tokens.input, ttft_ns) {
             (Some(isl), Some(ttft)) if ttft > 0 => Some(isl as f64 / (ttft as f64 / NS_PER_SEC)),
             _ => None,
@@ -374,54 +459,58 @@ pub fn compute_record_metrics(
     );
     out.push(
         ctx,
-        "credit_to_start_latency",
+        MetricId::CreditToStartLatency,
         Some(ms(diff_ns(start, record.credit_issued_ns).max(0))),
     );
     out.push(
         ctx,
-        "effective_latency",
+        MetricId::EffectiveLatency,
         non_negative(diff_ns(last, record.scheduled_ns.min(start))).map(ms),
     );
 
     push_http_trace(&mut out, ctx, record);
 
     // token counts
-    out.push(ctx, "output_sequence_length", osl.map(|v| v as f64));
-    out.push(ctx, "input_sequence_length", tokens.input.map(|v| v as f64));
+    out.push(ctx, MetricId::OutputSequenceLength, osl.map(|v| v as f64));
     out.push(
         ctx,
-        "output_token_count",
+        MetricId::InputSequenceLength,
+        tokens.input.map(|v| v as f64),
+    );
+    out.push(
+        ctx,
+        MetricId::OutputTokenCount,
         tokens.output.filter(|v| *v > 0).map(|v| v as f64),
     );
     out.push(
         ctx,
-        "reasoning_token_count",
+        MetricId::ReasoningTokenCount,
         tokens.reasoning.map(|v| v as f64),
     );
 
     // usage fields, and client-vs-server differences
     if let Some(usage) = record.last_usage() {
-        for (tag, value) in usage_fields(usage) {
-            out.push(ctx, tag, value.map(|v| v as f64));
+        for (id, _, value) in UsageTokens::of(usage).by_metric() {
+            out.push(ctx, id, value.map(|v| v as f64));
         }
         if !ctx.use_server_token_count {
             let diffs = [
                 (
-                    "usage_prompt_tokens_diff_pct",
+                    MetricId::UsagePromptTokensDiffPct,
                     diff_pct(usage.prompt_tokens(), tokens.input),
                 ),
                 (
-                    "usage_completion_tokens_diff_pct",
+                    MetricId::UsageCompletionTokensDiffPct,
                     diff_pct(usage.completion_tokens(), osl),
                 ),
                 (
-                    "usage_reasoning_tokens_diff_pct",
+                    MetricId::UsageReasoningTokensDiffPct,
                     diff_pct(usage.reasoning_tokens(), tokens.reasoning),
                 ),
             ];
-            for (tag, value) in diffs {
+            for (id, value) in diffs {
                 let before = out.values.len();
-                out.push(ctx, tag, value);
+                out.push(ctx, id, value);
                 if out.values.len() > before && value.is_some_and(|v| v > USAGE_PCT_DIFF_THRESHOLD)
                 {
                     out.usage_discrepancy = true;
@@ -437,7 +526,7 @@ pub fn compute_record_metrics(
             let osl = osl as f64;
             out.push(
                 ctx,
-                "osl_mismatch_diff_pct",
+                MetricId::OslMismatchDiffPct,
                 Some((osl - requested) / requested * 100.0),
             );
             out.osl_mismatch = Some((osl - requested).abs() > (requested * 0.05).min(50.0));
@@ -591,20 +680,20 @@ mod tests {
         });
         let m = metrics(&r, &MetricsContext::streaming_chat());
         let got = |tag| (m.scalar(tag).unwrap() * 1e6).round() / 1e6;
-        assert_eq!(got("http_req_blocked"), 0.1);
-        assert_eq!(got("http_req_dns_lookup"), 0.0);
-        assert_eq!(got("http_req_connecting"), 2.0);
-        assert_eq!(got("http_req_sending"), 0.5);
-        assert_eq!(got("http_req_waiting"), 7.0);
-        assert_eq!(got("http_req_receiving"), 10.0);
-        assert_eq!(got("http_req_connection_reused"), 0.0);
-        assert_eq!(got("http_req_data_sent"), 1.0);
-        assert_eq!(got("http_req_chunks_sent"), 1.0);
-        assert_eq!(got("http_req_data_received"), 1.0);
-        assert_eq!(got("http_req_chunks_received"), 5.0);
-        assert_eq!(got("http_req_connection_overhead"), 2.1);
-        assert_eq!(got("http_req_duration"), 17.5);
-        assert_eq!(got("http_req_total"), 19.6);
+        assert_eq!(got(MetricId::HttpReqBlocked), 0.1);
+        assert_eq!(got(MetricId::HttpReqDnsLookup), 0.0);
+        assert_eq!(got(MetricId::HttpReqConnecting), 2.0);
+        assert_eq!(got(MetricId::HttpReqSending), 0.5);
+        assert_eq!(got(MetricId::HttpReqWaiting), 7.0);
+        assert_eq!(got(MetricId::HttpReqReceiving), 10.0);
+        assert_eq!(got(MetricId::HttpReqConnectionReused), 0.0);
+        assert_eq!(got(MetricId::HttpReqDataSent), 1.0);
+        assert_eq!(got(MetricId::HttpReqChunksSent), 1.0);
+        assert_eq!(got(MetricId::HttpReqDataReceived), 1.0);
+        assert_eq!(got(MetricId::HttpReqChunksReceived), 5.0);
+        assert_eq!(got(MetricId::HttpReqConnectionOverhead), 2.1);
+        assert_eq!(got(MetricId::HttpReqDuration), 17.5);
+        assert_eq!(got(MetricId::HttpReqTotal), 19.6);
 
         // A reused connection: no blocking or connecting; sending starts at the start.
         r.http = Some(HttpTiming {
@@ -613,51 +702,51 @@ mod tests {
             ..r.http.unwrap()
         });
         let m = metrics(&r, &MetricsContext::streaming_chat());
-        assert_eq!(m.scalar("http_req_connection_reused"), Some(1.0));
-        assert_eq!(m.scalar("http_req_connecting"), Some(0.0));
-        assert_eq!(m.scalar("http_req_sending"), Some(2.6));
+        assert_eq!(m.scalar(MetricId::HttpReqConnectionReused), Some(1.0));
+        assert_eq!(m.scalar(MetricId::HttpReqConnecting), Some(0.0));
+        assert_eq!(m.scalar(MetricId::HttpReqSending), Some(2.6));
     }
 
     #[test]
     fn streaming_latency_formulas() {
         let m = metrics(&streamed(), &MetricsContext::streaming_chat());
-        assert_eq!(m.scalar("time_to_first_token"), Some(100.0));
-        assert_eq!(m.scalar("time_to_second_token"), Some(50.0));
-        assert_eq!(m.scalar("time_to_first_output_token"), Some(100.0));
-        assert_eq!(m.scalar("request_latency"), Some(250.0));
-        assert_eq!(m.scalar("decode_duration"), Some(150.0));
+        assert_eq!(m.scalar(MetricId::TimeToFirstToken), Some(100.0));
+        assert_eq!(m.scalar(MetricId::TimeToSecondToken), Some(50.0));
+        assert_eq!(m.scalar(MetricId::TimeToFirstOutputToken), Some(100.0));
+        assert_eq!(m.scalar(MetricId::RequestLatency), Some(250.0));
+        assert_eq!(m.scalar(MetricId::DecodeDuration), Some(150.0));
         // OSL 6 → ITL = 150 / 5
-        assert_eq!(m.scalar("inter_token_latency"), Some(30.0));
+        assert_eq!(m.scalar(MetricId::InterTokenLatency), Some(30.0));
         assert_eq!(
-            m.get("inter_chunk_latency"),
+            m.get(MetricId::InterChunkLatency),
             Some(&MetricValue::List(vec![50.0, 100.0]))
         );
         assert_eq!(
-            m.scalar("output_token_throughput_per_user"),
+            m.scalar(MetricId::OutputTokenThroughputPerUser),
             Some(1000.0 / 30.0)
         );
-        assert_eq!(m.scalar("e2e_output_token_throughput"), Some(24.0));
-        assert_eq!(m.scalar("prefill_throughput_per_user"), Some(40.0));
-        assert_eq!(m.scalar("credit_to_start_latency"), Some(2.0));
-        assert_eq!(m.scalar("effective_latency"), Some(255.0));
+        assert_eq!(m.scalar(MetricId::E2eOutputTokenThroughput), Some(24.0));
+        assert_eq!(m.scalar(MetricId::PrefillThroughputPerUser), Some(40.0));
+        assert_eq!(m.scalar(MetricId::CreditToStartLatency), Some(2.0));
+        assert_eq!(m.scalar(MetricId::EffectiveLatency), Some(255.0));
     }
 
     #[test]
     fn token_counts_and_usage_metrics() {
         let m = metrics(&streamed(), &MetricsContext::streaming_chat());
-        assert_eq!(m.scalar("input_sequence_length"), Some(4.0));
-        assert_eq!(m.scalar("output_sequence_length"), Some(6.0));
-        assert_eq!(m.scalar("output_token_count"), Some(6.0));
-        assert_eq!(m.scalar("reasoning_token_count"), None);
-        assert_eq!(m.scalar("usage_prompt_tokens"), Some(5.0));
-        assert_eq!(m.scalar("usage_completion_tokens"), Some(6.0));
-        assert_eq!(m.scalar("usage_total_tokens"), Some(11.0));
-        assert_eq!(m.scalar("usage_prompt_cache_read_tokens"), None);
-        assert_eq!(m.scalar("usage_prompt_tokens_diff_pct"), Some(25.0));
-        assert_eq!(m.scalar("usage_completion_tokens_diff_pct"), Some(0.0));
+        assert_eq!(m.scalar(MetricId::InputSequenceLength), Some(4.0));
+        assert_eq!(m.scalar(MetricId::OutputSequenceLength), Some(6.0));
+        assert_eq!(m.scalar(MetricId::OutputTokenCount), Some(6.0));
+        assert_eq!(m.scalar(MetricId::ReasoningTokenCount), None);
+        assert_eq!(m.scalar(MetricId::UsagePromptTokens), Some(5.0));
+        assert_eq!(m.scalar(MetricId::UsageCompletionTokens), Some(6.0));
+        assert_eq!(m.scalar(MetricId::UsageTotalTokens), Some(11.0));
+        assert_eq!(m.scalar(MetricId::UsagePromptCacheReadTokens), None);
+        assert_eq!(m.scalar(MetricId::UsagePromptTokensDiffPct), Some(25.0));
+        assert_eq!(m.scalar(MetricId::UsageCompletionTokensDiffPct), Some(0.0));
         assert!(m.usage_discrepancy);
         // requested 8, produced 6: −25 %, |2| > min(0.4, 50)
-        assert_eq!(m.scalar("osl_mismatch_diff_pct"), Some(-25.0));
+        assert_eq!(m.scalar(MetricId::OslMismatchDiffPct), Some(-25.0));
         assert_eq!(m.osl_mismatch, Some(true));
     }
 
@@ -668,18 +757,18 @@ mod tests {
             ..MetricsContext::streaming_chat()
         };
         let m = metrics(&streamed(), &ctx);
-        for tag in [
-            "time_to_first_token",
-            "time_to_second_token",
-            "inter_token_latency",
-            "inter_chunk_latency",
-            "decode_duration",
-            "prefill_throughput_per_user",
+        for id in [
+            MetricId::TimeToFirstToken,
+            MetricId::TimeToSecondToken,
+            MetricId::InterTokenLatency,
+            MetricId::InterChunkLatency,
+            MetricId::DecodeDuration,
+            MetricId::PrefillThroughputPerUser,
         ] {
-            assert!(m.get(tag).is_none(), "{tag}");
+            assert!(m.get(id).is_none(), "{id:?}");
         }
-        assert_eq!(m.scalar("request_latency"), Some(250.0));
-        assert_eq!(m.scalar("e2e_output_token_throughput"), Some(24.0));
+        assert_eq!(m.scalar(MetricId::RequestLatency), Some(250.0));
+        assert_eq!(m.scalar(MetricId::E2eOutputTokenThroughput), Some(24.0));
     }
 
     #[test]
@@ -695,23 +784,23 @@ mod tests {
             ],
         );
         let m = metrics(&r, &MetricsContext::streaming_chat());
-        assert_eq!(m.scalar("time_to_first_token"), Some(10.0));
-        assert_eq!(m.scalar("time_to_first_output_token"), Some(40.0));
-        assert_eq!(m.scalar("reasoning_token_count"), Some(3.0));
-        assert_eq!(m.scalar("output_token_count"), Some(3.0)); // "answer is here!" → 3 words
-        assert_eq!(m.scalar("output_sequence_length"), Some(6.0));
-        assert_eq!(m.scalar("inter_token_latency"), Some(8.0)); // (50 − 10) / 5
+        assert_eq!(m.scalar(MetricId::TimeToFirstToken), Some(10.0));
+        assert_eq!(m.scalar(MetricId::TimeToFirstOutputToken), Some(40.0));
+        assert_eq!(m.scalar(MetricId::ReasoningTokenCount), Some(3.0));
+        assert_eq!(m.scalar(MetricId::OutputTokenCount), Some(3.0)); // "answer is here!" → 3 words
+        assert_eq!(m.scalar(MetricId::OutputSequenceLength), Some(6.0));
+        assert_eq!(m.scalar(MetricId::InterTokenLatency), Some(8.0)); // (50 − 10) / 5
     }
 
     #[test]
     fn only_reasoning_has_no_ttfo_and_no_output_count() {
         let r = record(0, "q", vec![resp(10 * MS, "", "hmm", None)]);
         let m = metrics(&r, &MetricsContext::streaming_chat());
-        assert_eq!(m.scalar("time_to_first_output_token"), None);
-        assert_eq!(m.scalar("output_token_count"), None);
-        assert_eq!(m.scalar("output_sequence_length"), Some(1.0));
-        assert_eq!(m.scalar("inter_token_latency"), None);
-        assert_eq!(m.scalar("time_to_second_token"), None);
+        assert_eq!(m.scalar(MetricId::TimeToFirstOutputToken), None);
+        assert_eq!(m.scalar(MetricId::OutputTokenCount), None);
+        assert_eq!(m.scalar(MetricId::OutputSequenceLength), Some(1.0));
+        assert_eq!(m.scalar(MetricId::InterTokenLatency), None);
+        assert_eq!(m.scalar(MetricId::TimeToSecondToken), None);
     }
 
     #[test]
@@ -746,8 +835,8 @@ mod tests {
             }
         );
         let m = compute_record_metrics(&r, &t, &ctx);
-        assert_eq!(m.scalar("output_sequence_length"), Some(10.0));
-        assert!(m.get("usage_prompt_tokens_diff_pct").is_none());
+        assert_eq!(m.scalar(MetricId::OutputSequenceLength), Some(10.0));
+        assert!(m.get(MetricId::UsagePromptTokensDiffPct).is_none());
     }
 
     #[test]
@@ -756,7 +845,7 @@ mod tests {
         let m = metrics(&r, &MetricsContext::streaming_chat());
         assert!(!m.valid);
         assert_eq!(m.values.len(), 1);
-        assert_eq!(m.scalar("error_isl"), Some(3.0));
+        assert_eq!(m.scalar(MetricId::ErrorIsl), Some(3.0));
     }
 
     #[test]

@@ -67,6 +67,18 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// The median.
+    pub fn p50(&self) -> f64 {
+        let [_, _, _, _, p50, _, _, _, _] = self.percentiles;
+        p50
+    }
+
+    /// The 99th percentile.
+    pub fn p99(&self) -> f64 {
+        let [_, _, _, _, _, _, _, _, p99] = self.percentiles;
+        p99
+    }
+
     /// The percentile `p` if it is one of [`PERCENTILES`].
     pub fn percentile(&self, p: f64) -> Option<f64> {
         PERCENTILES

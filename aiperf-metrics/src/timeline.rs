@@ -15,6 +15,7 @@
 //! Memory: 40 bytes per valid request plus 16 per event at the end (about 90 MB for a
 //! million requests); the distributions themselves are bounded (t-digest past a limit).
 
+use crate::catalogue::MetricId;
 use crate::stats::{WeightedDistribution, WeightedStats};
 
 #[derive(Debug, Clone, Copy)]
@@ -53,22 +54,22 @@ pub struct Timeline {
     entries: Vec<Entry>,
 }
 
-/// Tags produced by [`Timeline::compute`], in output order.
-pub const TIMELINE_TAGS: [&str; 14] = [
-    "effective_concurrency",
-    "effective_decode_throughput",
-    "effective_prefill_throughput",
-    "effective_decode_concurrency",
-    "effective_prefill_concurrency",
-    "effective_total_throughput",
-    "effective_decode_throughput_per_user",
-    "effective_prefill_throughput_per_user",
-    "tokens_in_flight",
-    "active_decode_throughput",
-    "active_prefill_throughput",
-    "active_decode_throughput_per_user",
-    "active_prefill_throughput_per_user",
-    "active_total_throughput",
+/// The metrics [`Timeline::compute`] produces, in output order.
+pub const TIMELINE_METRICS: [MetricId; 14] = [
+    MetricId::EffectiveConcurrency,
+    MetricId::EffectiveDecodeThroughput,
+    MetricId::EffectivePrefillThroughput,
+    MetricId::EffectiveDecodeConcurrency,
+    MetricId::EffectivePrefillConcurrency,
+    MetricId::EffectiveTotalThroughput,
+    MetricId::EffectiveDecodeThroughputPerUser,
+    MetricId::EffectivePrefillThroughputPerUser,
+    MetricId::TokensInFlight,
+    MetricId::ActiveDecodeThroughput,
+    MetricId::ActivePrefillThroughput,
+    MetricId::ActiveDecodeThroughputPerUser,
+    MetricId::ActivePrefillThroughputPerUser,
+    MetricId::ActiveTotalThroughput,
 ];
 
 impl Timeline {
@@ -108,9 +109,9 @@ impl Timeline {
     }
 
     /// Time-weighted statistics over `[window.0, window.1]` (perf ns), one per
-    /// [`TIMELINE_TAGS`] entry. Empty when there is no request or the window is empty.
+    /// [`TIMELINE_METRICS`] entry. Empty when there is no request or the window is empty.
     /// `active_*` metrics that were never active report zeros.
-    pub fn compute(&self, window: (u64, u64)) -> Vec<(&'static str, WeightedStats)> {
+    pub fn compute(&self, window: (u64, u64)) -> Vec<(MetricId, WeightedStats)> {
         let (w0, w1) = window;
         if self.entries.is_empty() || w1 <= w0 {
             return Vec::new();
@@ -127,7 +128,7 @@ impl Timeline {
         }
         events.sort_unstable();
 
-        let mut d: Vec<WeightedDistribution> = (0..TIMELINE_TAGS.len())
+        let mut d: Vec<WeightedDistribution> = (0..TIMELINE_METRICS.len())
             .map(|_| WeightedDistribution::default())
             .collect();
         let (mut conc, mut pconc, mut dconc) = (0i64, 0i64, 0i64);
@@ -239,10 +240,10 @@ impl Timeline {
             p95: 0.0,
             p99: 0.0,
         };
-        TIMELINE_TAGS
+        TIMELINE_METRICS
             .iter()
             .zip(d)
-            .map(|(tag, dist)| (*tag, dist.stats().unwrap_or(zero)))
+            .map(|(id, dist)| (*id, dist.stats().unwrap_or(zero)))
             .collect()
     }
 }
@@ -253,8 +254,8 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn get(stats: &[(&str, WeightedStats)], tag: &str) -> WeightedStats {
-        stats.iter().find(|(t, _)| *t == tag).unwrap().1
+    fn get(stats: &[(MetricId, WeightedStats)], tag: &str) -> WeightedStats {
+        stats.iter().find(|(id, _)| id.tag() == tag).unwrap().1
     }
 
     fn close(a: f64, b: f64) -> bool {

@@ -37,7 +37,7 @@ pub use diff::{
 pub use gate::{parse_gates, GateError, GateOutcome, RegressionGate};
 pub use read::{MetricSummary, RunArtifacts, RECORDS_FILE, SUMMARY_FILE};
 
-use crate::catalogue::{metric_def, MetricFlags};
+use crate::catalogue::{metric_def, MetricFlags, MetricId};
 
 /// What cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +92,10 @@ pub fn direction_of(tag: &str) -> Option<Direction> {
         // goodput), yet more tokens per second is better for them too.
         Some(Direction::LargerIsBetter)
     } else if matches!(def.unit, "ms" | "sec")
-        || matches!(def.tag, "request_error_rate" | "error_request_count")
+        || matches!(
+            def.id,
+            MetricId::RequestErrorRate | MetricId::ErrorRequestCount
+        )
     {
         Some(Direction::SmallerIsBetter)
     } else {

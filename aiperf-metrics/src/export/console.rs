@@ -7,7 +7,7 @@
 
 use std::io::{self, Write};
 
-use crate::catalogue::ConsoleGroup;
+use crate::catalogue::{ConsoleGroup, MetricId};
 use crate::summary::{MetricResult, Summary};
 
 /// Headers longer than this are broken before the unit.
@@ -231,7 +231,7 @@ pub fn render_console(summary: &Summary) -> String {
         ));
     }
     if let Some(n) = summary
-        .metric("usage_discrepancy_count")
+        .metric(MetricId::UsageDiscrepancyCount.tag())
         .map(|m| m.avg)
         .filter(|n| *n > 0.0)
     {
@@ -241,7 +241,7 @@ pub fn render_console(summary: &Summary) -> String {
         ));
     }
     if let Some(n) = summary
-        .metric("osl_mismatch_count")
+        .metric(MetricId::OslMismatchCount.tag())
         .map(|m| m.avg)
         .filter(|n| *n > 0.0)
     {

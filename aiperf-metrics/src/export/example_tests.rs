@@ -11,7 +11,8 @@ use crate::catalogue::{metric_def, ConsoleGroup, MetricKind, MetricsContext};
 use crate::export::console::{metrics_table, render_console};
 use crate::export::{csv, json};
 use crate::record_metrics::testkit::*;
-use crate::summary::{ErrorCount, MetricResult, MetricsSink, ScheduleLag, Summary};
+use crate::sink::MetricsSink;
+use crate::summary::{ErrorCount, MetricResult, ScheduleLag, Summary};
 
 const MS: u64 = 1_000_000;
 

@@ -7,6 +7,8 @@
 //! (when known) and `error`.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -14,6 +16,7 @@ use serde::Serialize;
 use aiperf_core::{ErrorDetails, RequestRecord};
 
 use super::line_file::LineFile;
+use super::RecordWriter;
 use crate::catalogue::MetricFlags;
 use crate::record_metrics::{MetricValue, RecordMetrics};
 use crate::MetricsError;
@@ -226,7 +229,9 @@ pub fn record_line(
 #[derive(Debug)]
 pub struct JsonlWriter {
     file: LineFile,
-    http_trace: bool,
+    /// `--export-http-trace`. Shared because the option may be switched after the writer
+    /// went into a sink ([`MetricsSink::export_http_trace`](crate::MetricsSink::export_http_trace)).
+    http_trace: Arc<AtomicBool>,
 }
 
 impl JsonlWriter {
@@ -234,18 +239,26 @@ impl JsonlWriter {
     pub fn create(path: &Path) -> Result<Self, MetricsError> {
         Ok(Self {
             file: LineFile::create(path, FLUSH_EVERY)?,
-            http_trace: false,
+            http_trace: Arc::new(AtomicBool::new(false)),
         })
     }
 
     /// Adds each record's transport stamps as `trace_data` (`--export-http-trace`).
-    pub fn with_http_trace(mut self, enabled: bool) -> Self {
-        self.http_trace = enabled;
+    pub fn with_http_trace(self, enabled: bool) -> Self {
+        self.http_trace.store(enabled, Ordering::Relaxed);
         self
     }
 
+    /// The switch of [`JsonlWriter::with_http_trace`], kept by the sink that owns the
+    /// writer.
+    pub(crate) fn http_trace_switch(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.http_trace)
+    }
+}
+
+impl RecordWriter for JsonlWriter {
     /// Appends one record; records with neither metrics nor error are skipped.
-    pub fn write_record(
+    fn write_record(
         &mut self,
         record: &RequestRecord,
         metrics: &RecordMetrics,
@@ -254,12 +267,13 @@ impl JsonlWriter {
         if metrics.valid && metrics.values.is_empty() {
             return Ok(());
         }
-        let line = record_line(record, metrics, phase_index, self.http_trace)?;
+        let http_trace = self.http_trace.load(Ordering::Relaxed);
+        let line = record_line(record, metrics, phase_index, http_trace)?;
         self.file.append(line.as_bytes())
     }
 
     /// Flushes and closes the file.
-    pub fn finish(self) -> Result<(), MetricsError> {
+    fn finish(self: Box<Self>) -> Result<(), MetricsError> {
         self.file.finish()
     }
 }

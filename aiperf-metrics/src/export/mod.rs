@@ -1,5 +1,5 @@
-//! Exporters: the summary JSON and CSV, the per-record JSONL and Parquet, the raw JSONL,
-//! the console table, and the artifact directory and file naming
+//! Exporters: the summary JSON and CSV, the per-record JSONL and Parquet and the raw JSONL
+//! (each a [`RecordWriter`]), the console table, and the artifact directory and file naming
 //! (docs/artifacts.md#artifact-directory, docs/artifacts.md#file-names).
 
 pub mod console;
@@ -10,8 +10,11 @@ mod line_file;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod raw;
+mod record_writer;
 pub mod sse_packets;
 pub mod timeslices;
+
+pub use record_writer::RecordWriter;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -35,6 +35,7 @@ use parquet::file::properties::WriterProperties;
 
 use aiperf_core::{ErrorDetails, RequestRecord};
 
+use super::RecordWriter;
 use crate::catalogue::{MetricDef, MetricFlags, MetricKind, CATALOGUE};
 use crate::record_metrics::{MetricValue, RecordMetrics};
 use crate::MetricsError;
@@ -199,7 +200,7 @@ impl Rows {
         self.request_end_ns.append_value(wall(record.end_ns));
         self.benchmark_phase.append_value(credit.phase.to_string());
         for (def, column) in &mut self.metrics {
-            column.append(metrics.get(def.tag));
+            column.append(metrics.get(def.id));
         }
         // as JSONL: a failed record without error details is an invalid result
         let invalid;
@@ -281,23 +282,6 @@ impl ParquetWriter {
         })
     }
 
-    /// Appends one record's row; records with neither metrics nor error are skipped, as
-    /// in JSONL. A full row group goes to disk.
-    pub fn write_record(
-        &mut self,
-        record: &RequestRecord,
-        metrics: &RecordMetrics,
-    ) -> Result<(), MetricsError> {
-        if metrics.valid && metrics.values.is_empty() {
-            return Ok(());
-        }
-        self.rows.push(record, metrics);
-        if self.rows.len >= ROW_GROUP_ROWS {
-            self.flush_rows()?;
-        }
-        Ok(())
-    }
-
     /// Writes the pending rows out as one row group.
     fn flush_rows(&mut self) -> Result<(), MetricsError> {
         let batch = self
@@ -311,9 +295,29 @@ impl ParquetWriter {
             .flush()
             .map_err(|e| MetricsError::parquet(&self.path, e))
     }
+}
+
+impl RecordWriter for ParquetWriter {
+    /// Appends one record's row; records with neither metrics nor error are skipped, as
+    /// in JSONL. A full row group goes to disk.
+    fn write_record(
+        &mut self,
+        record: &RequestRecord,
+        metrics: &RecordMetrics,
+        _phase_index: u32,
+    ) -> Result<(), MetricsError> {
+        if metrics.valid && metrics.values.is_empty() {
+            return Ok(());
+        }
+        self.rows.push(record, metrics);
+        if self.rows.len >= ROW_GROUP_ROWS {
+            self.flush_rows()?;
+        }
+        Ok(())
+    }
 
     /// Writes the last rows and the file footer.
-    pub fn finish(mut self) -> Result<(), MetricsError> {
+    fn finish(mut self: Box<Self>) -> Result<(), MetricsError> {
         if self.rows.len > 0 {
             self.flush_rows()?;
         }
@@ -337,7 +341,7 @@ mod tests {
     use super::*;
     use crate::catalogue::MetricsContext;
     use crate::record_metrics::testkit::{clock, failed, record, resp, Words};
-    use crate::summary::MetricsSink;
+    use crate::sink::MetricsSink;
 
     const MS: u64 = 1_000_000;
 

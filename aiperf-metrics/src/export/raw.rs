@@ -37,6 +37,8 @@ use aiperf_core::{ErrorDetails, RawCapture, RequestRecord};
 use super::jsonl::Metadata;
 use super::line_file::LineFile;
 use super::sse_packets::{split_sse, SseMessage};
+use super::RecordWriter;
+use crate::record_metrics::RecordMetrics;
 use crate::MetricsError;
 
 /// Records between two flushes of the raw file (the Python AIPerf's raw export batch).
@@ -246,18 +248,30 @@ impl RawJsonlWriter {
     }
 
     /// Appends one record, of the phase run as number `phase_index`.
-    pub fn write_record(
-        &mut self,
-        record: &RequestRecord,
-        phase_index: u32,
-    ) -> Result<(), MetricsError> {
+    fn append(&mut self, record: &RequestRecord, phase_index: u32) -> Result<(), MetricsError> {
         self.line.clear();
         write_line(record, phase_index, &mut self.line)?;
         self.file.append(&self.line)
     }
+}
+
+/// The raw export is of the exchange, not of its metrics: every record of every phase.
+impl RecordWriter for RawJsonlWriter {
+    fn write_record(
+        &mut self,
+        record: &RequestRecord,
+        _metrics: &RecordMetrics,
+        phase_index: u32,
+    ) -> Result<(), MetricsError> {
+        self.append(record, phase_index)
+    }
+
+    fn write_warmup_record(&mut self, record: &RequestRecord) -> Result<(), MetricsError> {
+        self.append(record, 0)
+    }
 
     /// Flushes and closes the file.
-    pub fn finish(self) -> Result<(), MetricsError> {
+    fn finish(self: Box<Self>) -> Result<(), MetricsError> {
         self.file.finish()
     }
 }
@@ -428,11 +442,12 @@ mod tests {
         let path = dir.path().join("sub/profile_export_raw.jsonl");
         let mut writer = RawJsonlWriter::create(&path).unwrap();
         for _ in 0..12 {
+            let r = captured(&[], "text/plain", &["ok"], "{}");
             writer
-                .write_record(&captured(&[], "text/plain", &["ok"], "{}"), 0)
+                .write_record(&r, &RecordMetrics::default(), 0)
                 .unwrap();
         }
-        writer.finish().unwrap();
+        Box::new(writer).finish().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 12);
         assert!(text
