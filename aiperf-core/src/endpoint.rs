@@ -28,6 +28,27 @@ pub struct EndpointInfo {
     /// Whether a request carries a query and passages to rank, so a synthetic dataset
     /// composes its turns that way.
     pub takes_rankings: bool,
+    /// The header that carries an API key.
+    pub api_key_header: ApiKeyHeader,
+}
+
+/// How an API expects its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiKeyHeader {
+    /// `Authorization: Bearer <key>` (OpenAI and most others).
+    Bearer,
+    /// `x-api-key: <key>` (the Anthropic Messages API).
+    XApiKey,
+}
+
+impl ApiKeyHeader {
+    /// The header's name and value for `api_key`.
+    pub fn header(self, api_key: &str) -> (&'static str, String) {
+        match self {
+            ApiKeyHeader::Bearer => ("Authorization", format!("Bearer {api_key}")),
+            ApiKeyHeader::XApiKey => ("x-api-key", api_key.to_owned()),
+        }
+    }
 }
 
 impl EndpointInfo {
@@ -37,6 +58,27 @@ impl EndpointInfo {
             Some(path) if streaming => path,
             _ => self.default_path,
         }
+    }
+
+    /// The headers every request carries: the explicit ones (in order), preceded by the
+    /// API-key header derived from `api_key` unless an explicit header of the same name
+    /// (in any case) replaces it, so a server never sees the header twice. The flag says
+    /// whether an explicit header replaced the derived one.
+    pub fn request_headers(
+        &self,
+        api_key: Option<&str>,
+        explicit: &[(String, String)],
+    ) -> (Vec<(String, String)>, bool) {
+        let mut headers = explicit.to_vec();
+        let Some(key) = api_key else {
+            return (headers, false);
+        };
+        let (name, value) = self.api_key_header.header(key);
+        if explicit.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            return (headers, true);
+        }
+        headers.insert(0, (name.to_owned(), value));
+        (headers, false)
     }
 }
 

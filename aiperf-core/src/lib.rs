@@ -11,7 +11,7 @@
 //! use std::sync::Arc;
 //! use aiperf_core::{
 //!     Benchmark, BenchmarkConfig, BoxFuture, BuiltRequest, Chunk, CollectRecords, Conversation,
-//!     Endpoint, EndpointError, EndpointInfo, HttpRequest, ParsedExchange, ParsedResponse,
+//!     Endpoint, EndpointError, ApiKeyHeader, EndpointInfo, HttpRequest, ParsedExchange, ParsedResponse,
 //!     PhasePlan, RawExchange, RequestInput, SamplingStrategy, Transport, Turn,
 //! };
 //!
@@ -52,25 +52,25 @@
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut config = BenchmarkConfig::default();
 //! config.endpoint.models = vec!["my-model".into()];
+//! config.endpoint.urls = vec!["http://127.0.0.1:8000".into()];
 //! config.load.concurrency = Some(4);
 //! config.load.request_count = Some(20);
 //! let config = config.validate()?;
 //!
-//! let mut builder = Benchmark::builder()
+//! // The configuration decides URL, model, streaming, headers and phases; the builder
+//! // takes the parts that are code and data.
+//! let records = Benchmark::builder(&config)
 //!     .endpoint(Arc::new(Echo(EndpointInfo {
 //!         name: "echo", default_path: "/", streaming_path: None, supports_streaming: false,
 //!         produces_tokens: true, tokenizes_input: true, takes_rankings: false,
+//!         api_key_header: ApiKeyHeader::Bearer,
 //!     })))
 //!     .transport(Arc::new(Loopback))
-//!     .url("http://127.0.0.1:8000/")
-//!     .model(config.primary_model())
 //!     .conversations(vec![Conversation {
 //!         session_id: "c0".into(),
 //!         turns: vec![Turn::text("hello")],
 //!         ..Conversation::default()
-//!     }], SamplingStrategy::Sequential, 42);
-//! let records = builder
-//!     .phases(PhasePlan::from_config(&config)?)
+//!     }], SamplingStrategy::Sequential)
 //!     .sink(CollectRecords::default())?
 //!     .run()
 //!     .await?;
@@ -98,8 +98,8 @@ pub use config::{BenchmarkConfig, ConfigError, ValidatedConfig};
 pub use conversation::{ContextMode, Conversation, Turn};
 pub use dataset::{ConversationSampler, DatasetSource, SamplingStrategy};
 pub use endpoint::{
-    build_request, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange,
-    ParsedResponse, RequestInput, Usage,
+    build_request, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo,
+    ParsedExchange, ParsedResponse, RequestInput, Usage,
 };
 pub use engine::{Benchmark, BenchmarkBuilder, Cancellation, EngineError, PhasePlan, Progress};
 pub use record::{
@@ -110,7 +110,7 @@ pub use schedule::{
     UserCentricSchedule,
 };
 pub use seed::derive_seed;
-pub use sink::{CollectRecords, RecordSink, Tee};
+pub use sink::{CollectRecords, RecordSink, RunContext, Tee};
 pub use tokens::TokenCounter;
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{

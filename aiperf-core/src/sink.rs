@@ -1,10 +1,24 @@
 //! The [`RecordSink`] trait: where finished requests go.
 
+use crate::config::ValidatedConfig;
+use crate::endpoint::EndpointInfo;
 use crate::record::{Phase, RequestRecord};
 use crate::RunInfo;
 
 /// An error from a sink (a full disk, a closed file).
 pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a run actually sends, as the engine resolved it, handed to the sink before the
+/// first record so that what it reports can never disagree with what ran.
+#[derive(Debug, Clone, Copy)]
+pub struct RunContext<'a> {
+    /// The configuration that runs (streaming only where the endpoint streams).
+    pub config: &'a ValidatedConfig,
+    /// The endpoint format.
+    pub endpoint: &'a EndpointInfo,
+    /// The request URLs (base URL and endpoint path).
+    pub urls: &'a [String],
+}
 
 /// Receives every finished request, warmup included, in completion order, on the
 /// engine's processing task (never on the request hot path), and turns them into a
@@ -12,6 +26,12 @@ pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
 pub trait RecordSink: Send + 'static {
     /// What the sink produces at the end, e.g. a metrics summary.
     type Output: Send + 'static;
+
+    /// The run starts as `run` describes, before any record. The default ignores it.
+    fn start(&mut self, run: &RunContext<'_>) -> Result<(), SinkError> {
+        let _ = run;
+        Ok(())
+    }
 
     /// Takes one record.
     fn on_record(&mut self, record: RequestRecord) -> Result<(), SinkError>;
@@ -51,6 +71,11 @@ pub struct Tee<A, B> {
 impl<A: RecordSink, B: RecordSink> RecordSink for Tee<A, B> {
     type Output = (A::Output, B::Output);
 
+    fn start(&mut self, run: &RunContext<'_>) -> Result<(), SinkError> {
+        self.first.start(run)?;
+        self.second.start(run)
+    }
+
     fn on_record(&mut self, record: RequestRecord) -> Result<(), SinkError> {
         self.first.on_record(record.clone())?;
         self.second.on_record(record)
@@ -71,6 +96,10 @@ impl<A: RecordSink, B: RecordSink> RecordSink for Tee<A, B> {
 /// one: the engine moves its sink to the processing thread, which needs `'static`.)
 impl<S: RecordSink> RecordSink for Box<S> {
     type Output = S::Output;
+
+    fn start(&mut self, run: &RunContext<'_>) -> Result<(), SinkError> {
+        (**self).start(run)
+    }
 
     fn on_record(&mut self, record: RequestRecord) -> Result<(), SinkError> {
         (**self).on_record(record)

@@ -6,11 +6,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aiperf_core::config::ArrivalPattern;
+use aiperf_core::config::{ArrivalPattern, ExportLevel};
 use aiperf_core::sink::SinkError;
 use aiperf_core::{
     Benchmark, CancellationToken, ClosedLoop, CollectRecords, Conversation, Phase, PhasePlan,
-    RateScheduler, RecordSink, RequestRecord, RunInfo, SamplingStrategy, Turn,
+    RateScheduler, RecordSink, RequestRecord, RunContext, RunInfo, SamplingStrategy, Turn,
 };
 
 mod common;
@@ -30,12 +30,10 @@ async fn run(
     phases: Vec<PhasePlan>,
     cancel: CancellationToken,
 ) -> Vec<RequestRecord> {
-    let mut builder = Benchmark::builder()
+    let mut builder = Benchmark::builder(&common::config())
         .endpoint(Arc::new(Echo))
         .transport(transport)
-        .url("http://127.0.0.1:1/echo")
-        .model("m")
-        .conversations(dataset(5), SamplingStrategy::Sequential, 1)
+        .conversations(dataset(5), SamplingStrategy::Sequential)
         .cancel_token(cancel);
     for phase in phases {
         builder = builder.phase(phase);
@@ -164,12 +162,10 @@ async fn later_turns_carry_the_history_with_the_servers_replies() {
         turns: ["a", "b", "c"].map(Turn::text).to_vec(),
         ..Conversation::default()
     };
-    let records = Benchmark::builder()
+    let records = Benchmark::builder(&common::config())
         .endpoint(Arc::new(Transcript))
         .transport(Arc::new(SlowEcho::default()))
-        .url("http://127.0.0.1:1/")
-        .model("m")
-        .conversations(vec![conversation], SamplingStrategy::Sequential, 1)
+        .conversations(vec![conversation], SamplingStrategy::Sequential)
         .phase(closed_loop(Phase::Profiling, 1, 3))
         .sink(CollectRecords::default())
         .unwrap()
@@ -209,16 +205,18 @@ async fn raw_exchanges_are_kept_only_when_asked() {
             latency: Duration::from_millis(5),
             ..SlowEcho::default()
         });
-        Benchmark::builder()
+        let config = common::config_with(|config| {
+            config.endpoint.api_key = Some("k".into());
+            if keep {
+                config.output.export_level = ExportLevel::Raw;
+            }
+        });
+        Benchmark::builder(&config)
             .endpoint(Arc::new(Echo))
             .transport(transport)
-            .url("http://127.0.0.1:1/echo")
-            .model("m")
-            .header("Authorization", "Bearer k")
-            .conversations(dataset(3), SamplingStrategy::Sequential, 1)
+            .conversations(dataset(3), SamplingStrategy::Sequential)
             .phase(closed_loop(Phase::Warmup, 1, 1))
             .phase(closed_loop(Phase::Profiling, 2, 3))
-            .keep_raw_exchanges(keep)
             .sink(CollectRecords::default())
             .unwrap()
             .run()
@@ -254,12 +252,10 @@ async fn progress_counts_only_the_current_phase() {
         ..SlowEcho::default()
     });
     let progress = Arc::new(aiperf_core::Progress::default());
-    let records = Benchmark::builder()
+    let records = Benchmark::builder(&common::config())
         .endpoint(Arc::new(Echo))
         .transport(transport)
-        .url("http://127.0.0.1:1/echo")
-        .model("m")
-        .conversations(dataset(5), SamplingStrategy::Sequential, 1)
+        .conversations(dataset(5), SamplingStrategy::Sequential)
         .progress(Arc::clone(&progress))
         .phase(closed_loop(Phase::Warmup, 4, 40))
         .phase(closed_loop(Phase::Profiling, 4, 9))
@@ -304,12 +300,10 @@ impl RecordSink for Counter {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tee_feeds_both_sinks_every_record_and_phase_and_a_boxed_sink_is_a_sink() {
     let sink = CollectRecords::default().tee(Box::new(Counter::default()));
-    let (records, (phases, counted)) = Benchmark::builder()
+    let (records, (phases, counted)) = Benchmark::builder(&common::config())
         .endpoint(Arc::new(Echo))
         .transport(Arc::new(SlowEcho::default()))
-        .url("http://127.0.0.1:1/echo")
-        .model("m")
-        .conversations(dataset(5), SamplingStrategy::Sequential, 1)
+        .conversations(dataset(5), SamplingStrategy::Sequential)
         .phase(closed_loop(Phase::Warmup, 1, 2))
         .phase(closed_loop(Phase::Profiling, 2, 7))
         .sink(sink)
@@ -320,4 +314,75 @@ async fn a_tee_feeds_both_sinks_every_record_and_phase_and_a_boxed_sink_is_a_sin
     assert_eq!(records.len(), 9);
     assert_eq!(counted, 9);
     assert_eq!(phases, [Phase::Warmup, Phase::Profiling]);
+}
+
+/// Keeps what the engine told it at the start, and counts records.
+#[derive(Default)]
+struct StartSpy {
+    streaming: Option<bool>,
+    urls: Vec<String>,
+    records: usize,
+}
+
+impl RecordSink for StartSpy {
+    type Output = Self;
+
+    fn start(&mut self, run: &RunContext<'_>) -> Result<(), SinkError> {
+        self.streaming = Some(run.config.endpoint.streaming);
+        self.urls = run.urls.to_vec();
+        Ok(())
+    }
+
+    fn on_record(&mut self, _record: RequestRecord) -> Result<(), SinkError> {
+        self.records += 1;
+        Ok(())
+    }
+
+    fn finish(self, _run: &RunInfo) -> Result<Self, SinkError> {
+        Ok(self)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configuration_decides_phases_urls_and_streaming_and_the_sink_is_told() {
+    // Streaming asked of an endpoint that cannot stream: the run does not stream, and the
+    // sink hears so before the first record (its metrics can never assume otherwise).
+    let config = common::config_with(|config| {
+        config.endpoint.streaming = true;
+        config.endpoint.urls = vec!["127.0.0.1:1/v1".into(), "http://h:2".into()];
+        config.load.concurrency = Some(2);
+        config.load.request_count = Some(7);
+    });
+    let spy = Benchmark::builder(&config)
+        .endpoint(Arc::new(Echo))
+        .transport(Arc::new(SlowEcho::default()))
+        .conversations(dataset(3), SamplingStrategy::Sequential)
+        .sink(StartSpy::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(spy.streaming, Some(false));
+    assert_eq!(spy.urls, ["http://127.0.0.1:1/v1/echo", "http://h:2/echo"]);
+    assert_eq!(spy.records, 7, "the configuration's request count");
+}
+
+#[test]
+fn a_configuration_the_endpoint_cannot_run_is_refused() {
+    // Prefill concurrency needs streaming, which this endpoint cannot do.
+    let config = common::config_with(|config| {
+        config.endpoint.streaming = true;
+        config.load.concurrency = Some(2);
+        config.load.prefill_concurrency = Some(1);
+    });
+    let error = Benchmark::builder(&config)
+        .endpoint(Arc::new(Echo))
+        .transport(Arc::new(SlowEcho::default()))
+        .conversations(dataset(3), SamplingStrategy::Sequential)
+        .sink(CollectRecords::default())
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "--prefill-concurrency requires --streaming"
+    );
 }

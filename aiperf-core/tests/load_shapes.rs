@@ -24,12 +24,10 @@ async fn run(
     conversations: Vec<Conversation>,
     plan: PhasePlan,
 ) -> Vec<RequestRecord> {
-    let mut records = Benchmark::builder()
+    let mut records = Benchmark::builder(&common::config())
         .endpoint(endpoint)
         .transport(transport)
-        .url("http://127.0.0.1:1/")
-        .model("m")
-        .conversations(conversations, SamplingStrategy::Sequential, 1)
+        .conversations(conversations, SamplingStrategy::Sequential)
         .phase(plan)
         .sink(CollectRecords::default())
         .unwrap()

@@ -2,7 +2,8 @@
 
 use aiperf_core::conversation::Turn;
 use aiperf_core::{
-    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+    ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
+    RequestInput,
 };
 use serde_json::{json, Map, Value};
 
@@ -19,6 +20,7 @@ const INFO: EndpointInfo = EndpointInfo {
     produces_tokens: true,
     tokenizes_input: true,
     takes_rankings: false,
+    api_key_header: ApiKeyHeader::Bearer,
 };
 
 /// Chat completions: builds `{"messages", "model", "stream", ["tools"],

@@ -4,7 +4,8 @@
 use std::sync::atomic::AtomicBool;
 
 use aiperf_core::{
-    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+    ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
+    RequestInput,
 };
 use serde_json::{Map, Value};
 
@@ -22,6 +23,7 @@ const INFO: EndpointInfo = EndpointInfo {
     produces_tokens: false,
     tokenizes_input: true,
     takes_rankings: false,
+    api_key_header: ApiKeyHeader::Bearer,
 };
 
 /// Chat embeddings: builds `{"messages", "model", …}` exactly as the `chat` endpoint builds

@@ -1,7 +1,8 @@
 //! The `completions` endpoint: OpenAI text completions (`/v1/completions`).
 
 use aiperf_core::{
-    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+    ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
+    RequestInput,
 };
 use serde_json::{Map, Value};
 
@@ -18,6 +19,7 @@ const INFO: EndpointInfo = EndpointInfo {
     produces_tokens: true,
     tokenizes_input: true,
     takes_rankings: false,
+    api_key_header: ApiKeyHeader::Bearer,
 };
 
 /// Text completions: builds `{"prompt", "model", "stream", "max_tokens", …}` from exactly

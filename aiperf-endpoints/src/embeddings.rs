@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::sync::atomic::AtomicBool;
 
 use aiperf_core::{
-    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+    ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
+    RequestInput,
 };
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -23,6 +24,7 @@ const EMBEDDINGS: EndpointInfo = EndpointInfo {
     produces_tokens: false,
     tokenizes_input: true,
     takes_rankings: false,
+    api_key_header: ApiKeyHeader::Bearer,
 };
 
 const NIM_EMBEDDINGS: EndpointInfo = EndpointInfo {

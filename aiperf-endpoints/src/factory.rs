@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use aiperf_core::{Endpoint, EndpointInfo};
+use aiperf_core::Endpoint;
 use serde_json::{Map, Value};
 
 use crate::{
@@ -41,55 +41,6 @@ pub struct EndpointOptions {
     /// `extra` fields are merged after them). The `template` endpoint takes its
     /// `payload_template` and `response_field` out of them first.
     pub extra_inputs: Map<String, Value>,
-}
-
-/// The header that carries `--api-key` for the endpoint `info` describes: `x-api-key` for
-/// the Anthropic Messages API, `Authorization: Bearer <key>` for everything else.
-///
-/// ```
-/// use aiperf_endpoints::{api_key_header, endpoint_for, EndpointOptions};
-///
-/// let chat = endpoint_for("chat", EndpointOptions::default()).unwrap();
-/// assert_eq!(api_key_header(chat.info(), "k"), ("Authorization", "Bearer k".to_string()));
-/// let messages = endpoint_for("messages", EndpointOptions::default()).unwrap();
-/// assert_eq!(api_key_header(messages.info(), "k"), ("x-api-key", "k".to_string()));
-/// ```
-pub fn api_key_header(info: &EndpointInfo, api_key: &str) -> (&'static str, String) {
-    match info.name {
-        "messages" => ("x-api-key", api_key.to_owned()),
-        _ => ("Authorization", format!("Bearer {api_key}")),
-    }
-}
-
-/// The headers every request carries: the explicit ones (`-H`, in order), preceded by the
-/// API-key header derived from `api_key` unless an explicit header of the same name (in
-/// any case) replaces it, so a server never sees the header twice. The flag says whether
-/// an explicit header replaced the derived one.
-///
-/// ```
-/// use aiperf_endpoints::{endpoint_for, request_headers, EndpointOptions};
-///
-/// let chat = endpoint_for("chat", EndpointOptions::default()).unwrap();
-/// let explicit = [("authorization".to_string(), "Bearer mine".to_string())];
-/// let (headers, replaced) = request_headers(chat.info(), Some("k"), &explicit);
-/// assert_eq!(headers, explicit);
-/// assert!(replaced);
-/// ```
-pub fn request_headers(
-    info: &EndpointInfo,
-    api_key: Option<&str>,
-    explicit: &[(String, String)],
-) -> (Vec<(String, String)>, bool) {
-    let mut headers = explicit.to_vec();
-    let Some(key) = api_key else {
-        return (headers, false);
-    };
-    let (name, value) = api_key_header(info, key);
-    if explicit.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
-        return (headers, true);
-    }
-    headers.insert(0, (name.to_owned(), value));
-    (headers, false)
 }
 
 /// An endpoint type name that is not supported.
@@ -224,7 +175,7 @@ mod tests {
         let chat = endpoint_for("chat", EndpointOptions::default()).unwrap();
         let other = [("X-Trace".to_string(), "1".to_string())];
         assert_eq!(
-            request_headers(chat.info(), Some("k"), &other),
+            chat.info().request_headers(Some("k"), &other),
             (
                 vec![
                     ("Authorization".to_string(), "Bearer k".to_string()),
@@ -234,13 +185,13 @@ mod tests {
             )
         );
         assert_eq!(
-            request_headers(chat.info(), None, &other),
+            chat.info().request_headers(None, &other),
             (other.to_vec(), false)
         );
         let messages = endpoint_for("messages", EndpointOptions::default()).unwrap();
         let explicit = [("X-API-KEY".to_string(), "mine".to_string())];
         assert_eq!(
-            request_headers(messages.info(), Some("k"), &explicit),
+            messages.info().request_headers(Some("k"), &explicit),
             (explicit.to_vec(), true)
         );
     }

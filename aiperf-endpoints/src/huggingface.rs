@@ -4,7 +4,8 @@
 use std::borrow::Cow;
 
 use aiperf_core::{
-    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+    ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
+    RequestInput,
 };
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -22,6 +23,7 @@ const INFO: EndpointInfo = EndpointInfo {
     produces_tokens: true,
     tokenizes_input: true,
     takes_rankings: false,
+    api_key_header: ApiKeyHeader::Bearer,
 };
 
 /// Hugging Face TGI: builds `{"inputs": "<texts joined by a space>", "parameters":

@@ -9,7 +9,8 @@
 //!   [`RankingsEndpoint`] (`nim_rankings`, `cohere_rankings`, `hf_tei_rankings`),
 //!   [`HuggingFaceGenerateEndpoint`] (TGI), [`ImageGenerationEndpoint`]
 //!   (`/v1/images/generations`), [`MessagesEndpoint`] (Anthropic `/v1/messages`; its API
-//!   key header comes from [`api_key_header`]) and [`TemplateEndpoint`] (a user's Jinja
+//!   key goes in `x-api-key`, as its
+//!   [`EndpointInfo::api_key_header`](aiperf_core::EndpointInfo::api_key_header) says) and [`TemplateEndpoint`] (a user's Jinja
 //!   template), chosen by name with [`endpoint_for`]; requests
 //!   go to [`EndpointInfo::path`](aiperf_core::EndpointInfo::path) joined to the base
 //!   URL by [`build_url`];
@@ -89,16 +90,13 @@ pub mod sse;
 mod template;
 mod tls;
 mod transport;
-mod url;
 
+pub use aiperf_core::url::build_url;
 pub use chat::ChatEndpoint;
 pub use chat_embeddings::ChatEmbeddingsEndpoint;
 pub use completions::CompletionsEndpoint;
 pub use embeddings::EmbeddingsEndpoint;
-pub use factory::{
-    api_key_header, endpoint_for, request_headers, EndpointOptions, UnknownEndpoint,
-    SUPPORTED_ENDPOINT_TYPES,
-};
+pub use factory::{endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES};
 pub use huggingface::HuggingFaceGenerateEndpoint;
 pub use image_generation::ImageGenerationEndpoint;
 pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
@@ -107,7 +105,6 @@ pub use response::exchange_failure;
 pub use responses::ResponsesEndpoint;
 pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY, RESPONSE_FIELD_KEY};
 pub use transport::{HttpTransport, HttpTransportBuilder, TransportBuildError};
-pub use url::build_url;
 
 #[cfg(test)]
 mod test_support;

@@ -4,7 +4,8 @@ use std::borrow::Cow;
 
 use aiperf_core::conversation::Turn;
 use aiperf_core::{
-    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+    ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
+    RequestInput,
 };
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -23,6 +24,7 @@ const INFO: EndpointInfo = EndpointInfo {
     produces_tokens: true,
     tokenizes_input: true,
     takes_rankings: false,
+    api_key_header: ApiKeyHeader::XApiKey,
 };
 
 /// The `anthropic-version` header every request carries.

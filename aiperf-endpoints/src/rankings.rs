@@ -4,7 +4,8 @@
 use std::sync::atomic::AtomicBool;
 
 use aiperf_core::{
-    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+    ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
+    RequestInput,
 };
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -22,6 +23,7 @@ const NIM: EndpointInfo = EndpointInfo {
     produces_tokens: false,
     tokenizes_input: true,
     takes_rankings: true,
+    api_key_header: ApiKeyHeader::Bearer,
 };
 
 const COHERE: EndpointInfo = EndpointInfo {

@@ -4,7 +4,8 @@ use std::path::Path;
 
 use aiperf_core::conversation::Turn;
 use aiperf_core::{
-    BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+    ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
+    RequestInput,
 };
 use minijinja::value::Kwargs;
 use minijinja::{Environment, ErrorKind, UndefinedBehavior};
@@ -27,6 +28,7 @@ const INFO: EndpointInfo = EndpointInfo {
     produces_tokens: true,
     tokenizes_input: true,
     takes_rankings: false,
+    api_key_header: ApiKeyHeader::Bearer,
 };
 
 /// The `--extra-inputs` key that gives the template: a named template, a file path, or

@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use aiperf_core::{BenchmarkConfig, EndpointInfo, RecordSink, RunInfo, TokenCounter};
+//! use aiperf_core::{BenchmarkConfig, ApiKeyHeader, EndpointInfo, RecordSink, RunInfo, TokenCounter};
 //! use aiperf_metrics::{export, MetricsSink};
 //!
 //! struct Words;
@@ -32,6 +32,7 @@
 //!     name: "chat", default_path: "/v1/chat/completions", streaming_path: None,
 //!     supports_streaming: true,
 //!     produces_tokens: true, tokenizes_input: true, takes_rankings: false,
+//!     api_key_header: ApiKeyHeader::Bearer,
 //! };
 //! let sink = MetricsSink::new(&config, &info, Arc::new(Words))?;
 //! // … the engine calls `sink.on_record(record)` for every finished request …

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use aiperf_core::sink::SinkError;
 use aiperf_core::{
     BenchmarkConfig, Clock, EndpointInfo, ErrorDetails, Phase, PhaseStats, RecordSink,
-    RequestRecord, RunInfo, TokenCounter,
+    RequestRecord, RunContext, RunInfo, TokenCounter,
 };
 
 use crate::catalogue::{
@@ -189,7 +189,9 @@ fn add(slot: &mut Option<u64>, v: Option<u64>) {
 impl MetricsSink {
     /// A sink for a run of `config` against the endpoint described by `info`, counting
     /// tokens with `counter`. Fails when `config.goodput` names an unknown or
-    /// inapplicable metric.
+    /// inapplicable metric. Under the engine, the sink takes over the configuration that
+    /// actually runs when the run starts ([`RecordSink::start`]), so the summary always
+    /// describes what ran.
     pub fn new(
         config: &BenchmarkConfig,
         info: &EndpointInfo,
@@ -198,33 +200,33 @@ impl MetricsSink {
         Self::with_context(config, MetricsContext::new(config, info), counter)
     }
 
-    /// Like [`MetricsSink::new`] with an explicit applicability context.
+    /// Like [`MetricsSink::new`] with an explicit applicability context (for feeding
+    /// records by hand; under the engine, [`RecordSink::start`] replaces it with what runs).
     pub fn with_context(
         config: &BenchmarkConfig,
         ctx: MetricsContext,
         counter: Arc<dyn TokenCounter>,
     ) -> Result<Self, MetricsError> {
-        let mut ctx = ctx;
-        ctx.goodput = !config.goodput.is_empty();
-        validate_goodput(&config.goodput, &ctx)?;
-        let slos = config
-            .goodput
-            .iter()
-            .filter_map(|(tag, threshold)| {
-                let id = MetricId::from_tag(tag)?;
-                Some(Slo {
-                    id,
-                    threshold: *threshold,
-                    larger_is_better: id.def().flags.contains(MetricFlags::LARGER_IS_BETTER),
-                })
-            })
-            .collect();
+        let (ctx, slos) = goodput_of(config, ctx)?;
         Ok(Self::empty(
             ctx,
             config.clone(),
             Arc::new(MemoizedCounter::new(counter)),
             slos,
         ))
+    }
+
+    /// Takes over what the engine resolved for the run (see [`RecordSink::start`]): the
+    /// configuration that runs becomes the summary's, and metric applicability follows
+    /// what is actually sent.
+    fn adopt(&mut self, run: &RunContext<'_>) -> Result<(), MetricsError> {
+        let config: &BenchmarkConfig = run.config;
+        let (ctx, slos) = goodput_of(config, MetricsContext::new(config, run.endpoint))?;
+        self.ctx = ctx;
+        self.slos = slos;
+        self.phase_index = u32::from(config.load.warmup.is_enabled());
+        self.config = config.clone();
+        Ok(())
     }
 
     /// A sink with nothing absorbed yet and no files.
@@ -624,8 +626,35 @@ impl MetricsSink {
     }
 }
 
+/// The applicability context with the goodput flag set, and the goodput thresholds of
+/// `config`; fails when a threshold names an unknown or inapplicable metric.
+fn goodput_of(
+    config: &BenchmarkConfig,
+    mut ctx: MetricsContext,
+) -> Result<(MetricsContext, Vec<Slo>), MetricsError> {
+    ctx.goodput = !config.goodput.is_empty();
+    validate_goodput(&config.goodput, &ctx)?;
+    let slos = config
+        .goodput
+        .iter()
+        .filter_map(|(tag, threshold)| {
+            let id = MetricId::from_tag(tag)?;
+            Some(Slo {
+                id,
+                threshold: *threshold,
+                larger_is_better: id.def().flags.contains(MetricFlags::LARGER_IS_BETTER),
+            })
+        })
+        .collect();
+    Ok((ctx, slos))
+}
+
 impl RecordSink for MetricsSink {
     type Output = Summary;
+
+    fn start(&mut self, run: &RunContext<'_>) -> Result<(), SinkError> {
+        self.adopt(run).map_err(|e| Box::new(e) as SinkError)
+    }
 
     fn on_record(&mut self, record: RequestRecord) -> Result<(), SinkError> {
         self.process(&record).map_err(|e| Box::new(e) as SinkError)

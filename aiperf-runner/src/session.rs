@@ -7,12 +7,11 @@ use std::time::Duration;
 
 use aiperf_core::config::ExportLevel;
 use aiperf_core::{
-    derive_seed, Benchmark, BenchmarkConfig, CancellationToken, Endpoint, PhasePlan, Progress,
-    ValidatedConfig,
+    Benchmark, BenchmarkConfig, CancellationToken, Endpoint, Progress, ValidatedConfig,
 };
 use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
 use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
-use aiperf_endpoints::{build_url, endpoint_for, request_headers, EndpointOptions, HttpTransport};
+use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::export::{export_paths, resolve_artifact_dir, write_summary_files};
 use aiperf_metrics::live::LiveStats;
 use aiperf_metrics::{MetricsSink, Summary};
@@ -163,11 +162,9 @@ impl Session {
     /// The headers every request carries, and whether an explicit one replaced the API
     /// key's.
     fn headers(&self, config: &BenchmarkConfig) -> (Vec<(String, String)>, bool) {
-        request_headers(
-            self.endpoint.info(),
-            config.endpoint.api_key.as_deref(),
-            &config.endpoint.headers,
-        )
+        self.endpoint
+            .info()
+            .request_headers(config.endpoint.api_key.as_deref(), &config.endpoint.headers)
     }
 
     /// Runs the benchmark once and writes its artifacts to `artifact_dir` (`None`: the
@@ -180,7 +177,6 @@ impl Session {
         hooks: &mut dyn RunHooks,
     ) -> Result<RunReport, RunError> {
         let config = self.adopt(&config)?.with_seed_drawn(rand::random::<u64>);
-        let seed = config.input.random_seed.unwrap_or_default();
         let endpoint = &self.endpoint;
         let workload = workload::load(
             config,
@@ -236,36 +232,19 @@ impl Session {
             sink = sink.export_raw_records_to(&paths.raw_jsonl)?;
         }
 
-        let plans = PhasePlan::for_dataset(&config, &conversations)
-            .map_err(|e| RunError::Engine(e.into()))?;
         let running_telemetry = telemetry::start(
             &spec.telemetry,
             &config.endpoint.urls,
             self.transport.clone(),
         );
         let progress = Arc::new(Progress::default());
-        let (headers, _) = self.headers(&config);
-        let mut builder = Benchmark::builder()
+        let benchmark = Benchmark::builder(&config)
             .endpoint(Arc::clone(endpoint))
             .transport(self.transport.clone())
-            .model(config.primary_model())
-            .streaming(self.streaming)
-            .request_timeout(config.endpoint.request_timeout)
-            .conversations(
-                conversations,
-                workload.sampling,
-                derive_seed(seed, "dataset.sampling"),
-            )
+            .conversations(conversations, workload.sampling)
             .cancel_token(self.cancel.clone())
             .progress(Arc::clone(&progress))
-            .keep_raw_exchanges(raw_export)
-            .phases(plans);
-        for url in self.request_urls(&config) {
-            builder = builder.url(url);
-        }
-        for (name, value) in headers {
-            builder = builder.header(name, value);
-        }
+            .sink(sink)?;
 
         hooks.sending(&RunWatch {
             progress,
@@ -273,10 +252,7 @@ impl Session {
             targets: PhaseTargets::from_config(&config),
             cancel: self.cancel.clone(),
         });
-        let result = match builder.sink(sink) {
-            Ok(benchmark) => benchmark.run().await,
-            Err(error) => Err(error),
-        };
+        let result = benchmark.run().await;
         hooks.sending_ended();
         let summary = result?;
         if summary.connection_retries > 0 {

@@ -1,16 +1,13 @@
-//! Embedding aiperf-rs in another program: benchmark a server from Rust and check an SLO.
+//! Embedding aiperf-rs in another program: run a whole benchmark from Rust, as
+//! `aiperf profile` would, and check an SLO on the result.
 //!
 //! Run it with `cargo run -p aiperf-tests --example embed` (it starts the mock server on a
-//! free loopback port; point `url` at a real server instead).
+//! free loopback port; point the URL at a real server instead).
 
-use std::sync::Arc;
-
-use aiperf_core::config::InputConfig;
-use aiperf_core::{Benchmark, BenchmarkConfig, DatasetSource, PhasePlan, SamplingStrategy};
-use aiperf_datasets::{SyntheticDataset, Tokenizer};
-use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
-use aiperf_metrics::MetricsSink;
+use aiperf_core::{BenchmarkConfig, CancellationToken};
+use aiperf_metrics::slo::parse_slos;
 use aiperf_mock_server::{MockConfig, MockServer};
+use aiperf_runner::{run, NoHooks, Outcome, RunSpec};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -18,47 +15,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     let mut config = BenchmarkConfig::default();
     config.endpoint.models = vec!["mock-model".into()];
+    config.endpoint.urls = vec![server.url()];
     config.endpoint.streaming = true;
+    config.input.isl_mean = 128;
+    config.input.osl_mean = Some(32);
     config.load.concurrency = Some(8);
     config.load.request_count = Some(64);
-    let config = config.validate()?;
+    config.output.artifact_dir = Some(std::env::temp_dir().join("aiperf-embed-example"));
+    let mut spec = RunSpec::new(config.validate()?);
+    spec.slos = parse_slos("time_to_first_token:p99:200")?;
 
-    let tokenizer = Tokenizer::builtin();
-    let conversations = SyntheticDataset::new(
-        &InputConfig {
-            isl_mean: 128,
-            osl_mean: Some(32),
-            random_seed: Some(1),
-            ..InputConfig::default()
-        },
-        &config.endpoint.models,
-        tokenizer.clone(),
-    )?
-    .load()?;
-    let endpoint = endpoint_for("chat", EndpointOptions::default())?;
-    let sink = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer))?;
-
-    let summary = Benchmark::builder()
-        .url(build_url(&server.url(), None, endpoint.info().default_path))
-        .endpoint(endpoint)
-        .transport(Arc::new(HttpTransport::builder().build()?))
-        .model(config.primary_model())
-        .streaming(true)
-        .conversations(conversations, SamplingStrategy::Shuffle, 1)
-        .phases(PhasePlan::from_config(&config)?)
-        .sink(sink)?
-        .run()
-        .await?;
-
-    let ttft = summary
+    let report = run(&spec, &mut NoHooks, CancellationToken::new()).await?;
+    let run = &report.runs[0];
+    let ttft = run
+        .summary
         .metric("time_to_first_token")
         .ok_or("no TTFT in the summary")?;
     println!(
-        "{} requests, TTFT avg {:.2} ms, p99 {:.2} ms",
-        summary.request_count(),
+        "{} requests, TTFT avg {:.2} ms, p99 {:.2} ms; files in {}",
+        run.summary.request_count(),
         ttft.avg,
-        ttft.p99.unwrap_or(f64::NAN)
+        ttft.p99.unwrap_or(f64::NAN),
+        run.files.dir.display()
     );
+    assert_eq!(report.outcome, Outcome::Completed, "the SLO was missed");
     server.shutdown().await;
     Ok(())
 }

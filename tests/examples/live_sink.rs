@@ -10,11 +10,10 @@ use std::sync::Arc;
 use aiperf_core::config::InputConfig;
 use aiperf_core::sink::SinkError;
 use aiperf_core::{
-    Benchmark, BenchmarkConfig, DatasetSource, PhasePlan, RecordSink, RequestRecord, RunInfo,
-    SamplingStrategy,
+    Benchmark, BenchmarkConfig, DatasetSource, RecordSink, RequestRecord, RunInfo, SamplingStrategy,
 };
 use aiperf_datasets::{SyntheticDataset, Tokenizer};
-use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_endpoints::{endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::MetricsSink;
 use aiperf_mock_server::{MockConfig, MockServer};
 
@@ -53,6 +52,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 
     let mut config = BenchmarkConfig::default();
     config.endpoint.models = vec!["mock-model".into()];
+    config.endpoint.urls = vec![server.url()];
     config.endpoint.streaming = true;
     config.load.concurrency = Some(4);
     config.load.request_count = Some(64);
@@ -69,14 +69,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let endpoint = endpoint_for("chat", EndpointOptions::default())?;
     let metrics = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer))?;
 
-    let (summary, (finished, failed)) = Benchmark::builder()
-        .url(build_url(&server.url(), None, endpoint.info().default_path))
+    let (summary, (finished, failed)) = Benchmark::builder(&config)
         .endpoint(endpoint)
         .transport(Arc::new(HttpTransport::builder().build()?))
-        .model(config.primary_model())
-        .streaming(true)
-        .conversations(conversations, SamplingStrategy::Shuffle, 1)
-        .phases(PhasePlan::from_config(&config)?)
+        .conversations(conversations, SamplingStrategy::Shuffle)
         .sink(metrics.tee(Progress::default()))?
         .run()
         .await?;

@@ -6,18 +6,19 @@ use std::sync::Arc;
 
 use aiperf_core::config::InputConfig;
 use aiperf_core::{
-    Benchmark, BenchmarkBuilder, BenchmarkConfig, CollectRecords, DatasetSource, PhasePlan,
-    SamplingStrategy, ValidatedConfig,
+    Benchmark, BenchmarkBuilder, BenchmarkConfig, CollectRecords, DatasetSource, SamplingStrategy,
+    ValidatedConfig,
 };
 use aiperf_datasets::{SyntheticDataset, Tokenizer};
-use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_endpoints::{endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::slo::parse_slos;
 use aiperf_metrics::MetricsSink;
 use aiperf_mock_server::{MockConfig, MockServer};
 
-fn config(concurrency: usize, requests: u64) -> ValidatedConfig {
+fn config(server: &MockServer, concurrency: usize, requests: u64) -> ValidatedConfig {
     let mut config = BenchmarkConfig::default();
     config.endpoint.models = vec!["mock-model".into()];
+    config.endpoint.urls = vec![server.url()];
     config.endpoint.streaming = true;
     config.load.concurrency = Some(concurrency);
     config.load.request_count = Some(requests);
@@ -41,21 +42,15 @@ fn conversations(tokenizer: &Tokenizer) -> Vec<aiperf_core::Conversation> {
     .unwrap()
 }
 
-/// A streaming chat benchmark of `server` as `config` describes it.
-fn chat_benchmark(server: &MockServer, config: &BenchmarkConfig) -> BenchmarkBuilder {
-    let endpoint = endpoint_for("chat", EndpointOptions::default()).unwrap();
-    Benchmark::builder()
-        .url(build_url(&server.url(), None, endpoint.info().default_path))
-        .endpoint(endpoint)
+/// A chat benchmark as `config` describes it.
+fn chat_benchmark(config: &ValidatedConfig) -> BenchmarkBuilder {
+    Benchmark::builder(config)
+        .endpoint(endpoint_for("chat", EndpointOptions::default()).unwrap())
         .transport(Arc::new(HttpTransport::builder().build().unwrap()))
-        .model("mock-model")
-        .streaming(true)
         .conversations(
             conversations(&Tokenizer::builtin()),
             SamplingStrategy::Sequential,
-            1,
         )
-        .phases(PhasePlan::from_config(config).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,13 +58,13 @@ async fn p99_time_to_first_token_meets_an_slo_against_the_mock_server() {
     let server = MockServer::start(MockConfig::with_timing(20.0, 2.0))
         .await
         .unwrap();
-    let config = config(4, 32);
+    let config = config(&server, 4, 32);
     let info = endpoint_for("chat", EndpointOptions::default())
         .unwrap()
         .info()
         .clone();
     let sink = MetricsSink::new(&config, &info, Arc::new(Tokenizer::builtin())).unwrap();
-    let summary = chat_benchmark(&server, &config)
+    let summary = chat_benchmark(&config)
         .sink(sink)
         .unwrap()
         .run()
@@ -107,7 +102,7 @@ async fn p99_time_to_first_token_meets_an_slo_against_the_mock_server() {
 async fn raw_records_carry_parsed_responses_and_exact_payloads() {
     let server = MockServer::start(MockConfig::fast()).await.unwrap();
     let tokenizer = Tokenizer::builtin();
-    let records = chat_benchmark(&server, &config(2, 6))
+    let records = chat_benchmark(&config(&server, 2, 6))
         .sink(CollectRecords::default())
         .unwrap()
         .run()
@@ -129,4 +124,32 @@ async fn raw_records_carry_parsed_responses_and_exact_payloads() {
         assert_eq!(payload["stream"], true);
         assert_eq!(record.input_text, payload["messages"][0]["content"]);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_describes_what_ran_whatever_the_sink_was_built_with() {
+    // A sink built from a configuration other than the run's (no streaming, the default
+    // URL) once dropped TTFT and echoed a URL never used; the engine now hands the sink
+    // the configuration that runs.
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let ran = config(&server, 2, 6);
+    let mut other = BenchmarkConfig::default();
+    other.endpoint.models = vec!["another-model".into()];
+    let other = other.validate().unwrap();
+    let info = endpoint_for("chat", EndpointOptions::default())
+        .unwrap()
+        .info()
+        .clone();
+    let sink = MetricsSink::new(&other, &info, Arc::new(Tokenizer::builtin())).unwrap();
+    let summary = chat_benchmark(&ran)
+        .sink(sink)
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(summary.request_count(), 6);
+    assert!(summary.metric("time_to_first_token").is_some());
+    assert_eq!(summary.config.endpoint.urls, [server.url()]);
+    assert_eq!(summary.config.primary_model(), "mock-model");
+    assert!(summary.config.endpoint.streaming);
 }

@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::config::{ConfigError, ExportLevel, ValidatedConfig};
 use crate::conversation::Conversation;
 use crate::dataset::{ConversationSampler, SamplingStrategy};
 use crate::endpoint::Endpoint;
@@ -33,8 +34,10 @@ use crate::record::{
     Credit, ErrorDetails, HttpTiming, Phase, RawCapture, RequestRecord, TimedResponse,
 };
 use crate::schedule::ScheduleError;
-use crate::sink::{RecordSink, SinkError};
+use crate::seed::derive_seed;
+use crate::sink::{RecordSink, RunContext, SinkError};
 use crate::transport::{RawExchange, Transport};
+use crate::url::build_url;
 use crate::RunInfo;
 
 mod phase;
@@ -78,6 +81,10 @@ pub enum EngineError {
     /// The builder is missing a part.
     #[error("the benchmark has no {0}: set it on the builder")]
     Missing(&'static str),
+    /// The configuration is invalid once the endpoint's abilities are applied (e.g.
+    /// prefill concurrency, which needs streaming, with an endpoint that does not stream).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The dataset has no conversations.
     #[error("the dataset is empty: there is nothing to send")]
     EmptyDataset,
@@ -91,6 +98,8 @@ pub enum EngineError {
 
 /// A benchmark ready to run. Build one with [`Benchmark::builder`].
 pub struct Benchmark<S: RecordSink> {
+    /// The configuration that runs (streaming as the endpoint allows it).
+    config: ValidatedConfig,
     shared: Arc<Shared>,
     phases: Vec<PhasePlan>,
     sampler: ConversationSampler,
@@ -119,19 +128,16 @@ struct Shared {
     keep_raw: bool,
 }
 
-/// Builds a [`Benchmark`].
+/// Builds a [`Benchmark`] of one configuration. The configuration decides everything it
+/// can: URLs, model, streaming, headers, timeout, raw capture, seed and phases; the
+/// builder takes only what is not configuration (the endpoint implementation, the
+/// transport, the conversations, the sink) and, for custom load shapes, explicit phases.
 pub struct BenchmarkBuilder {
+    config: ValidatedConfig,
     endpoint: Option<Arc<dyn Endpoint>>,
     transport: Option<Arc<dyn Transport>>,
-    urls: Vec<String>,
-    model: Option<String>,
-    streaming: bool,
-    headers: Vec<(String, String)>,
-    timeout: Option<Duration>,
-    keep_raw: bool,
     conversations: Vec<Conversation>,
     sampling: SamplingStrategy,
-    seed: u64,
     phases: Vec<PhasePlan>,
     cancel: CancellationToken,
     progress: Arc<Progress>,
@@ -140,28 +146,21 @@ pub struct BenchmarkBuilder {
 impl std::fmt::Debug for BenchmarkBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BenchmarkBuilder")
-            .field("urls", &self.urls)
-            .field("model", &self.model)
+            .field("urls", &self.config.endpoint.urls)
             .field("phases", &self.phases)
             .finish_non_exhaustive()
     }
 }
 
 impl Benchmark<crate::sink::CollectRecords> {
-    /// Starts building a benchmark.
-    pub fn builder() -> BenchmarkBuilder {
+    /// Starts building a benchmark of `config`.
+    pub fn builder(config: &ValidatedConfig) -> BenchmarkBuilder {
         BenchmarkBuilder {
+            config: config.clone(),
             endpoint: None,
             transport: None,
-            urls: Vec::new(),
-            model: None,
-            streaming: false,
-            headers: Vec::new(),
-            timeout: None,
-            keep_raw: false,
             conversations: Vec::new(),
             sampling: SamplingStrategy::Shuffle,
-            seed: 0,
             phases: Vec::new(),
             cancel: CancellationToken::new(),
             progress: Arc::new(Progress::default()),
@@ -182,65 +181,26 @@ impl BenchmarkBuilder {
         self
     }
 
-    /// A full request URL (base URL plus endpoint path). Several URLs are used round-robin,
-    /// one per conversation.
-    pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.urls.push(url.into());
-        self
-    }
-
-    /// The model addressed when a turn names none.
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
-        self
-    }
-
-    /// Ask for streamed responses.
-    pub fn streaming(mut self, streaming: bool) -> Self {
-        self.streaming = streaming;
-        self
-    }
-
-    /// A header sent with every request (e.g. `Authorization`).
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Bound on each request.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// Keep each exchange's request headers and response body chunks in
-    /// [`RequestRecord::raw`] (for a raw export). Off by default: the chunks of every
-    /// response would otherwise be held until the sink has seen the record.
-    pub fn keep_raw_exchanges(mut self, keep: bool) -> Self {
-        self.keep_raw = keep;
-        self
-    }
-
-    /// The conversations to send, drawn by `sampling` with `seed`.
+    /// The conversations to send, drawn by `sampling` (seeded from the configuration's
+    /// random seed).
     pub fn conversations(
         mut self,
         conversations: Vec<Conversation>,
         sampling: SamplingStrategy,
-        seed: u64,
     ) -> Self {
         self.conversations = conversations;
         self.sampling = sampling;
-        self.seed = seed;
         self
     }
 
-    /// Adds a phase; phases run in the order added.
+    /// Adds a phase instead of those the configuration describes; phases run in the
+    /// order added. For load shapes of your own (a custom [`Scheduler`](crate::Scheduler)).
     pub fn phase(mut self, plan: PhasePlan) -> Self {
         self.phases.push(plan);
         self
     }
 
-    /// Adds phases in order, e.g. those of [`PhasePlan::from_config`].
+    /// Adds phases in order (see [`phase`](Self::phase)).
     pub fn phases(mut self, plans: impl IntoIterator<Item = PhasePlan>) -> Self {
         self.phases.extend(plans);
         self
@@ -259,33 +219,62 @@ impl BenchmarkBuilder {
         self
     }
 
-    /// Finishes the builder with the sink that receives the records.
+    /// Finishes the builder with the sink that receives the records. Resolves what the
+    /// configuration and the endpoint decide together: streaming only where the endpoint
+    /// streams, the request URL of each base URL, the API-key header.
     pub fn sink<S: RecordSink>(self, sink: S) -> Result<Benchmark<S>, EngineError> {
         let endpoint = self.endpoint.ok_or(EngineError::Missing("endpoint"))?;
         let transport = self.transport.ok_or(EngineError::Missing("transport"))?;
-        let model = self.model.ok_or(EngineError::Missing("model"))?;
-        if self.urls.is_empty() {
-            return Err(EngineError::Missing("URL"));
-        }
-        if self.phases.is_empty() {
-            return Err(EngineError::Missing("phase"));
-        }
         if self.conversations.is_empty() {
             return Err(EngineError::EmptyDataset);
         }
+        let info = endpoint.info();
+        let streaming = self.config.endpoint.streaming && info.supports_streaming;
+        let config = if streaming == self.config.endpoint.streaming {
+            self.config
+        } else {
+            self.config
+                .modified(|config| config.endpoint.streaming = streaming)?
+        };
+        let phases = if self.phases.is_empty() {
+            PhasePlan::for_dataset(&config, &self.conversations)?
+        } else {
+            self.phases
+        };
+        let endpoint_config = &config.endpoint;
+        let urls = endpoint_config
+            .urls
+            .iter()
+            .map(|base| {
+                build_url(
+                    base,
+                    endpoint_config.custom_endpoint.as_deref(),
+                    info.path(streaming),
+                )
+            })
+            .collect();
+        let (headers, _) =
+            info.request_headers(endpoint_config.api_key.as_deref(), &endpoint_config.headers);
+        let seed = config.input.random_seed.unwrap_or_else(rand::random);
+        let shared = Shared {
+            urls,
+            model: config.primary_model().to_owned(),
+            streaming,
+            headers,
+            timeout: Some(endpoint_config.request_timeout),
+            keep_raw: config.output.export_level == ExportLevel::Raw,
+            endpoint,
+            transport,
+        };
         Ok(Benchmark {
-            shared: Arc::new(Shared {
-                endpoint,
-                transport,
-                urls: self.urls,
-                model,
-                streaming: self.streaming,
-                headers: self.headers,
-                timeout: self.timeout,
-                keep_raw: self.keep_raw,
-            }),
-            phases: self.phases,
-            sampler: ConversationSampler::new(self.conversations, self.sampling, self.seed),
+            sampler: ConversationSampler::new(
+                self.conversations,
+                self.sampling,
+                derive_seed(seed, "dataset.sampling"),
+            ),
+            config,
+            shared: Arc::new(shared),
+            phases,
             sink,
             cancel: self.cancel,
             progress: self.progress,
@@ -326,10 +315,17 @@ impl<S: RecordSink> Benchmark<S> {
     /// Runs every phase and returns what the sink made of the records.
     pub async fn run(self) -> Result<S::Output, EngineError> {
         let clock = Clock::start();
+        let mut sink = self.sink;
+        sink.start(&RunContext {
+            config: &self.config,
+            endpoint: self.shared.endpoint.info(),
+            urls: &self.shared.urls,
+        })
+        .map_err(EngineError::Sink)?;
         let (tx, rx) = mpsc::channel::<ToProcessor>(PROCESSING_BACKLOG);
         let processor = spawn_processor(
             rx,
-            self.sink,
+            sink,
             Arc::clone(&self.shared.endpoint),
             clock,
             Arc::clone(&self.progress),

@@ -5,10 +5,26 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use aiperf_core::{
-    BoxFuture, BuiltRequest, Chunk, Conversation, Endpoint, EndpointError, EndpointInfo,
-    HttpRequest, ParsedExchange, ParsedResponse, RawExchange, RequestInput, SendControl, Transport,
-    TransportError, Turn,
+    ApiKeyHeader, BenchmarkConfig, BoxFuture, BuiltRequest, Chunk, Conversation, Endpoint,
+    EndpointError, EndpointInfo, HttpRequest, ParsedExchange, ParsedResponse, RawExchange,
+    RequestInput, SendControl, Transport, TransportError, Turn, ValidatedConfig,
 };
+
+/// A valid configuration of model `m` at a URL the in-memory transports ignore, with the
+/// changes `change` makes.
+pub fn config_with(change: impl FnOnce(&mut BenchmarkConfig)) -> ValidatedConfig {
+    let mut config = BenchmarkConfig::default();
+    config.endpoint.models = vec!["m".into()];
+    config.endpoint.urls = vec!["http://127.0.0.1:1".into()];
+    config.input.random_seed = Some(1);
+    change(&mut config);
+    config.validate().expect("a valid test configuration")
+}
+
+/// [`config_with`] without changes.
+pub fn config() -> ValidatedConfig {
+    config_with(|_| {})
+}
 
 pub const INFO: EndpointInfo = EndpointInfo {
     name: "echo",
@@ -18,6 +34,7 @@ pub const INFO: EndpointInfo = EndpointInfo {
     produces_tokens: true,
     tokenizes_input: true,
     takes_rankings: false,
+    api_key_header: ApiKeyHeader::Bearer,
 };
 
 /// Sends the current (last) turn's text as the body; every chunk parses to one response.

@@ -23,6 +23,7 @@ fn info_matches_the_catalogue() {
             produces_tokens: false,
             tokenizes_input: true,
             takes_rankings: false,
+            api_key_header: ApiKeyHeader::Bearer,
         }
     );
     let nim = EmbeddingsEndpoint::nim(EndpointOptions::default());

@@ -56,6 +56,7 @@ fn info_matches_the_catalogue() {
                 produces_tokens: false,
                 tokenizes_input: true,
                 takes_rankings: true,
+                api_key_header: ApiKeyHeader::Bearer,
             }
         );
     }
