@@ -106,7 +106,7 @@ pub use record::{
     Credit, ErrorDetails, HttpTiming, Phase, RawCapture, RequestRecord, TimedResponse,
 };
 pub use schedule::{
-    Arrival, ClosedLoop, FixedSchedule, PlannedSession, RateScheduler, Scheduler,
+    Arrival, ClosedLoop, FixedSchedule, PlannedSession, RateScheduler, Scheduler, TurnPacing,
     UserCentricSchedule,
 };
 pub use seed::derive_seed;

@@ -104,7 +104,6 @@ async fn a_fixed_schedule_sends_each_trace_entry_at_its_offset() {
     ];
     let plan = PhasePlan {
         request_count: Some(5),
-        replay_zero_ms: Some(1_000.0),
         ..PhasePlan::new(
             Phase::Profiling,
             Box::new(FixedSchedule::new(&conversations, 1_000.0).unwrap()),
@@ -240,7 +239,6 @@ async fn simulated_users_space_their_turns_by_the_gap() {
     let gap = schedule.turn_gap();
     assert_eq!(gap, Duration::from_millis(200));
     let plan = PhasePlan {
-        turn_gap: Some(gap),
         duration: Some(Duration::from_millis(700)),
         grace_period: Duration::from_secs(5),
         ..PhasePlan::new(Phase::Profiling, Box::new(schedule))

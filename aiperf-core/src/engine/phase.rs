@@ -18,7 +18,7 @@ use crate::clock::Clock;
 use crate::conversation::Conversation;
 use crate::dataset::ConversationSampler;
 use crate::record::Phase;
-use crate::schedule::{Arrival, PlannedSession, Scheduler};
+use crate::schedule::{Arrival, PlannedSession, Scheduler, TurnPacing};
 use crate::PhaseStats;
 
 /// Runs one phase.
@@ -46,8 +46,8 @@ pub(super) struct PhaseState {
     deadline: Option<Instant>,
     /// `--prefill-concurrency` slots: held from send to the first body chunk.
     pub(super) prefill: Option<Arc<Semaphore>>,
-    pub(super) turn_gap: Option<Duration>,
-    pub(super) replay_zero_ms: Option<f64>,
+    /// When later turns of a session are due (the scheduler's choice).
+    pub(super) turn_pacing: TurnPacing,
     cancellation: Option<(Cancellation, Mutex<ChaCha8Rng>)>,
 }
 
@@ -106,8 +106,6 @@ impl PhaseRunner {
             session_count,
             duration,
             grace_period,
-            turn_gap,
-            replay_zero_ms,
             cancellation,
         } = plan;
         self.progress.reset(phase);
@@ -135,8 +133,7 @@ impl PhaseRunner {
             sessions_started: AtomicU64::new(0),
             deadline: duration.map(|d| start + d),
             prefill,
-            turn_gap,
-            replay_zero_ms,
+            turn_pacing: scheduler.turn_pacing(),
             cancellation: cancellation.map(|c| (c, Mutex::new(ChaCha8Rng::seed_from_u64(c.seed)))),
         });
         let mut tasks = JoinSet::new();

@@ -36,12 +36,6 @@ pub struct PhasePlan {
     pub duration: Option<Duration>,
     /// After the duration, wait this long for in-flight requests, then cancel them.
     pub grace_period: Duration,
-    /// A session's later turns go this long after the previous turn was scheduled (or
-    /// when it returned, if later) instead of after their own delays (user-centric rate).
-    pub turn_gap: Option<Duration>,
-    /// Later turns with a trace timestamp are sent at `timestamp − zero` ms into the
-    /// phase (fixed schedule).
-    pub replay_zero_ms: Option<f64>,
     /// Simulated client cancellation of some requests.
     pub cancellation: Option<Cancellation>,
 }
@@ -86,8 +80,6 @@ impl PhasePlan {
             session_count: None,
             duration: None,
             grace_period: Duration::MAX,
-            turn_gap: None,
-            replay_zero_ms: None,
             cancellation: None,
         }
     }
@@ -161,8 +153,6 @@ fn profiling_plan(
     seed: u64,
 ) -> Result<PhasePlan, ScheduleError> {
     let load = &config.load;
-    let mut turn_gap = None;
-    let mut replay_zero_ms = None;
     let (scheduler, concurrency): (Box<dyn Scheduler>, Option<usize>) =
         if load.fixed_schedule.is_enabled() {
             let fixed = &load.fixed_schedule;
@@ -182,7 +172,6 @@ fn profiling_plan(
                     "a fixed schedule needs the trace's conversations".into(),
                 ));
             }
-            replay_zero_ms = Some(zero);
             (
                 Box::new(FixedSchedule::new(conversations, zero)?),
                 load.concurrency,
@@ -190,7 +179,6 @@ fn profiling_plan(
         } else if let Some(user) = load.user_centric {
             let turns = average_turns(conversations);
             let schedule = UserCentricSchedule::new(user.rate, user.num_users, turns)?;
-            turn_gap = Some(schedule.turn_gap());
             (Box::new(schedule), load.concurrency)
         } else {
             rate_or_closed_loop(
@@ -223,8 +211,6 @@ fn profiling_plan(
         session_count: load.num_sessions,
         duration: secs(load.benchmark_duration),
         grace_period: config.grace_period(),
-        turn_gap,
-        replay_zero_ms,
         cancellation: load.request_cancellation_rate.map(|percent| Cancellation {
             probability: percent / 100.0,
             delay: Duration::from_secs_f64(load.request_cancellation_delay.unwrap_or(0.0)),
@@ -285,7 +271,7 @@ mod tests {
     use super::*;
     use crate::config::UserCentricConfig;
     use crate::conversation::Turn;
-    use crate::schedule::Arrival;
+    use crate::schedule::{Arrival, TurnPacing};
 
     fn config() -> BenchmarkConfig {
         let mut config = BenchmarkConfig::default();
@@ -365,7 +351,10 @@ mod tests {
         let mut plans = PhasePlan::for_dataset(&c, &conversations).unwrap();
         let plan = &mut plans[0];
         assert_eq!(plan.request_count, Some(4), "every turn of the trace");
-        assert_eq!(plan.replay_zero_ms, Some(1_000.0));
+        assert_eq!(
+            plan.scheduler.turn_pacing(),
+            TurnPacing::Timestamps { zero_ms: 1_000.0 }
+        );
         assert_eq!(
             arrivals(plan),
             [(0, Some(1)), (200, Some(2)), (500, Some(0))]
@@ -377,7 +366,10 @@ mod tests {
         c.load.fixed_schedule.start_offset_ms = Some(1_100);
         c.input.input_file = Some("t.jsonl".into());
         let mut plans = PhasePlan::for_dataset(&c.validate().unwrap(), &conversations).unwrap();
-        assert_eq!(plans[0].replay_zero_ms, Some(1_100.0));
+        assert_eq!(
+            plans[0].scheduler.turn_pacing(),
+            TurnPacing::Timestamps { zero_ms: 1_100.0 }
+        );
         assert_eq!(
             arrivals(&mut plans[0])[0],
             (0, Some(1)),
@@ -397,7 +389,10 @@ mod tests {
         let c = c.validate().unwrap();
         let conversations = trace(&[&[0.0, 0.0, 0.0]]);
         let plans = PhasePlan::for_dataset(&c, &conversations).unwrap();
-        assert_eq!(plans[0].turn_gap, Some(Duration::from_secs(2)));
+        assert_eq!(
+            plans[0].scheduler.turn_pacing(),
+            TurnPacing::Gap(Duration::from_secs(2))
+        );
         assert_eq!(plans[0].concurrency, None);
     }
 }

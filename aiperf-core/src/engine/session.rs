@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
@@ -101,9 +101,8 @@ impl PhaseRunner {
         }
     }
 
-    /// Waits until a later turn is due and returns the instant it was due: one turn gap
-    /// after the previous turn was due (user-centric; never before the previous reply),
-    /// its trace timestamp (fixed schedule), or its think time after the previous reply.
+    /// Waits until a later turn is due, as the phase's scheduler paces turns, and
+    /// returns the instant it was due.
     async fn wait_for_turn(
         &self,
         state: &PhaseState,
@@ -111,14 +110,7 @@ impl PhaseRunner {
         previous_due: Instant,
     ) -> Instant {
         let now = Instant::now();
-        let due = if let Some(gap) = state.turn_gap {
-            (previous_due + gap).max(now)
-        } else if let (Some(zero), Some(timestamp)) = (state.replay_zero_ms, turn.timestamp_ms) {
-            let offset = Duration::from_secs_f64((timestamp - zero).max(0.0) / 1000.0);
-            (state.start + offset).max(now)
-        } else {
-            now + Duration::from_secs_f64(turn.delay_ms.unwrap_or(0.0).max(0.0) / 1000.0)
-        };
+        let due = state.turn_pacing.due(turn, previous_due, state.start, now);
         if due > now {
             tokio::time::sleep_until(due.into()).await;
         }

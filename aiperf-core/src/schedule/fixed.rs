@@ -2,13 +2,14 @@
 
 use std::time::Duration;
 
-use super::{Arrival, PlannedSession, ScheduleError, Scheduler};
+use super::{Arrival, PlannedSession, ScheduleError, Scheduler, TurnPacing};
 use crate::conversation::Conversation;
 
 /// Trace replay: each conversation starts at its first turn's timestamp minus time zero.
 #[derive(Debug)]
 pub struct FixedSchedule {
     arrivals: std::vec::IntoIter<PlannedSession>,
+    zero_ms: f64,
 }
 
 impl FixedSchedule {
@@ -34,6 +35,7 @@ impl FixedSchedule {
         arrivals.sort_by_key(|arrival| arrival.at);
         Ok(Self {
             arrivals: arrivals.into_iter(),
+            zero_ms,
         })
     }
 }
@@ -43,6 +45,13 @@ impl Scheduler for FixedSchedule {
         self.arrivals
             .next()
             .map_or(Arrival::Exhausted, Arrival::Planned)
+    }
+
+    /// Later turns go at their own trace timestamps.
+    fn turn_pacing(&self) -> TurnPacing {
+        TurnPacing::Timestamps {
+            zero_ms: self.zero_ms,
+        }
     }
 }
 

@@ -1,12 +1,13 @@
 //! The [`Scheduler`] trait: when each request is meant to be sent.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma};
 
 use crate::config::ArrivalPattern;
+use crate::conversation::Turn;
 
 mod fixed;
 mod user_centric;
@@ -40,10 +41,59 @@ pub struct PlannedSession {
     pub correlation_id: Option<String>,
 }
 
-/// Yields the arrival of every request of a phase, in order.
+/// Yields the arrival of every session of a phase, in order, and says when a session's
+/// later turns are due.
 pub trait Scheduler: Send {
     /// The next arrival.
     fn next_arrival(&mut self) -> Arrival;
+
+    /// How a session's later turns are spaced. The default waits each turn's own think
+    /// time after the previous reply.
+    fn turn_pacing(&self) -> TurnPacing {
+        TurnPacing::ThinkTime
+    }
+}
+
+/// When a later turn of a session is due.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TurnPacing {
+    /// The turn's think time (`delay_ms`, none when absent) after the previous reply.
+    ThinkTime,
+    /// This long after the previous turn was due, and never before the previous reply
+    /// (simulated users, each turn one gap after the last).
+    Gap(Duration),
+    /// At the turn's trace timestamp minus `zero_ms` into the phase, or at once when that
+    /// has passed; a turn without a timestamp waits its think time (trace replay).
+    Timestamps {
+        /// The trace time of the phase start, in ms.
+        zero_ms: f64,
+    },
+}
+
+impl TurnPacing {
+    /// When `turn` is due, `now` being the instant its previous turn's reply ended, that
+    /// turn having been due at `previous_due`, in a phase started at `phase_start`.
+    pub fn due(
+        self,
+        turn: &Turn,
+        previous_due: Instant,
+        phase_start: Instant,
+        now: Instant,
+    ) -> Instant {
+        let think_time =
+            || now + Duration::from_secs_f64(turn.delay_ms.unwrap_or(0.0).max(0.0) / 1000.0);
+        match self {
+            TurnPacing::ThinkTime => think_time(),
+            TurnPacing::Gap(gap) => (previous_due + gap).max(now),
+            TurnPacing::Timestamps { zero_ms } => match turn.timestamp_ms {
+                Some(timestamp) => {
+                    let offset = Duration::from_secs_f64((timestamp - zero_ms).max(0.0) / 1000.0);
+                    (phase_start + offset).max(now)
+                }
+                None => think_time(),
+            },
+        }
+    }
 }
 
 /// Closed loop: every request waits only for a free slot.
@@ -178,6 +228,36 @@ impl Scheduler for RateScheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn turn_pacing_decides_when_a_later_turn_is_due() {
+        let start = Instant::now();
+        let ms = |n: u64| Duration::from_millis(n);
+        let reply_ended = start + ms(300);
+        let previous_due = start + ms(100);
+        let turn = Turn {
+            delay_ms: Some(50.0),
+            timestamp_ms: Some(1_700.0),
+            ..Turn::text("t")
+        };
+        let untimed = Turn::text("u");
+        let due =
+            |pacing: TurnPacing, turn: &Turn| pacing.due(turn, previous_due, start, reply_ended);
+
+        // Think time counts from the reply.
+        assert_eq!(due(TurnPacing::ThinkTime, &turn), reply_ended + ms(50));
+        assert_eq!(due(TurnPacing::ThinkTime, &untimed), reply_ended);
+        // A gap counts from when the previous turn was due, never before the reply.
+        assert_eq!(due(TurnPacing::Gap(ms(500)), &turn), start + ms(600));
+        assert_eq!(due(TurnPacing::Gap(ms(100)), &turn), reply_ended);
+        // Timestamps count from the phase start; a passed one is due at once, and a
+        // turn without one waits its think time.
+        let replay = TurnPacing::Timestamps { zero_ms: 1_000.0 };
+        assert_eq!(due(replay, &turn), start + ms(700));
+        let late = TurnPacing::Timestamps { zero_ms: 1_600.0 };
+        assert_eq!(due(late, &turn), reply_ended);
+        assert_eq!(due(replay, &untimed), reply_ended);
+    }
 
     fn offsets(s: &mut RateScheduler, n: usize) -> Vec<Duration> {
         (0..n)

@@ -12,13 +12,14 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use super::{Arrival, PlannedSession, ScheduleError, Scheduler};
+use super::{Arrival, PlannedSession, ScheduleError, Scheduler, TurnPacing};
 
 /// A user waiting to start: (start offset, insertion order, turns to send or `None` for
 /// the whole conversation, user id). Ordered by start, then insertion.
 type PendingUser = (Duration, u64, Option<usize>, u64);
 
-/// The user spawn schedule; later turns are spaced by [`UserCentricSchedule::turn_gap`].
+/// The user spawn schedule; each user's later turns are one [`turn_gap`](Self::turn_gap)
+/// apart.
 #[derive(Debug)]
 pub struct UserCentricSchedule {
     turn_gap: Duration,
@@ -105,6 +106,11 @@ impl Scheduler for UserCentricSchedule {
             max_turns: turns,
             correlation_id: Some(user_id.to_string()),
         })
+    }
+
+    /// A user's turns are one gap apart.
+    fn turn_pacing(&self) -> TurnPacing {
+        TurnPacing::Gap(self.turn_gap)
     }
 }
 
