@@ -14,8 +14,22 @@ pub type DatasetError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Produces the conversations a benchmark sends: synthetic prompts, a user's file, a trace.
 pub trait DatasetSource {
-    /// Loads (or generates) every conversation.
-    fn load(&mut self) -> Result<Vec<Conversation>, DatasetError>;
+    /// Loads (or generates) every conversation, with what the run needs to know about
+    /// them.
+    fn load(&mut self) -> Result<Dataset, DatasetError>;
+}
+
+/// A loaded dataset: its conversations and the properties that decide how a run uses
+/// them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dataset {
+    /// In dataset order (a fixed schedule indexes into it).
+    pub conversations: Vec<Conversation>,
+    /// How to draw the conversations when the configuration does not say (a trace is
+    /// meant to be sent in order, a pool of prompts shuffled).
+    pub preferred_sampling: SamplingStrategy,
+    /// The entries carry timestamps, so the dataset can be replayed on a fixed schedule.
+    pub timestamped: bool,
 }
 
 /// How conversations are drawn from the dataset as the benchmark runs.

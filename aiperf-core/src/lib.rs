@@ -96,7 +96,7 @@ pub mod url;
 pub use clock::Clock;
 pub use config::{BenchmarkConfig, ConfigError, ValidatedConfig};
 pub use conversation::{ContextMode, Conversation, Turn};
-pub use dataset::{ConversationSampler, DatasetSource, SamplingStrategy};
+pub use dataset::{ConversationSampler, Dataset, DatasetSource, SamplingStrategy};
 pub use endpoint::{
     build_request, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo,
     ParsedExchange, ParsedResponse, RequestInput, Usage,

@@ -18,7 +18,9 @@
 //!   (single-turn, multi-turn and random-pool JSONL; mooncake, bailian and BurstGPT
 //!   traces, whose `hash_ids` become shared prompt blocks) and [`load_sharegpt`] the
 //!   ShareGPT public dataset; a malformed line is a [`DatasetFileError`] naming the file,
-//!   line and field.
+//!   line and field. [`SyntheticDataset`], [`CustomDataset`] and [`ShareGptDataset`] are
+//!   [`DatasetSource`](aiperf_core::DatasetSource)s: each returns its conversations with
+//!   how to draw them and whether they carry timestamps.
 //!
 //! ```
 //! use aiperf_core::DatasetSource;
@@ -37,8 +39,8 @@
 //!     random_seed: Some(1),
 //!     ..InputConfig::default()
 //! };
-//! let conversations = SyntheticDataset::new(&input, &["mock-llm".into()], tokenizer.clone())?.load()?;
-//! assert_eq!(tokenizer.encode(&conversations[0].turns[0].texts[0]).len(), 100);
+//! let dataset = SyntheticDataset::new(&input, &["mock-llm".into()], tokenizer.clone())?.load()?;
+//! assert_eq!(tokenizer.encode(&dataset.conversations[0].turns[0].texts[0]).len(), 100);
 //! # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
 //! ```
 //!
@@ -67,7 +69,9 @@ pub use custom::{
 pub use error::{SyntheticError, TokenizerError};
 pub use media::MediaError;
 pub use prompt::{BlockSeparator, PromptGenerator};
-pub use public::{fetch_sharegpt, load_sharegpt, sharegpt_cache_path, SHAREGPT_URL};
+pub use public::{
+    fetch_sharegpt, load_sharegpt, sharegpt_cache_path, ShareGptDataset, SHAREGPT_URL,
+};
 pub use resolve::{
     choose_tokenizer, find_cached_tokenizer, is_placeholder_model_name, load_tokenizer,
     load_tokenizer_offline, repo_cache_dir, HubEnv, TokenizerChoice, TokenizerSpec,

@@ -11,8 +11,9 @@ use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use aiperf_core::dataset::DatasetError;
 use aiperf_core::transport::{HttpMethod, HttpRequest};
-use aiperf_core::{Conversation, Transport, Turn};
+use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy, Transport, Turn};
 use serde::de::{Deserializer as _, SeqAccess, Visitor};
 use serde::Deserialize;
 
@@ -100,6 +101,37 @@ pub async fn fetch_sharegpt(
         std::fs::rename(&partial, dest)
     };
     write().map_err(|e| failed(format!("cannot write the file: {e}")))
+}
+
+/// A ShareGPT file as an [`aiperf_core::DatasetSource`]: its conversations in file
+/// order, sent in order, without timestamps.
+#[derive(Debug, Clone)]
+pub struct ShareGptDataset {
+    path: PathBuf,
+    osl_given: bool,
+    tokenizer: Tokenizer,
+}
+
+impl ShareGptDataset {
+    /// A source reading `path` (see [`load_sharegpt`] for `osl_given`); nothing is read
+    /// until it is loaded.
+    pub fn new(path: impl Into<PathBuf>, osl_given: bool, tokenizer: Tokenizer) -> Self {
+        Self {
+            path: path.into(),
+            osl_given,
+            tokenizer,
+        }
+    }
+}
+
+impl DatasetSource for ShareGptDataset {
+    fn load(&mut self) -> Result<Dataset, DatasetError> {
+        Ok(Dataset {
+            conversations: load_sharegpt(&self.path, self.osl_given, &self.tokenizer)?,
+            preferred_sampling: SamplingStrategy::Sequential,
+            timestamped: false,
+        })
+    }
 }
 
 /// The conversations of a ShareGPT file. With `osl_given` (`--osl`), replies shorter

@@ -5,7 +5,7 @@
 
 use aiperf_core::config::{InputConfig, ModelSelectionStrategy, RankingsOptions};
 use aiperf_core::dataset::DatasetError;
-use aiperf_core::{Conversation, DatasetSource, Turn};
+use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy, Turn};
 use rand::{Rng, RngExt};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
@@ -130,7 +130,7 @@ impl RankingsShape {
 /// let tokenizer = Tokenizer::builtin();
 /// let models = ["model-a".to_owned()];
 /// let mut dataset = SyntheticDataset::new(&input, &models, tokenizer.clone()).unwrap();
-/// let conversations = dataset.load().unwrap();
+/// let conversations = dataset.load().unwrap().conversations;
 /// assert_eq!(conversations.len(), 3);
 /// let turn = &conversations[0].turns[1];
 /// assert_eq!(tokenizer.encode(&turn.texts[0]).len(), 64);
@@ -230,9 +230,14 @@ impl SyntheticDataset {
     }
 }
 
+/// Synthetic prompts are a pool, drawn shuffled, without timestamps.
 impl DatasetSource for SyntheticDataset {
-    fn load(&mut self) -> Result<Vec<Conversation>, DatasetError> {
-        Ok(self.generate()?)
+    fn load(&mut self) -> Result<Dataset, DatasetError> {
+        Ok(Dataset {
+            conversations: self.generate()?,
+            preferred_sampling: SamplingStrategy::Shuffle,
+            timestamped: false,
+        })
     }
 }
 

@@ -377,7 +377,12 @@ fn custom_dataset_is_a_dataset_source() {
         options(3),
         Tokenizer::builtin(),
     );
-    let conversations = source.load().unwrap();
-    assert_eq!(conversations.len(), 2);
-    assert_eq!(source.load_dataset().unwrap().conversations, conversations);
+    let dataset = source.load().unwrap();
+    assert_eq!(dataset.conversations.len(), 2);
+    assert_eq!(dataset.preferred_sampling, SamplingStrategy::Sequential);
+    assert!(!dataset.timestamped);
+    assert_eq!(
+        source.load_dataset().unwrap().conversations,
+        dataset.conversations
+    );
 }

@@ -42,7 +42,9 @@ mod spec;
 mod telemetry;
 mod workload;
 
-use aiperf_core::CancellationToken;
+use std::sync::Arc;
+
+use aiperf_core::{CancellationToken, DatasetSource, Endpoint};
 
 pub use error::{ErrorKind, RunError};
 pub use hooks::{NoHooks, Notice, PhaseTargets, RunHooks, RunWatch, StopCondition};
@@ -64,8 +66,41 @@ pub async fn run(
     hooks: &mut dyn RunHooks,
     cancel: CancellationToken,
 ) -> Result<Report, RunError> {
-    let Some(session) = session::Session::start(spec, &spec.benchmark, hooks, cancel).await? else {
+    run_with(spec, RunParts::default(), hooks, cancel).await
+}
+
+/// [`run`] with parts of your own in place of the configured ones.
+pub async fn run_with(
+    spec: &RunSpec,
+    parts: RunParts,
+    hooks: &mut dyn RunHooks,
+    cancel: CancellationToken,
+) -> Result<Report, RunError> {
+    let Some(session) = session::Session::start(spec, parts, hooks, cancel).await? else {
         return Ok(Report::cancelled());
     };
     sequence::run(&session, spec, hooks).await
+}
+
+/// Parts of a run that are code rather than configuration. Each replaces what the
+/// configuration would choose; everything else (readiness, telemetry, multi-run, sweeps,
+/// artifacts) works as for the built-in parts.
+#[derive(Default)]
+pub struct RunParts {
+    /// An API format of your own instead of the configured endpoint type (the summary's
+    /// `input_config` records its name).
+    pub endpoint: Option<Arc<dyn Endpoint>>,
+    /// A dataset of your own instead of the configured one; loaded anew for every run of
+    /// a multi-run or sweep. Its properties decide sampling and trace replay as a file's
+    /// would.
+    pub dataset: Option<Box<dyn DatasetSource + Send>>,
+}
+
+impl std::fmt::Debug for RunParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunParts")
+            .field("endpoint", &self.endpoint.as_ref().map(|e| e.info().name))
+            .field("dataset", &self.dataset.is_some())
+            .finish()
+    }
 }

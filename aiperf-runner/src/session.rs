@@ -2,12 +2,13 @@
 //! mock server), and one run from workload to written files.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aiperf_core::config::ExportLevel;
 use aiperf_core::{
-    Benchmark, BenchmarkConfig, CancellationToken, Endpoint, Progress, ValidatedConfig,
+    Benchmark, BenchmarkConfig, CancellationToken, DatasetSource, Endpoint, Progress,
+    ValidatedConfig,
 };
 use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
 use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
@@ -19,7 +20,7 @@ use aiperf_metrics::{MetricsSink, Summary};
 use crate::hooks::{Notice, PhaseTargets, RunHooks, RunWatch};
 use crate::report::{Outcome, RunFiles, RunReport};
 use crate::spec::{ConnectionReuse, RunSpec, TransportOptions};
-use crate::{inputs, telemetry, workload, RunError};
+use crate::{inputs, telemetry, workload, RunError, RunParts};
 
 /// What the runs of one invocation share.
 pub(crate) struct Session {
@@ -32,6 +33,10 @@ pub(crate) struct Session {
     #[cfg(feature = "mock")]
     _mock: Option<aiperf_mock_server::MockServer>,
     endpoint: Arc<dyn Endpoint>,
+    /// An embedder's endpoint replaces the configured type: runs record its name.
+    own_endpoint: bool,
+    /// An embedder's dataset, loaded anew for every run.
+    own_dataset: Option<Mutex<Box<dyn DatasetSource + Send>>>,
     streaming: bool,
 }
 
@@ -40,10 +45,11 @@ impl Session {
     /// cancellation token ended that wait.
     pub(crate) async fn start(
         spec: &RunSpec,
-        config: &BenchmarkConfig,
+        parts: RunParts,
         hooks: &mut dyn RunHooks,
         cancel: CancellationToken,
     ) -> Result<Option<Self>, RunError> {
+        let config: &BenchmarkConfig = &spec.benchmark;
         if config.osl_without_length_control() {
             tracing::warn!("{}", aiperf_core::config::OSL_WITHOUT_LENGTH_CONTROL);
         }
@@ -55,14 +61,18 @@ impl Session {
         let tokenizer = load_run_tokenizer(config, transport.as_ref()).await?;
         let mock = start_embedded_mock_if_asked(config, &tokenizer).await?;
         let mock_url = mock.as_ref().map(|server| server.url());
-        let endpoint = endpoint_for(
-            &config.endpoint.endpoint_type,
-            EndpointOptions {
-                use_legacy_max_tokens: config.endpoint.use_legacy_max_tokens,
-                use_server_token_count: config.endpoint.use_server_token_count,
-                extra_inputs: config.endpoint.extra_inputs.clone(),
-            },
-        )?;
+        let own_endpoint = parts.endpoint.is_some();
+        let endpoint = match parts.endpoint {
+            Some(endpoint) => endpoint,
+            None => endpoint_for(
+                &config.endpoint.endpoint_type,
+                EndpointOptions {
+                    use_legacy_max_tokens: config.endpoint.use_legacy_max_tokens,
+                    use_server_token_count: config.endpoint.use_server_token_count,
+                    extra_inputs: config.endpoint.extra_inputs.clone(),
+                },
+            )?,
+        };
         let streaming = config.endpoint.streaming && endpoint.info().supports_streaming;
         if config.endpoint.streaming && !streaming {
             hooks.notice(&Notice::StreamingUnsupported {
@@ -77,6 +87,8 @@ impl Session {
             #[cfg(feature = "mock")]
             _mock: mock,
             endpoint,
+            own_endpoint,
+            own_dataset: parts.dataset.map(Mutex::new),
             streaming,
         };
 
@@ -123,17 +135,27 @@ impl Session {
         }
     }
 
-    /// The configuration a run is given, pointed at the session's server and with the
-    /// streaming the endpoint supports.
+    /// The configuration a run is given, pointed at the session's server, with the
+    /// streaming the endpoint supports and the name of the endpoint that runs.
     pub(crate) fn adopt(&self, config: &ValidatedConfig) -> Result<ValidatedConfig, RunError> {
         let base_urls = self.base_urls(config);
         let streaming = self.streaming;
-        if base_urls == config.endpoint.urls && streaming == config.endpoint.streaming {
+        let endpoint_type = if self.own_endpoint {
+            self.endpoint.info().name
+        } else {
+            config.endpoint.endpoint_type.as_str()
+        };
+        if base_urls == config.endpoint.urls
+            && streaming == config.endpoint.streaming
+            && endpoint_type == config.endpoint.endpoint_type
+        {
             return Ok(config.clone());
         }
+        let endpoint_type = endpoint_type.to_owned();
         Ok(config.clone().modified(|config| {
             config.endpoint.urls = base_urls;
             config.endpoint.streaming = streaming;
+            config.endpoint.endpoint_type = endpoint_type;
         })?)
     }
 
@@ -178,14 +200,23 @@ impl Session {
     ) -> Result<RunReport, RunError> {
         let config = self.adopt(&config)?.with_seed_drawn(rand::random::<u64>);
         let endpoint = &self.endpoint;
+        // A poisoned lock only means an earlier run panicked while loading.
+        let mut own_dataset = self
+            .own_dataset
+            .as_ref()
+            .map(|source| source.lock().unwrap_or_else(|e| e.into_inner()));
         let workload = workload::load(
             config,
             endpoint.info(),
             &self.tokenizer,
             self.transport.as_ref(),
+            own_dataset
+                .as_deref_mut()
+                .map(|source| &mut **source as &mut (dyn DatasetSource + Send)),
             hooks,
         )
         .await?;
+        drop(own_dataset);
         let config = workload.config;
         let conversations = workload.conversations;
 

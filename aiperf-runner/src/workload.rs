@@ -4,14 +4,15 @@
 use std::time::Duration;
 
 use aiperf_core::config::PublicDataset;
+use aiperf_core::dataset::DatasetError;
 use aiperf_core::schedule::replay_window;
 use aiperf_core::{
-    BenchmarkConfig, ConfigError, Conversation, EndpointInfo, SamplingStrategy, Transport,
-    ValidatedConfig,
+    BenchmarkConfig, ConfigError, Conversation, Dataset, DatasetSource, EndpointInfo,
+    SamplingStrategy, Transport, ValidatedConfig,
 };
 use aiperf_datasets::{
-    derive_rng, fetch_sharegpt, load_custom_dataset, load_sharegpt, sharegpt_cache_path,
-    CustomDatasetOptions, DatasetFileError, LengthDistribution, SyntheticDataset, SyntheticError,
+    derive_rng, fetch_sharegpt, sharegpt_cache_path, CustomDataset, CustomDatasetOptions,
+    DatasetFileError, LengthDistribution, ShareGptDataset, SyntheticDataset, SyntheticError,
     Tokenizer,
 };
 
@@ -21,9 +22,13 @@ use crate::hooks::{Notice, RunHooks};
 /// a replay window with nothing in it, …).
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
-    /// A dataset file could not be read or has a malformed line.
+    /// The ShareGPT download failed.
     #[error(transparent)]
-    DatasetFile(#[from] DatasetFileError),
+    Download(#[from] DatasetFileError),
+    /// The dataset could not be loaded (a dataset file's errors name its path, line and
+    /// field).
+    #[error("{0}")]
+    Dataset(DatasetError),
     /// The synthetic dataset's options cannot produce prompts.
     #[error("cannot build the synthetic dataset: {0}")]
     Synthetic(#[from] SyntheticError),
@@ -72,50 +77,25 @@ pub(crate) async fn load(
     endpoint: &EndpointInfo,
     tokenizer: &Tokenizer,
     transport: &dyn Transport,
+    own_source: Option<&mut (dyn DatasetSource + Send)>,
     hooks: &mut dyn RunHooks,
 ) -> Result<Workload, WorkloadError> {
-    let input = &config.input;
-    let seed = input.random_seed.unwrap_or_default();
-    let (mut conversations, preferred, timestamped) =
-        if input.public_dataset == Some(PublicDataset::Sharegpt) {
-            // The input file names a local copy; otherwise the cache, downloaded once.
-            let path = match &input.input_file {
-                Some(path) => path.clone(),
-                None => {
-                    let path = sharegpt_cache_path();
-                    if !path.exists() {
-                        hooks.notice(&Notice::DownloadingShareGpt {
-                            path: &path,
-                            timeout: SHAREGPT_DOWNLOAD_TIMEOUT,
-                        });
-                        fetch_sharegpt(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT).await?;
-                    }
-                    path
-                }
-            };
-            let conversations = load_sharegpt(&path, input.osl_mean.is_some(), tokenizer)?;
-            (conversations, SamplingStrategy::Sequential, false)
-        } else if let Some(path) = &input.input_file {
-            let options = CustomDatasetOptions {
-                dataset_type: input.custom_dataset_type,
-                block_size: input.isl_block_size,
-                num_conversations: config.load.num_sessions.map(|n| n as usize),
-                seed,
-            };
-            let mut loaded = load_custom_dataset(path, &options, tokenizer)?;
-            fill_output_lengths(&mut loaded.conversations, &config, seed)?;
-            (
-                loaded.conversations,
-                loaded.preferred_sampling,
-                loaded.timestamped,
-            )
-        } else {
-            let conversations =
-                SyntheticDataset::new(input, &config.endpoint.models, tokenizer.clone())?
-                    .with_rankings(endpoint.takes_rankings)
-                    .generate()?;
-            (conversations, SamplingStrategy::Shuffle, false)
-        };
+    let dataset = match own_source {
+        Some(source) => source.load(),
+        None => {
+            let mut source =
+                built_in_source(&config, endpoint, tokenizer, transport, hooks).await?;
+            source.load()
+        }
+    };
+    let Dataset {
+        mut conversations,
+        preferred_sampling: preferred,
+        timestamped,
+    } = dataset.map_err(WorkloadError::Dataset)?;
+    if config.input.input_file.is_some() && config.input.public_dataset.is_none() {
+        fill_output_lengths(&mut conversations, &config)?;
+    }
 
     let config = if timestamped && config.load.fixed_schedule.enabled.is_none() {
         hooks.notice(&Notice::ReplayingTimestamps);
@@ -161,13 +141,63 @@ pub(crate) async fn load(
     })
 }
 
+/// The source the configuration names: ShareGPT (the given copy, or the cache,
+/// downloaded once), a dataset file, or synthetic prompts.
+async fn built_in_source(
+    config: &BenchmarkConfig,
+    endpoint: &EndpointInfo,
+    tokenizer: &Tokenizer,
+    transport: &dyn Transport,
+    hooks: &mut dyn RunHooks,
+) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
+    let input = &config.input;
+    if input.public_dataset == Some(PublicDataset::Sharegpt) {
+        let path = match &input.input_file {
+            Some(path) => path.clone(),
+            None => {
+                let path = sharegpt_cache_path();
+                if !path.exists() {
+                    hooks.notice(&Notice::DownloadingShareGpt {
+                        path: &path,
+                        timeout: SHAREGPT_DOWNLOAD_TIMEOUT,
+                    });
+                    fetch_sharegpt(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT).await?;
+                }
+                path
+            }
+        };
+        let keep_short_replies = input.osl_mean.is_some();
+        return Ok(Box::new(ShareGptDataset::new(
+            path,
+            keep_short_replies,
+            tokenizer.clone(),
+        )));
+    }
+    if let Some(path) = &input.input_file {
+        let options = CustomDatasetOptions {
+            dataset_type: input.custom_dataset_type,
+            block_size: input.isl_block_size,
+            num_conversations: config.load.num_sessions.map(|n| n as usize),
+            seed: input.random_seed.unwrap_or_default(),
+        };
+        return Ok(Box::new(CustomDataset::new(
+            path,
+            options,
+            tokenizer.clone(),
+        )));
+    }
+    let synthetic = SyntheticDataset::new(input, &config.endpoint.models, tokenizer.clone())?
+        .with_rankings(endpoint.takes_rankings);
+    Ok(Box::new(synthetic))
+}
+
 /// `--osl` for the turns of a dataset file that give no output length of their own (a
 /// line's `output_length` wins), drawn as for synthetic prompts.
 fn fill_output_lengths(
     conversations: &mut [Conversation],
     config: &BenchmarkConfig,
-    seed: u64,
 ) -> Result<(), WorkloadError> {
+    let seed = config.input.random_seed.unwrap_or_default();
     let Some(mean) = config.input.osl_mean else {
         return Ok(());
     };

@@ -5,12 +5,21 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use aiperf_core::{BenchmarkConfig, CancellationToken, ValidatedConfig};
+use std::sync::Arc;
+
+use aiperf_core::dataset::DatasetError;
+use aiperf_core::{
+    BenchmarkConfig, BuiltRequest, CancellationToken, Conversation, Dataset, DatasetSource,
+    Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange, RequestInput,
+    SamplingStrategy, Turn, ValidatedConfig,
+};
+use aiperf_endpoints::{endpoint_for, EndpointOptions};
 use aiperf_metrics::slo::parse_slos;
 use aiperf_mock_server::{MockConfig, MockServer};
 use aiperf_runner::{
-    run, ErrorKind, MultiRunOptions, NoHooks, Notice, Outcome, RunError, RunHooks, RunReport,
-    RunSpec, RunWatch, Sweep, SweepPoint, SweepType, TelemetryOptions, WorkloadError,
+    run, run_with, ErrorKind, MultiRunOptions, NoHooks, Notice, Outcome, RunError, RunHooks,
+    RunParts, RunReport, RunSpec, RunWatch, Sweep, SweepPoint, SweepType, TelemetryOptions,
+    WorkloadError,
 };
 
 /// A streaming chat benchmark of `url`: 12 requests at concurrency 3, no telemetry.
@@ -234,7 +243,7 @@ async fn a_bad_dataset_line_is_a_usage_error_naming_file_and_line() {
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Usage);
     assert!(
-        matches!(error, RunError::Workload(WorkloadError::DatasetFile(_))),
+        matches!(error, RunError::Workload(WorkloadError::Dataset(_))),
         "{error:?}"
     );
     let message = error.to_string();
@@ -261,4 +270,96 @@ async fn an_unreachable_server_fails_every_request_without_an_error() {
     assert_eq!(report.outcome, Outcome::AllFailed);
     assert_eq!(report.runs[0].summary.error_count(), 12);
     assert!(report.runs[0].files.json.is_file());
+}
+
+/// The chat format under a name of its own: an embedder's endpoint.
+struct MyChat {
+    chat: Arc<dyn Endpoint>,
+    info: EndpointInfo,
+}
+
+impl Endpoint for MyChat {
+    fn info(&self) -> &EndpointInfo {
+        &self.info
+    }
+    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
+        self.chat.build(input)
+    }
+    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+        self.chat.parse(exchange)
+    }
+}
+
+/// Three fixed conversations, meant to be sent in order.
+struct ThreeQuestions;
+
+impl DatasetSource for ThreeQuestions {
+    fn load(&mut self) -> Result<Dataset, DatasetError> {
+        let conversations = ["q1", "q2", "q3"]
+            .map(|id| Conversation {
+                session_id: id.into(),
+                turns: vec![Turn::text(format!("question {id}"))],
+                ..Conversation::default()
+            })
+            .to_vec();
+        Ok(Dataset {
+            conversations,
+            preferred_sampling: SamplingStrategy::Sequential,
+            timestamped: false,
+        })
+    }
+}
+
+#[tokio::test]
+async fn an_embedders_endpoint_and_dataset_run_like_built_in_ones() {
+    let server = mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&server.url(), dir.path());
+    config.load.concurrency = Some(1);
+    config.load.request_count = Some(6);
+    let chat = endpoint_for("chat", EndpointOptions::default()).unwrap();
+    let info = EndpointInfo {
+        name: "my_chat",
+        ..chat.info().clone()
+    };
+    let parts = RunParts {
+        endpoint: Some(Arc::new(MyChat { chat, info })),
+        dataset: Some(Box::new(ThreeQuestions)),
+    };
+    let report = run_with(&spec(config), parts, &mut NoHooks, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, Outcome::Completed);
+    assert_eq!(report.runs[0].summary.request_count(), 6);
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report.runs[0].files.json).unwrap())
+            .unwrap();
+    assert_eq!(json["input_config"]["endpoint"]["type"], "my_chat");
+    let inputs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("inputs.json")).unwrap())
+            .unwrap();
+    let sessions: Vec<&str> = inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions, ["q1", "q2", "q3"]);
+    // Sent in the dataset's preferred (sequential) order: q1 q2 q3 q1 q2 q3.
+    let records = std::fs::read_to_string(dir.path().join("profile_export.jsonl")).unwrap();
+    let mut sent: Vec<(u64, String)> = records
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let metadata = &record["metadata"];
+            (
+                metadata["request_start_ns"].as_u64().unwrap(),
+                metadata["conversation_id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    sent.sort();
+    let order: Vec<&str> = sent.iter().map(|(_, id)| id.as_str()).collect();
+    assert_eq!(order, ["q1", "q2", "q3", "q1", "q2", "q3"]);
 }

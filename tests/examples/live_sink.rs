@@ -64,8 +64,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         random_seed: Some(1),
         ..InputConfig::default()
     };
-    let conversations =
-        SyntheticDataset::new(&input, &config.endpoint.models, tokenizer.clone())?.load()?;
+    let conversations = SyntheticDataset::new(&input, &config.endpoint.models, tokenizer.clone())?
+        .load()?
+        .conversations;
     let endpoint = endpoint_for("chat", EndpointOptions::default())?;
     let metrics = MetricsSink::new(&config, endpoint.info(), Arc::new(tokenizer))?;
 

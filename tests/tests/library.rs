@@ -40,6 +40,7 @@ fn conversations(tokenizer: &Tokenizer) -> Vec<aiperf_core::Conversation> {
     .unwrap()
     .load()
     .unwrap()
+    .conversations
 }
 
 /// A chat benchmark as `config` describes it.

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 use aiperf_core::config::CustomDatasetType;
 use aiperf_core::dataset::DatasetError;
-use aiperf_core::{Conversation, DatasetSource, SamplingStrategy};
+use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy};
 
 pub use detect::detect_dataset_type;
 pub use error::{DatasetFileError, DatasetFileErrorKind};
@@ -146,11 +146,9 @@ pub fn load_custom_dataset(
     })
 }
 
-/// A custom dataset file as an [`aiperf_core::DatasetSource`].
-///
-/// [`DatasetSource::load`] returns only the conversations; call
-/// [`CustomDataset::load_dataset`] for the detected type, preferred sampling and
-/// whether the file is timestamped.
+/// A custom dataset file as an [`aiperf_core::DatasetSource`]. Outside a
+/// [`DatasetSource`], [`CustomDataset::load_dataset`] also says which format was
+/// detected.
 #[derive(Debug, Clone)]
 pub struct CustomDataset {
     path: PathBuf,
@@ -179,7 +177,12 @@ impl CustomDataset {
 }
 
 impl DatasetSource for CustomDataset {
-    fn load(&mut self) -> Result<Vec<Conversation>, DatasetError> {
-        Ok(self.load_dataset()?.conversations)
+    fn load(&mut self) -> Result<Dataset, DatasetError> {
+        let loaded = self.load_dataset()?;
+        Ok(Dataset {
+            conversations: loaded.conversations,
+            preferred_sampling: loaded.preferred_sampling,
+            timestamped: loaded.timestamped,
+        })
     }
 }
