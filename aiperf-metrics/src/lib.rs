@@ -78,7 +78,9 @@ pub use record_metrics::{
 };
 pub use sink::{validate_goodput, MetricsSink};
 pub use stats::{Distribution, Stats};
-pub use summary::{ErrorCount, MetricResult, ScheduleLag, Summary, TimeSlice};
+pub use summary::{
+    AddedMetric, ErrorCount, MetricResult, ScheduleLag, Summary, SummaryAdditions, TimeSlice,
+};
 
 /// What can go wrong while computing or exporting metrics.
 #[derive(Debug, thiserror::Error)]

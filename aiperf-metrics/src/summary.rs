@@ -187,6 +187,35 @@ pub struct Summary {
     pub cli_command: Option<String>,
     /// With `--slice-duration`: the profiling phase summarised slice by slice.
     pub timeslices: Vec<TimeSlice>,
+    /// What collectors beside the run add to its summary files.
+    pub additions: SummaryAdditions,
+}
+
+/// What collectors beside a run (GPU telemetry) add to its summary files, written after
+/// the run's own entries: the Python AIPerf puts its power-efficiency metrics and
+/// `telemetry_data` there.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SummaryAdditions {
+    /// Single-value metrics: `{"unit", "avg"}` in the JSON, `Header (unit),value` rows at
+    /// the end of the CSV.
+    pub metrics: Vec<AddedMetric>,
+    /// Top-level JSON entries, in order (e.g. `telemetry_data`).
+    pub json_sections: Vec<(String, serde_json::Value)>,
+    /// Text appended to the CSV after the metric rows (e.g. the GPU table).
+    pub csv_appendix: String,
+}
+
+/// A single-value metric another collector computed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddedMetric {
+    /// The JSON key, e.g. `total_gpu_energy`.
+    pub tag: String,
+    /// The CSV label, e.g. `Total GPU Energy (2 GPUs)`.
+    pub header: String,
+    /// The unit, e.g. `J`.
+    pub unit: String,
+    /// The value.
+    pub value: f64,
 }
 
 /// One slice of the profiling phase, summarised on its own.
@@ -217,6 +246,7 @@ impl Summary {
             config,
             cli_command: None,
             timeslices: Vec::new(),
+            additions: SummaryAdditions::default(),
         }
     }
 

@@ -285,7 +285,7 @@ impl Session {
         });
         let result = benchmark.run().await;
         hooks.sending_ended();
-        let summary = result?;
+        let mut summary = result?;
         if summary.connection_retries > 0 {
             tracing::info!(
                 "{} requests were sent again on a fresh connection after the server closed a \
@@ -298,11 +298,11 @@ impl Session {
             Some(running) => Some(running.finish(&summary, &artifact_dir).await?),
             None => None,
         };
+        if let Some(telemetry) = &telemetry {
+            summary.additions = telemetry.additions.clone();
+        }
         write_summary_files(&summary, &paths)?;
         tracing::info!("Wrote {} and {}", paths.csv.display(), paths.json.display());
-        if let Some(telemetry) = &telemetry {
-            telemetry.patch_summary_files(&paths.json, &paths.csv)?;
-        }
 
         let slo_report = (!spec.slos.is_empty()).then(|| summary.check_slos(&spec.slos));
         let slos_met = slo_report.as_ref().is_none_or(|report| report.passed());

@@ -1,13 +1,12 @@
 //! GPU telemetry and server metrics beside a run (docs/telemetry.md): which endpoints
 //! the options select, and what the run gets back to show and to add to its files.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use aiperf_core::transport::Transport;
 use aiperf_metrics::export::console::{format_number, TextTable};
-use aiperf_metrics::Summary;
+use aiperf_metrics::{AddedMetric, Summary, SummaryAdditions};
 use aiperf_telemetry::collector::metrics_url;
 use aiperf_telemetry::export::{self, endpoint_key, ExportOptions, ServerMetricsFormat};
 use aiperf_telemetry::gpu::GpuMetricValue;
@@ -15,7 +14,6 @@ use aiperf_telemetry::{
     power_efficiency, DerivedMetric, GpuSummary, RunTotals, TelemetryCollector, TelemetryConfig,
     TelemetryHandle, TelemetryReport,
 };
-use serde_json::Value;
 
 use crate::spec::TelemetryOptions;
 use crate::RunError;
@@ -75,12 +73,10 @@ pub(crate) fn start(
 pub(crate) struct Finished {
     /// The GPU tables as the console shows them, when GPUs answered.
     pub(crate) console: Option<String>,
-    /// `telemetry_data` for `profile_export_aiperf.json`, when GPU telemetry was on.
-    telemetry_data: Option<Value>,
-    /// Text to append to `profile_export_aiperf.csv` (two empty rows, the GPU table).
-    csv_section: Option<String>,
-    /// `total_gpu_power`, `total_gpu_energy`, `output_tokens_per_joule`, `energy_per_user`.
-    derived: Vec<DerivedMetric>,
+    /// For the summary files: the power-efficiency metrics (`total_gpu_power`,
+    /// `total_gpu_energy`, `output_tokens_per_joule`, `energy_per_user`),
+    /// `telemetry_data` when GPU telemetry was on, and the CSV's GPU table.
+    pub(crate) additions: SummaryAdditions,
     /// The telemetry files written into the artifact directory.
     pub(crate) files: Vec<PathBuf>,
 }
@@ -114,11 +110,30 @@ impl Running {
             },
         );
         let console = (!gpus.is_empty()).then(|| render_console(&report, &derived));
+        let additions = SummaryAdditions {
+            metrics: derived
+                .iter()
+                .map(|m| AddedMetric {
+                    tag: m.tag.to_owned(),
+                    header: m.header.clone(),
+                    unit: m.unit.to_owned(),
+                    value: m.value,
+                })
+                .collect(),
+            json_sections: (!report.gpu.is_empty())
+                .then(|| {
+                    (
+                        "telemetry_data".to_owned(),
+                        export::gpu::telemetry_data(&report),
+                    )
+                })
+                .into_iter()
+                .collect(),
+            csv_appendix: export::gpu::csv_section(&report).unwrap_or_default(),
+        };
         Ok(Finished {
             console,
-            telemetry_data: (!report.gpu.is_empty()).then(|| export::gpu::telemetry_data(&report)),
-            csv_section: export::gpu::csv_section(&report),
-            derived,
+            additions,
             files,
         })
     }
@@ -130,53 +145,6 @@ fn export_prefix(prefix: Option<&str>) -> Option<String> {
     let paths = aiperf_metrics::export::export_paths(Path::new(""), prefix);
     let stem = paths.json.file_stem()?.to_str()?;
     (stem != "profile_export_aiperf").then(|| stem.to_string())
-}
-
-impl Finished {
-    /// Adds telemetry to the summary files already written: `telemetry_data` and the
-    /// derived metrics (as single-value metrics: `{unit, avg}`) into the JSON, the derived
-    /// metrics as `Metric,Value` rows at the end of the CSV's last table, then the GPU
-    /// table. Nothing changes when there is nothing to add.
-    pub(crate) fn patch_summary_files(
-        &self,
-        json_path: &Path,
-        csv_path: &Path,
-    ) -> Result<(), RunError> {
-        if self.telemetry_data.is_some() || !self.derived.is_empty() {
-            let text = std::fs::read_to_string(json_path).map_err(RunError::write(json_path))?;
-            let mut json: Value = serde_json::from_str(&text)
-                .map_err(|e| RunError::write(json_path)(std::io::Error::other(e)))?;
-            if let Some(object) = json.as_object_mut() {
-                for m in &self.derived {
-                    object.insert(
-                        m.tag.to_string(),
-                        serde_json::json!({ "unit": m.unit, "avg": m.value }),
-                    );
-                }
-                if let Some(data) = &self.telemetry_data {
-                    object.insert("telemetry_data".into(), data.clone());
-                }
-            }
-            let text = serde_json::to_string_pretty(&json)
-                .map_err(|e| RunError::write(json_path)(std::io::Error::other(e)))?;
-            std::fs::write(json_path, text).map_err(RunError::write(json_path))?;
-        }
-        let mut tail = String::new();
-        for m in &self.derived {
-            tail.push_str(&format!("{} ({}),{:.2}\r\n", m.header, m.unit, m.value));
-        }
-        if let Some(section) = &self.csv_section {
-            tail.push_str(section);
-        }
-        if !tail.is_empty() {
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(csv_path)
-                .and_then(|mut file| file.write_all(tail.as_bytes()))
-                .map_err(RunError::write(csv_path))?;
-        }
-        Ok(())
-    }
 }
 
 /// "NVIDIA AIPerf | GPU Telemetry": one table per GPU (columns as the main table's), then
@@ -236,6 +204,7 @@ mod tests {
     use aiperf_core::BenchmarkConfig;
     use aiperf_endpoints::HttpTransport;
     use aiperf_mock_server::{MockConfig, MockServer};
+    use serde_json::Value;
 
     use super::*;
 
@@ -311,7 +280,8 @@ mod tests {
         assert!(console.contains("GPU 0 | "));
         assert!(console.contains("GPU Power Usage (W)"));
         assert!(console.contains("Total GPU Energy (2 GPUs) (J)"));
-        let tags: Vec<&str> = finished.derived.iter().map(|m| m.tag).collect();
+        let additions = &finished.additions;
+        let tags: Vec<&str> = additions.metrics.iter().map(|m| m.tag.as_str()).collect();
         assert_eq!(
             tags,
             [
@@ -321,7 +291,8 @@ mod tests {
                 "energy_per_user"
             ]
         );
-        let data = finished.telemetry_data.as_ref().unwrap();
+        let (key, data) = &additions.json_sections[0];
+        assert_eq!(key, "telemetry_data");
         // The defaults (localhost:9400/9401) are configured too, and silently absent.
         assert_eq!(
             data["summary"]["endpoints_configured"]
@@ -335,23 +306,22 @@ mod tests {
             format!("{dcgm}/metrics")
         );
 
-        // The summary files gain telemetry_data, the derived metrics and the GPU table.
-        let json_path = dir.path().join("profile_export_aiperf.json");
-        let csv_path = dir.path().join("profile_export_aiperf.csv");
-        std::fs::write(
-            &json_path,
-            r#"{"request_count": {"unit": "requests", "avg": 3.0}}"#,
-        )
-        .unwrap();
-        std::fs::write(&csv_path, "Metric,Value\r\nRequest Count,3.00\r\n").unwrap();
-        finished.patch_summary_files(&json_path, &csv_path).unwrap();
+        // The summary files carry telemetry_data, the derived metrics and the GPU table
+        // after the run's own entries.
+        summary.additions = finished.additions.clone();
+        let paths = aiperf_metrics::export::export_paths(dir.path(), None);
+        aiperf_metrics::export::write_summary_files(&summary, &paths).unwrap();
         let json: Value =
-            serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
-        assert_eq!(json["request_count"]["avg"], 3.0);
+            serde_json::from_str(&std::fs::read_to_string(&paths.json).unwrap()).unwrap();
+        assert_eq!(json["total_output_tokens"]["avg"], 1000.0);
         assert_eq!(json["total_gpu_energy"]["unit"], "J");
         assert_eq!(json["telemetry_data"], *data);
-        let csv = std::fs::read_to_string(&csv_path).unwrap();
+        let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+        assert_eq!(keys.last().map(|k| k.as_str()), Some("telemetry_data"));
+        let csv = std::fs::read_to_string(&paths.csv).unwrap();
         let lines: Vec<&str> = csv.split("\r\n").collect();
+        assert_eq!(lines[0], "Metric,Value");
+        assert_eq!(lines[1], "Total Output Tokens (tokens),1000.00");
         assert!(lines[2].starts_with("Total GPU Power (2 GPUs) (W),"));
         assert_eq!(&lines[6..8], ["", ""]);
         assert!(lines[8].starts_with("Endpoint,GPU_Index,GPU_Name,GPU_UUID,Hostname,Metric,avg"));

@@ -82,7 +82,11 @@ pub fn write_csv(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
             write!(out, "{},{}\r\n", field(&label(m)), num(Some(m.avg)))?;
         }
     }
-    Ok(())
+    let additions = &summary.additions;
+    for m in &additions.metrics {
+        write!(out, "{} ({}),{:.2}\r\n", m.header, m.unit, m.value)?;
+    }
+    out.write_all(additions.csv_appendix.as_bytes())
 }
 
 /// The CSV as a string.

@@ -381,6 +381,16 @@ impl Serialize for SummaryJson<'_> {
                 },
             )?;
         }
+        let additions = &s.additions;
+        for m in &additions.metrics {
+            map.serialize_entry(
+                &m.tag,
+                &serde_json::json!({ "unit": m.unit, "avg": m.value }),
+            )?;
+        }
+        for (key, value) in &additions.json_sections {
+            map.serialize_entry(key, value)?;
+        }
         map.end()
     }
 }
