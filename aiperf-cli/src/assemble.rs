@@ -255,7 +255,7 @@ mod tests {
     fn validation_errors_surface() {
         let err = assemble_from(&["-m", "m", "--benchmark-grace-period", "3"]).unwrap_err();
         assert_eq!(
-            err.to_string(),
+            crate::usage::flag_words(&err.to_string()),
             "--benchmark-grace-period requires --benchmark-duration"
         );
     }

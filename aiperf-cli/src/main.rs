@@ -91,7 +91,7 @@ fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitC
     let spec = match assemble::run_spec(argv, &args, cli_command) {
         Ok(spec) => spec,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", usage::flag_words(&format!("{error:#}")));
             return ExitCode::from(2);
         }
     };

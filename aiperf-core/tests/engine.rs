@@ -383,6 +383,6 @@ fn a_configuration_the_endpoint_cannot_run_is_refused() {
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "--prefill-concurrency requires --streaming"
+        "load.prefill_concurrency requires endpoint.streaming"
     );
 }

@@ -533,7 +533,10 @@ mod tests {
             Tokenizer::builtin(),
         )
         .unwrap_err();
-        assert_eq!(err.to_string(), "--isl-stddev must be 0 or more, got -1");
+        assert_eq!(
+            err.to_string(),
+            "input.isl_stddev must be 0 or more, got -1"
+        );
     }
 
     #[test]

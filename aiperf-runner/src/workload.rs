@@ -104,7 +104,7 @@ pub(crate) async fn load(
         config
     };
     let fixed = &config.load.fixed_schedule;
-    if let (false, Some(flag)) = (fixed.is_enabled(), fixed.offset_flag()) {
+    if let (false, Some(flag)) = (fixed.is_enabled(), fixed.offset_field()) {
         return Err(WorkloadError::OffsetWithoutSchedule(flag));
     }
     if fixed.is_enabled() {

@@ -604,7 +604,7 @@ mod tests {
         let flags = Flags::try_parse_from(["aiperf", "--seq-dist", "1,x:100"]).unwrap();
         let err = flags.input.apply(&mut InputConfig::default()).unwrap_err();
         assert_eq!(
-            err.to_string(),
+            crate::usage::flag_words(&err.to_string()),
             r#"invalid --seq-dist: entry "1,x:100": OSL "x" is not an integer"#
         );
     }

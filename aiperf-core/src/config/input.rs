@@ -282,18 +282,18 @@ impl InputConfig {
     /// Checks the input options on their own (docs/cli-rules.md#input-rules).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(n) = self.num_dataset_entries {
-            at_least_one("--num-dataset-entries", n as u64)?;
+            at_least_one("input.num_dataset_entries", n as u64)?;
         }
-        non_negative("--isl-stddev", self.isl_stddev)?;
-        non_negative("--osl-stddev", self.osl_stddev)?;
+        non_negative("input.isl_stddev", self.isl_stddev)?;
+        non_negative("input.osl_stddev", self.osl_stddev)?;
         if let Some(osl) = self.osl_mean {
-            at_least_one("--osl", u64::from(osl))?;
+            at_least_one("input.osl_mean", u64::from(osl))?;
         }
         if let Some(distribution) = &self.sequence_distribution {
             distribution.check()?;
         }
         if let Some(size) = self.isl_block_size {
-            at_least_one("--isl-block-size", u64::from(size))?;
+            at_least_one("input.isl_block_size", u64::from(size))?;
         }
         self.validate_prompt()?;
         self.validate_session()?;
@@ -302,8 +302,8 @@ impl InputConfig {
         let media = self.image.enabled() || self.audio.enabled() || self.video.enabled();
         if self.is_synthetic() && !self.text_enabled() && !media {
             return Err(out_of_range(
-                "--isl",
-                "at least 1 (with --prompt-batch-size at least 1) when no image, audio or \
+                "input.isl_mean",
+                "at least 1 (with input.prompt.batch_size at least 1) when no image, audio or \
                  video input is enabled",
                 self.isl_mean,
             ));
@@ -315,43 +315,43 @@ impl InputConfig {
         let prompt = &self.prompt;
         if prompt.prefix_pool_size > 0 && prompt.prefix_length == 0 {
             return Err(ConfigError::Requires {
-                flag: "--prompt-prefix-pool-size",
-                needs: "--prompt-prefix-length",
+                field: "input.prompt.prefix_pool_size",
+                needs: "input.prompt.prefix_length",
             });
         }
         if prompt.prefix_length > 0 && prompt.prefix_pool_size == 0 {
             return Err(ConfigError::Requires {
-                flag: "--prompt-prefix-length",
-                needs: "--prompt-prefix-pool-size",
+                field: "input.prompt.prefix_length",
+                needs: "input.prompt.prefix_pool_size",
             });
         }
         let prefix_flag = if prompt.prefix_pool_size > 0 {
-            "--prompt-prefix-pool-size"
+            "input.prompt.prefix_pool_size"
         } else {
-            "--prompt-prefix-length"
+            "input.prompt.prefix_length"
         };
         let has_prefix = prompt.prefix_pool_size > 0 || prompt.prefix_length > 0;
         if let Some(length) = prompt.shared_system_length {
-            at_least_one("--shared-system-prompt-length", u64::from(length))?;
+            at_least_one("input.prompt.shared_system_length", u64::from(length))?;
             if has_prefix {
                 return Err(ConfigError::Conflict {
-                    first: "--shared-system-prompt-length",
+                    first: "input.prompt.shared_system_length",
                     second: prefix_flag,
                 });
             }
         }
         if let Some(length) = prompt.user_context_length {
-            at_least_one("--user-context-prompt-length", u64::from(length))?;
+            at_least_one("input.prompt.user_context_length", u64::from(length))?;
             if has_prefix {
                 return Err(ConfigError::Conflict {
-                    first: "--user-context-prompt-length",
+                    first: "input.prompt.user_context_length",
                     second: prefix_flag,
                 });
             }
             if self.num_dataset_entries.is_none() {
                 return Err(ConfigError::Requires {
-                    flag: "--user-context-prompt-length",
-                    needs: "--num-dataset-entries",
+                    field: "input.prompt.user_context_length",
+                    needs: "input.num_dataset_entries",
                 });
             }
         }
@@ -360,34 +360,34 @@ impl InputConfig {
 
     fn validate_session(&self) -> Result<(), ConfigError> {
         let session = &self.session;
-        non_negative("--session-turn-delay-mean", session.delay_mean_ms)?;
-        non_negative("--session-turn-delay-stddev", session.delay_stddev_ms)?;
-        non_negative("--session-delay-ratio", session.delay_ratio)
+        non_negative("input.session.delay_mean_ms", session.delay_mean_ms)?;
+        non_negative("input.session.delay_stddev_ms", session.delay_stddev_ms)?;
+        non_negative("input.session.delay_ratio", session.delay_ratio)
     }
 
     fn validate_rankings(&self) -> Result<(), ConfigError> {
         let rankings = &self.rankings;
-        for (flag, value) in [
-            ("--rankings-passages-mean", rankings.passages_mean),
-            ("--rankings-passages-stddev", rankings.passages_stddev),
+        for (field, value) in [
+            ("input.rankings.passages_mean", rankings.passages_mean),
+            ("input.rankings.passages_stddev", rankings.passages_stddev),
             (
-                "--rankings-passages-prompt-token-mean",
+                "input.rankings.passage_tokens_mean",
                 rankings.passage_tokens_mean,
             ),
             (
-                "--rankings-passages-prompt-token-stddev",
+                "input.rankings.passage_tokens_stddev",
                 rankings.passage_tokens_stddev,
             ),
             (
-                "--rankings-query-prompt-token-mean",
+                "input.rankings.query_tokens_mean",
                 rankings.query_tokens_mean,
             ),
             (
-                "--rankings-query-prompt-token-stddev",
+                "input.rankings.query_tokens_stddev",
                 rankings.query_tokens_stddev,
             ),
         ] {
-            non_negative(flag, value)?;
+            non_negative(field, value)?;
         }
         Ok(())
     }
@@ -426,14 +426,14 @@ mod tests {
                 prefix(c);
                 c.prompt.shared_system_length = Some(5);
             })),
-            "--shared-system-prompt-length cannot be combined with --prompt-prefix-pool-size"
+            "input.prompt.shared_system_length cannot be combined with input.prompt.prefix_pool_size"
         );
         assert_eq!(
             err(with(|c| {
                 prefix(c);
                 c.prompt.user_context_length = Some(5);
             })),
-            "--user-context-prompt-length cannot be combined with --prompt-prefix-pool-size"
+            "input.prompt.user_context_length cannot be combined with input.prompt.prefix_pool_size"
         );
     }
 
@@ -441,11 +441,11 @@ mod tests {
     fn prefix_pool_and_length_go_together() {
         assert_eq!(
             err(with(|c| c.prompt.prefix_pool_size = 2)),
-            "--prompt-prefix-pool-size requires --prompt-prefix-length"
+            "input.prompt.prefix_pool_size requires input.prompt.prefix_length"
         );
         assert_eq!(
             err(with(|c| c.prompt.prefix_length = 2)),
-            "--prompt-prefix-length requires --prompt-prefix-pool-size"
+            "input.prompt.prefix_length requires input.prompt.prefix_pool_size"
         );
     }
 
@@ -453,7 +453,7 @@ mod tests {
     fn user_context_needs_explicit_dataset_entries() {
         assert_eq!(
             err(with(|c| c.prompt.user_context_length = Some(8))),
-            "--user-context-prompt-length requires --num-dataset-entries"
+            "input.prompt.user_context_length requires input.num_dataset_entries"
         );
         with(|c| {
             c.prompt.user_context_length = Some(8);
@@ -467,11 +467,11 @@ mod tests {
     fn video_width_and_height_go_together() {
         assert_eq!(
             err(with(|c| c.video.width = Some(64))),
-            "--video-width requires --video-height"
+            "input.video.width requires input.video.height"
         );
         assert_eq!(
             err(with(|c| c.video.height = Some(64))),
-            "--video-height requires --video-width"
+            "input.video.height requires input.video.width"
         );
         with(|c| {
             c.video.width = Some(64);
@@ -485,7 +485,7 @@ mod tests {
     fn all_modalities_disabled_is_an_error_for_synthetic_data_only() {
         assert_eq!(
             err(with(|c| c.isl_mean = 0)),
-            "--isl must be at least 1 (with --prompt-batch-size at least 1) when no image, \
+            "input.isl_mean must be at least 1 (with input.prompt.batch_size at least 1) when no image, \
              audio or video input is enabled, got 0"
         );
         with(|c| {
@@ -507,7 +507,7 @@ mod tests {
     fn audio_rules() {
         assert_eq!(
             err(with(|c| c.audio.length_mean = 0.005)),
-            "--audio-length-mean must be 0 (no audio) or at least 0.01 seconds, got 0.005"
+            "input.audio.length_mean must be 0 (no audio) or at least 0.01 seconds, got 0.005"
         );
         let audio = |c: &mut InputConfig| c.audio.length_mean = 1.0;
         with(audio).validate().unwrap();
@@ -515,56 +515,56 @@ mod tests {
             audio(c);
             c.audio.format = AudioFormat::Mp3;
         }))
-        .starts_with("invalid --audio-format: mp3 is not supported"));
+        .starts_with("invalid input.audio.format: mp3 is not supported"));
         assert_eq!(
             err(with(|c| {
                 audio(c);
                 c.audio.depths = vec![16, 12];
             })),
-            "--audio-depths must be 8, 16, 24 or 32, got 12"
+            "input.audio.depths must be 8, 16, 24 or 32, got 12"
         );
         assert_eq!(
             err(with(|c| {
                 audio(c);
                 c.audio.num_channels = 3;
             })),
-            "--audio-num-channels must be 1 or 2, got 3"
+            "input.audio.num_channels must be 1 or 2, got 3"
         );
     }
 
     #[test]
     fn stddevs_must_not_be_negative() {
-        for (change, flag) in [
+        for (change, field) in [
             (
                 Box::new(|c: &mut InputConfig| c.isl_stddev = -1.0)
                     as Box<dyn Fn(&mut InputConfig)>,
-                "--isl-stddev",
+                "input.isl_stddev",
             ),
-            (Box::new(|c| c.osl_stddev = -1.0), "--osl-stddev"),
+            (Box::new(|c| c.osl_stddev = -1.0), "input.osl_stddev"),
             (
                 Box::new(|c| c.image.width_stddev = -1.0),
-                "--image-width-stddev",
+                "input.image.width_stddev",
             ),
             (
                 Box::new(|c| c.image.height_stddev = -1.0),
-                "--image-height-stddev",
+                "input.image.height_stddev",
             ),
             (
                 Box::new(|c| c.audio.length_stddev = -1.0),
-                "--audio-length-stddev",
+                "input.audio.length_stddev",
             ),
             (
                 Box::new(|c| c.session.delay_stddev_ms = -1.0),
-                "--session-turn-delay-stddev",
+                "input.session.delay_stddev_ms",
             ),
             (
                 Box::new(|c| c.rankings.passages_stddev = -1.0),
-                "--rankings-passages-stddev",
+                "input.rankings.passages_stddev",
             ),
         ] {
             let mut config = InputConfig::default();
             change(&mut config);
-            assert_eq!(err(config), format!("{flag} must be 0 or more, got -1"));
+            assert_eq!(err(config), format!("{field} must be 0 or more, got -1"));
         }
     }
 
@@ -583,7 +583,7 @@ mod tests {
         });
         assert_eq!(
             err(config),
-            "invalid --seq-dist: probabilities sum to 50, they must sum to 100"
+            "invalid input.sequence_distribution: probabilities sum to 50, they must sum to 100"
         );
     }
 }

@@ -106,14 +106,14 @@ impl FixedScheduleConfig {
         self.enabled == Some(true)
     }
 
-    /// The first replay offset flag given, if any.
-    pub fn offset_flag(&self) -> Option<&'static str> {
+    /// The first replay offset field given, if any.
+    pub fn offset_field(&self) -> Option<&'static str> {
         if self.auto_offset {
-            Some("--fixed-schedule-auto-offset")
+            Some("load.fixed_schedule.auto_offset")
         } else if self.start_offset_ms.is_some() {
-            Some("--fixed-schedule-start-offset")
+            Some("load.fixed_schedule.start_offset_ms")
         } else if self.end_offset_ms.is_some() {
-            Some("--fixed-schedule-end-offset")
+            Some("load.fixed_schedule.end_offset_ms")
         } else {
             None
         }
@@ -182,8 +182,8 @@ impl LoadConfig {
         self.check_warmup()?;
         if self.request_count.is_some() && self.num_sessions.is_some() {
             return Err(ConfigError::Conflict {
-                first: "--request-count",
-                second: "--num-sessions",
+                first: "load.request_count",
+                second: "load.num_sessions",
             });
         }
         let has_stop = self.request_count.is_some()
@@ -197,29 +197,29 @@ impl LoadConfig {
 
     fn check_ranges(&self) -> Result<(), ConfigError> {
         if let Some(c) = self.concurrency {
-            at_least_one("--concurrency", c as u64)?;
+            at_least_one("load.concurrency", c as u64)?;
         }
         if let Some(n) = self.request_count {
-            at_least_one("--request-count", n)?;
+            at_least_one("load.request_count", n)?;
         }
         if let Some(n) = self.num_sessions {
-            at_least_one("--num-sessions", n)?;
+            at_least_one("load.num_sessions", n)?;
         }
         if let Some(rate) = self.request_rate {
-            positive("--request-rate", rate)?;
+            positive("load.request_rate", rate)?;
         }
         if let Some(d) = self.benchmark_duration {
-            positive("--benchmark-duration", d)?;
+            positive("load.benchmark_duration", d)?;
         }
         if let Some(g) = self.benchmark_grace_period {
             if self.benchmark_duration.is_none() {
                 return Err(ConfigError::Requires {
-                    flag: "--benchmark-grace-period",
-                    needs: "--benchmark-duration",
+                    field: "load.benchmark_grace_period",
+                    needs: "load.benchmark_duration",
                 });
             }
             if g.is_nan() || g < 0.0 {
-                return Err(out_of_range("--benchmark-grace-period", "0 or more", g));
+                return Err(out_of_range("load.benchmark_grace_period", "0 or more", g));
             }
         }
         Ok(())
@@ -228,28 +228,28 @@ impl LoadConfig {
     fn check_user_centric(&self) -> Result<(), ConfigError> {
         match (&self.user_centric, self.num_users) {
             (None, Some(_)) => Err(ConfigError::Requires {
-                flag: "--num-users",
-                needs: "--user-centric-rate",
+                field: "load.num_users",
+                needs: "load.user_centric.rate",
             }),
             (Some(user), _) => {
-                positive("--user-centric-rate", user.rate)?;
-                at_least_one("--num-users", user.num_users as u64)?;
+                positive("load.user_centric.rate", user.rate)?;
+                at_least_one("load.num_users", user.num_users as u64)?;
                 if self.request_rate.is_some() {
                     return Err(ConfigError::Conflict {
-                        first: "--user-centric-rate",
-                        second: "--request-rate",
+                        first: "load.user_centric.rate",
+                        second: "load.request_rate",
                     });
                 }
                 if self.arrival_pattern.is_some() {
                     return Err(ConfigError::Conflict {
-                        first: "--user-centric-rate",
-                        second: "--arrival-pattern",
+                        first: "load.user_centric.rate",
+                        second: "load.arrival_pattern",
                     });
                 }
                 if self.fixed_schedule.is_enabled() {
                     return Err(ConfigError::Conflict {
-                        first: "--user-centric-rate",
-                        second: "--fixed-schedule",
+                        first: "load.user_centric.rate",
+                        second: "load.fixed_schedule.enabled",
                     });
                 }
                 Ok(())
@@ -260,10 +260,10 @@ impl LoadConfig {
 
     fn check_fixed_schedule(&self) -> Result<(), ConfigError> {
         if self.fixed_schedule.enabled == Some(false) {
-            if let Some(flag) = self.fixed_schedule.offset_flag() {
+            if let Some(field) = self.fixed_schedule.offset_field() {
                 return Err(ConfigError::Conflict {
-                    first: flag,
-                    second: "--no-fixed-schedule",
+                    first: field,
+                    second: "load.fixed_schedule.enabled=false",
                 });
             }
         }
@@ -275,27 +275,27 @@ impl LoadConfig {
         }
         if fixed.auto_offset && fixed.start_offset_ms.is_some() {
             return Err(ConfigError::Conflict {
-                first: "--fixed-schedule-auto-offset",
-                second: "--fixed-schedule-start-offset",
+                first: "load.fixed_schedule.auto_offset",
+                second: "load.fixed_schedule.start_offset_ms",
             });
         }
         if let (Some(start), Some(end)) = (fixed.start_offset_ms, fixed.end_offset_ms) {
             if end < start {
                 return Err(ConfigError::Rule(
-                    "--fixed-schedule-end-offset must not be less than --fixed-schedule-start-offset",
+                    "load.fixed_schedule.end_offset_ms must not be less than load.fixed_schedule.start_offset_ms",
                 ));
             }
         }
         if self.request_rate.is_some() {
             return Err(ConfigError::Rule(
-                "--request-rate cannot be combined with a fixed schedule (a trace with timestamps \
-                 replays them); pass --no-fixed-schedule to send the trace at a rate instead",
+                "load.request_rate cannot be combined with a fixed schedule (a trace with timestamps \
+                 replays them); pass load.fixed_schedule.enabled=false to send the trace at a rate instead",
             ));
         }
         if self.request_rate_ramp_duration.is_some() {
             return Err(ConfigError::Conflict {
-                first: "--request-rate-ramp-duration",
-                second: "--fixed-schedule",
+                first: "load.request_rate_ramp_duration",
+                second: "load.fixed_schedule.enabled",
             });
         }
         Ok(())
@@ -305,15 +305,15 @@ impl LoadConfig {
         match (self.request_rate, self.arrival_pattern) {
             (Some(_), Some(ArrivalPattern::ConcurrencyBurst)) => {
                 return Err(ConfigError::Conflict {
-                    first: "--arrival-pattern concurrency_burst",
-                    second: "--request-rate",
+                    first: "load.arrival_pattern concurrency_burst",
+                    second: "load.request_rate",
                 })
             }
             (Some(_), None) => self.arrival_pattern = Some(ArrivalPattern::Poisson),
             (None, Some(p)) if p != ArrivalPattern::ConcurrencyBurst => {
                 return Err(ConfigError::Requires {
-                    flag: "--arrival-pattern",
-                    needs: "--request-rate",
+                    field: "load.arrival_pattern",
+                    needs: "load.request_rate",
                 })
             }
             (None, None) if self.user_centric.is_none() => {
@@ -324,43 +324,43 @@ impl LoadConfig {
         if let Some(s) = self.arrival_smoothness {
             if self.arrival_pattern != Some(ArrivalPattern::Gamma) {
                 return Err(ConfigError::Requires {
-                    flag: "--arrival-smoothness",
-                    needs: "--arrival-pattern gamma",
+                    field: "load.arrival_smoothness",
+                    needs: "load.arrival_pattern gamma",
                 });
             }
-            positive("--arrival-smoothness", s)?;
+            positive("load.arrival_smoothness", s)?;
         }
         Ok(())
     }
 
     fn check_ramps_and_prefill(&self) -> Result<(), ConfigError> {
         if let Some(ramp) = self.concurrency_ramp_duration {
-            positive("--concurrency-ramp-duration", ramp)?;
+            positive("load.concurrency_ramp_duration", ramp)?;
         }
         if let Some(ramp) = self.prefill_concurrency_ramp_duration {
-            positive("--prefill-concurrency-ramp-duration", ramp)?;
+            positive("load.prefill_concurrency_ramp_duration", ramp)?;
             if self.prefill_concurrency.is_none() {
                 return Err(ConfigError::Requires {
-                    flag: "--prefill-concurrency-ramp-duration",
-                    needs: "--prefill-concurrency",
+                    field: "load.prefill_concurrency_ramp_duration",
+                    needs: "load.prefill_concurrency",
                 });
             }
         }
         if let Some(ramp) = self.request_rate_ramp_duration {
-            positive("--request-rate-ramp-duration", ramp)?;
+            positive("load.request_rate_ramp_duration", ramp)?;
             if self.request_rate.is_none() && self.user_centric.is_none() {
                 return Err(ConfigError::Requires {
-                    flag: "--request-rate-ramp-duration",
-                    needs: "--request-rate or --user-centric-rate",
+                    field: "load.request_rate_ramp_duration",
+                    needs: "load.request_rate or load.user_centric.rate",
                 });
             }
         }
         if let Some(prefill) = self.prefill_concurrency {
-            at_least_one("--prefill-concurrency", prefill as u64)?;
+            at_least_one("load.prefill_concurrency", prefill as u64)?;
             if let Some(concurrency) = self.concurrency {
                 if prefill > concurrency {
                     return Err(ConfigError::Rule(
-                        "--prefill-concurrency must not exceed --concurrency",
+                        "load.prefill_concurrency must not exceed load.concurrency",
                     ));
                 }
             }
@@ -372,7 +372,7 @@ impl LoadConfig {
         if let Some(rate) = self.request_cancellation_rate {
             if !(rate > 0.0 && rate <= 100.0) {
                 return Err(out_of_range(
-                    "--request-cancellation-rate",
+                    "load.request_cancellation_rate",
                     "greater than 0 and at most 100 (percent)",
                     rate,
                 ));
@@ -381,11 +381,11 @@ impl LoadConfig {
         if let Some(delay) = self.request_cancellation_delay {
             if self.request_cancellation_rate.is_none() {
                 return Err(ConfigError::Requires {
-                    flag: "--request-cancellation-delay",
-                    needs: "--request-cancellation-rate",
+                    field: "load.request_cancellation_delay",
+                    needs: "load.request_cancellation_rate",
                 });
             }
-            non_negative("--request-cancellation-delay", delay)?;
+            non_negative("load.request_cancellation_delay", delay)?;
         }
         Ok(())
     }
@@ -393,39 +393,40 @@ impl LoadConfig {
     fn check_warmup(&self) -> Result<(), ConfigError> {
         let warmup = &self.warmup;
         if let Some(n) = warmup.request_count {
-            at_least_one("--warmup-request-count", n)?;
+            at_least_one("load.warmup.request_count", n)?;
         }
         if let Some(n) = warmup.num_sessions {
-            at_least_one("--num-warmup-sessions", n)?;
+            at_least_one("load.warmup.num_sessions", n)?;
         }
         if warmup.request_count.is_some() && warmup.num_sessions.is_some() {
             return Err(ConfigError::Conflict {
-                first: "--warmup-request-count",
-                second: "--num-warmup-sessions",
+                first: "load.warmup.request_count",
+                second: "load.warmup.num_sessions",
             });
         }
         if let Some(d) = warmup.duration {
-            positive("--warmup-duration", d)?;
+            positive("load.warmup.duration", d)?;
         }
         if let Some(c) = warmup.concurrency {
-            at_least_one("--warmup-concurrency", c as u64)?;
+            at_least_one("load.warmup.concurrency", c as u64)?;
         }
         if let Some(rate) = warmup.request_rate {
-            positive("--warmup-request-rate", rate)?;
+            positive("load.warmup.request_rate", rate)?;
         }
         if let Some(prefill) = warmup.prefill_concurrency {
-            at_least_one("--warmup-prefill-concurrency", prefill as u64)?;
+            at_least_one("load.warmup.prefill_concurrency", prefill as u64)?;
         }
         if let Some(g) = warmup.grace_period {
             if !warmup.is_enabled() {
                 return Err(ConfigError::Requires {
-                    flag: "--warmup-grace-period",
-                    needs: "a warmup stop condition (--warmup-request-count, --warmup-duration \
-                            or --num-warmup-sessions)",
+                    field: "load.warmup.grace_period",
+                    needs:
+                        "a warmup stop condition (load.warmup.request_count, load.warmup.duration \
+                            or load.warmup.num_sessions)",
                 });
             }
             if g.is_nan() || g < 0.0 {
-                return Err(out_of_range("--warmup-grace-period", "0 or more", g));
+                return Err(out_of_range("load.warmup.grace_period", "0 or more", g));
             }
         }
         if warmup.arrival_pattern.is_some()
@@ -433,8 +434,8 @@ impl LoadConfig {
             && self.request_rate.is_none()
         {
             return Err(ConfigError::Requires {
-                flag: "--warmup-arrival-pattern",
-                needs: "--warmup-request-rate or --request-rate",
+                field: "load.warmup.arrival_pattern",
+                needs: "load.warmup.request_rate or load.request_rate",
             });
         }
         Ok(())
@@ -484,7 +485,7 @@ mod tests {
                     user_centric(c);
                     c.load.request_rate = Some(1.0);
                 }),
-                "--user-centric-rate cannot be combined with --request-rate",
+                "load.user_centric.rate cannot be combined with load.request_rate",
             ),
             (
                 "user-centric with an arrival pattern",
@@ -492,12 +493,12 @@ mod tests {
                     user_centric(c);
                     c.load.arrival_pattern = Some(super::ArrivalPattern::Constant);
                 }),
-                "--user-centric-rate cannot be combined with --arrival-pattern",
+                "load.user_centric.rate cannot be combined with load.arrival_pattern",
             ),
             (
                 "num-users alone",
                 Box::new(|c| c.load.num_users = Some(3)),
-                "--num-users requires --user-centric-rate",
+                "load.num_users requires load.user_centric.rate",
             ),
             (
                 "user-centric without users",
@@ -507,7 +508,7 @@ mod tests {
                         num_users: 0,
                     })
                 }),
-                "--num-users must be at least 1, got 0",
+                "load.num_users must be at least 1, got 0",
             ),
             (
                 "user-centric with a fixed schedule",
@@ -515,18 +516,18 @@ mod tests {
                     user_centric(c);
                     fixed(c);
                 }),
-                "--user-centric-rate cannot be combined with --fixed-schedule",
+                "load.user_centric.rate cannot be combined with load.fixed_schedule.enabled",
             ),
             (
                 "warmup grace without warmup",
                 Box::new(|c| c.load.warmup.grace_period = Some(1.0)),
-                "--warmup-grace-period requires a warmup stop condition (--warmup-request-count, \
-                 --warmup-duration or --num-warmup-sessions)",
+                "load.warmup.grace_period requires a warmup stop condition (load.warmup.request_count, \
+                 load.warmup.duration or load.warmup.num_sessions)",
             ),
             (
                 "prefill without streaming",
                 Box::new(|c| c.load.prefill_concurrency = Some(1)),
-                "--prefill-concurrency requires --streaming",
+                "load.prefill_concurrency requires endpoint.streaming",
             ),
             (
                 "warmup prefill without streaming",
@@ -534,7 +535,7 @@ mod tests {
                     c.load.warmup.request_count = Some(1);
                     c.load.warmup.prefill_concurrency = Some(1);
                 }),
-                "--warmup-prefill-concurrency requires --streaming",
+                "load.warmup.prefill_concurrency requires endpoint.streaming",
             ),
             (
                 "prefill above concurrency",
@@ -543,12 +544,12 @@ mod tests {
                     c.load.concurrency = Some(2);
                     c.load.prefill_concurrency = Some(3);
                 }),
-                "--prefill-concurrency must not exceed --concurrency",
+                "load.prefill_concurrency must not exceed load.concurrency",
             ),
             (
                 "prefill ramp without prefill",
                 Box::new(|c| c.load.prefill_concurrency_ramp_duration = Some(1.0)),
-                "--prefill-concurrency-ramp-duration requires --prefill-concurrency",
+                "load.prefill_concurrency_ramp_duration requires load.prefill_concurrency",
             ),
             (
                 "sampling strategy with a fixed schedule",
@@ -556,7 +557,7 @@ mod tests {
                     fixed(c);
                     c.input.sampling_strategy = Some(crate::SamplingStrategy::Random);
                 }),
-                "--dataset-sampling-strategy cannot be combined with --fixed-schedule",
+                "input.sampling_strategy cannot be combined with load.fixed_schedule.enabled",
             ),
             (
                 "request count with sessions",
@@ -564,7 +565,7 @@ mod tests {
                     c.load.request_count = Some(5);
                     c.load.num_sessions = Some(5);
                 }),
-                "--request-count cannot be combined with --num-sessions",
+                "load.request_count cannot be combined with load.num_sessions",
             ),
             (
                 "warmup count with warmup sessions",
@@ -572,23 +573,23 @@ mod tests {
                     c.load.warmup.request_count = Some(5);
                     c.load.warmup.num_sessions = Some(5);
                 }),
-                "--warmup-request-count cannot be combined with --num-warmup-sessions",
+                "load.warmup.request_count cannot be combined with load.warmup.num_sessions",
             ),
             (
                 "cancellation delay without rate",
                 Box::new(|c| c.load.request_cancellation_delay = Some(1.0)),
-                "--request-cancellation-delay requires --request-cancellation-rate",
+                "load.request_cancellation_delay requires load.request_cancellation_rate",
             ),
             (
                 "cancellation rate above 100",
                 Box::new(|c| c.load.request_cancellation_rate = Some(150.0)),
-                "--request-cancellation-rate must be greater than 0 and at most 100 (percent), \
+                "load.request_cancellation_rate must be greater than 0 and at most 100 (percent), \
                  got 150",
             ),
             (
                 "offset without a fixed schedule",
                 Box::new(|c| c.load.fixed_schedule.start_offset_ms = Some(5)),
-                "--fixed-schedule-start-offset requires --fixed-schedule (or a trace with \
+                "load.fixed_schedule.start_offset_ms requires load.fixed_schedule.enabled (or a trace with \
                  timestamps)",
             ),
             (
@@ -598,8 +599,8 @@ mod tests {
                     c.load.fixed_schedule.auto_offset = true;
                     c.load.fixed_schedule.start_offset_ms = Some(5);
                 }),
-                "--fixed-schedule-auto-offset cannot be combined with \
-                 --fixed-schedule-start-offset",
+                "load.fixed_schedule.auto_offset cannot be combined with \
+                 load.fixed_schedule.start_offset_ms",
             ),
             (
                 "end before start",
@@ -608,12 +609,12 @@ mod tests {
                     c.load.fixed_schedule.start_offset_ms = Some(50);
                     c.load.fixed_schedule.end_offset_ms = Some(10);
                 }),
-                "--fixed-schedule-end-offset must not be less than --fixed-schedule-start-offset",
+                "load.fixed_schedule.end_offset_ms must not be less than load.fixed_schedule.start_offset_ms",
             ),
             (
                 "rate ramp in concurrency mode",
                 Box::new(|c| c.load.request_rate_ramp_duration = Some(2.0)),
-                "--request-rate-ramp-duration requires --request-rate or --user-centric-rate",
+                "load.request_rate_ramp_duration requires load.request_rate or load.user_centric.rate",
             ),
             (
                 "rate ramp with a fixed schedule",
@@ -621,7 +622,7 @@ mod tests {
                     fixed(c);
                     c.load.request_rate_ramp_duration = Some(2.0);
                 }),
-                "--request-rate-ramp-duration cannot be combined with --fixed-schedule",
+                "load.request_rate_ramp_duration cannot be combined with load.fixed_schedule.enabled",
             ),
             (
                 "a timestamped trace at a rate",
@@ -629,8 +630,8 @@ mod tests {
                     fixed(c);
                     c.load.request_rate = Some(2.0);
                 }),
-                "--request-rate cannot be combined with a fixed schedule (a trace with \
-                 timestamps replays them); pass --no-fixed-schedule to send the trace at a rate \
+                "load.request_rate cannot be combined with a fixed schedule (a trace with \
+                 timestamps replays them); pass load.fixed_schedule.enabled=false to send the trace at a rate \
                  instead",
             ),
             (
@@ -641,19 +642,19 @@ mod tests {
                         Some(crate::config::CustomDatasetType::SingleTurn);
                     c.input.input_file = Some("x".into());
                 }),
-                "--public-dataset cannot be combined with --custom-dataset-type",
+                "input.public_dataset cannot be combined with input.custom_dataset_type",
             ),
             (
                 "custom type without a file",
                 Box::new(|c| {
                     c.input.custom_dataset_type = Some(crate::config::CustomDatasetType::MultiTurn)
                 }),
-                "--custom-dataset-type requires --input-file",
+                "input.custom_dataset_type requires input.input_file",
             ),
             (
                 "fixed schedule without a trace",
                 Box::new(|c| c.load.fixed_schedule.enabled = Some(true)),
-                "--fixed-schedule requires --input-file with timestamps",
+                "load.fixed_schedule.enabled requires input.input_file with timestamps",
             ),
         ];
         for (case, change, expected) in cases {

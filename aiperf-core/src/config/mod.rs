@@ -124,45 +124,45 @@ pub const DEFAULT_WARMUP_GRACE_PERIOD_SECS: f64 = f64::INFINITY;
 /// The default stop condition when none is given.
 pub const DEFAULT_REQUEST_COUNT: u64 = 10;
 
-/// A configuration that breaks a rule. The message names the flags involved.
+/// A configuration that breaks a rule. The message names the fields involved.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// No model name.
-    #[error("no model given: pass at least one with --model")]
+    #[error("no model given: pass at least one with endpoint.models")]
     NoModel,
     /// No URL.
-    #[error("no URL given: pass at least one with --url")]
+    #[error("no URL given: pass at least one with endpoint.urls")]
     NoUrl,
     /// A number out of its range.
-    #[error("{flag} must be {rule}, got {value}")]
+    #[error("{field} must be {rule}, got {value}")]
     OutOfRange {
-        /// The flag.
-        flag: &'static str,
+        /// The field.
+        field: &'static str,
         /// The rule it breaks, e.g. "greater than 0".
         rule: &'static str,
         /// The value given.
         value: String,
     },
-    /// A flag that needs another.
-    #[error("{flag} requires {needs}")]
+    /// A field that needs another.
+    #[error("{field} requires {needs}")]
     Requires {
-        /// The flag given.
-        flag: &'static str,
+        /// The field given.
+        field: &'static str,
         /// What it needs.
         needs: &'static str,
     },
     /// A value that does not parse; `reason` names the offending part.
-    #[error("invalid {flag}: {reason}")]
+    #[error("invalid {field}: {reason}")]
     Invalid {
-        /// The flag.
-        flag: &'static str,
+        /// The field.
+        field: &'static str,
         /// What is wrong, quoting the part of the value at fault.
         reason: String,
     },
-    /// Two flags that cannot be combined.
+    /// Two fields that cannot be combined.
     #[error("{first} cannot be combined with {second}")]
     Conflict {
-        /// One flag.
+        /// One field.
         first: &'static str,
         /// The other.
         second: &'static str,
@@ -184,7 +184,7 @@ impl BenchmarkConfig {
             return Err(ConfigError::NoUrl);
         }
         positive(
-            "--request-timeout-seconds",
+            "endpoint.request_timeout",
             self.endpoint.request_timeout.as_secs_f64(),
         )?;
         let load = &self.load;
@@ -219,42 +219,42 @@ impl BenchmarkConfig {
         if !self.endpoint.streaming {
             if load.prefill_concurrency.is_some() {
                 return Err(ConfigError::Requires {
-                    flag: "--prefill-concurrency",
-                    needs: "--streaming",
+                    field: "load.prefill_concurrency",
+                    needs: "endpoint.streaming",
                 });
             }
             if load.warmup.prefill_concurrency.is_some() {
                 return Err(ConfigError::Requires {
-                    flag: "--warmup-prefill-concurrency",
-                    needs: "--streaming",
+                    field: "load.warmup.prefill_concurrency",
+                    needs: "endpoint.streaming",
                 });
             }
         }
         let input = &self.input;
         if load.fixed_schedule.is_enabled() && input.sampling_strategy.is_some() {
             return Err(ConfigError::Conflict {
-                first: "--dataset-sampling-strategy",
-                second: "--fixed-schedule",
+                first: "input.sampling_strategy",
+                second: "load.fixed_schedule.enabled",
             });
         }
         if input.public_dataset.is_some() && input.custom_dataset_type.is_some() {
             return Err(ConfigError::Conflict {
-                first: "--public-dataset",
-                second: "--custom-dataset-type",
+                first: "input.public_dataset",
+                second: "input.custom_dataset_type",
             });
         }
         if input.custom_dataset_type.is_some() && input.input_file.is_none() {
             return Err(ConfigError::Requires {
-                flag: "--custom-dataset-type",
-                needs: "--input-file",
+                field: "input.custom_dataset_type",
+                needs: "input.input_file",
             });
         }
         let fixed = &load.fixed_schedule;
-        if let Some(flag) = fixed.offset_flag() {
+        if let Some(field) = fixed.offset_field() {
             if !fixed.is_enabled() && input.input_file.is_none() {
                 return Err(ConfigError::Requires {
-                    flag,
-                    needs: "--fixed-schedule (or a trace with timestamps)",
+                    field,
+                    needs: "load.fixed_schedule.enabled (or a trace with timestamps)",
                 });
             }
         }
@@ -263,8 +263,8 @@ impl BenchmarkConfig {
             && input.public_dataset.is_none()
         {
             return Err(ConfigError::Requires {
-                flag: "--fixed-schedule",
-                needs: "--input-file with timestamps",
+                field: "load.fixed_schedule.enabled",
+                needs: "input.input_file with timestamps",
             });
         }
         Ok(())
@@ -294,38 +294,38 @@ impl BenchmarkConfig {
 }
 
 pub(crate) fn out_of_range(
-    flag: &'static str,
+    field: &'static str,
     rule: &'static str,
     value: impl ToString,
 ) -> ConfigError {
     ConfigError::OutOfRange {
-        flag,
+        field,
         rule,
         value: value.to_string(),
     }
 }
 
-pub(crate) fn positive(flag: &'static str, value: f64) -> Result<(), ConfigError> {
+pub(crate) fn positive(field: &'static str, value: f64) -> Result<(), ConfigError> {
     if value.is_finite() && value > 0.0 {
         Ok(())
     } else {
-        Err(out_of_range(flag, "greater than 0", value))
+        Err(out_of_range(field, "greater than 0", value))
     }
 }
 
-pub(crate) fn non_negative(flag: &'static str, value: f64) -> Result<(), ConfigError> {
+pub(crate) fn non_negative(field: &'static str, value: f64) -> Result<(), ConfigError> {
     if value.is_finite() && value >= 0.0 {
         Ok(())
     } else {
-        Err(out_of_range(flag, "0 or more", value))
+        Err(out_of_range(field, "0 or more", value))
     }
 }
 
-pub(crate) fn at_least_one(flag: &'static str, value: u64) -> Result<(), ConfigError> {
+pub(crate) fn at_least_one(field: &'static str, value: u64) -> Result<(), ConfigError> {
     if value >= 1 {
         Ok(())
     } else {
-        Err(out_of_range(flag, "at least 1", value))
+        Err(out_of_range(field, "at least 1", value))
     }
 }
 
@@ -360,7 +360,7 @@ mod tests {
         };
         assert!(
             !base().osl_without_length_control(),
-            "no --osl, nothing to warn"
+            "no input.osl_mean, nothing to warn"
         );
         assert!(with(serde_json::json!({})));
         assert!(with(serde_json::json!({"temperature": 0})));
@@ -388,8 +388,8 @@ mod tests {
         assert_eq!(
             config.validate(),
             Err(ConfigError::Requires {
-                flag: "--benchmark-grace-period",
-                needs: "--benchmark-duration"
+                field: "load.benchmark_grace_period",
+                needs: "load.benchmark_duration"
             })
         );
     }
@@ -402,7 +402,7 @@ mod tests {
         assert!(matches!(
             config.validate(),
             Err(ConfigError::Requires {
-                flag: "--arrival-smoothness",
+                field: "load.arrival_smoothness",
                 ..
             })
         ));
@@ -425,7 +425,7 @@ mod tests {
         config.load.concurrency = Some(0);
         assert_eq!(
             config.validate().unwrap_err().to_string(),
-            "--concurrency must be at least 1, got 0"
+            "load.concurrency must be at least 1, got 0"
         );
     }
 

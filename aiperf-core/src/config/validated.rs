@@ -121,7 +121,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             error.to_string(),
-            "--benchmark-grace-period requires --benchmark-duration"
+            "load.benchmark_grace_period requires load.benchmark_duration"
         );
     }
 
@@ -151,7 +151,7 @@ mod tests {
         let json = serde_json::to_string(&invalid).unwrap();
         let error = serde_json::from_str::<ValidatedConfig>(&json).unwrap_err();
         assert!(
-            error.to_string().contains("--benchmark-grace-period"),
+            error.to_string().contains("load.benchmark_grace_period"),
             "{error}"
         );
     }

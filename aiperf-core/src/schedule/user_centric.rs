@@ -39,7 +39,7 @@ impl UserCentricSchedule {
             )));
         }
         if num_users == 0 {
-            return Err(ScheduleError("--num-users must be at least 1".into()));
+            return Err(ScheduleError("load.num_users must be at least 1".into()));
         }
         let users = num_users as u64;
         let turn_gap = Duration::from_secs_f64(num_users as f64 / rate);

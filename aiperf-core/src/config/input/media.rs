@@ -43,10 +43,10 @@ impl ImageOptions {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        non_negative("--image-width-mean", self.width_mean)?;
-        non_negative("--image-width-stddev", self.width_stddev)?;
-        non_negative("--image-height-mean", self.height_mean)?;
-        non_negative("--image-height-stddev", self.height_stddev)
+        non_negative("input.image.width_mean", self.width_mean)?;
+        non_negative("input.image.width_stddev", self.width_stddev)?;
+        non_negative("input.image.height_mean", self.height_mean)?;
+        non_negative("input.image.height_stddev", self.height_stddev)
     }
 }
 
@@ -106,11 +106,11 @@ impl AudioOptions {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        non_negative("--audio-length-mean", self.length_mean)?;
-        non_negative("--audio-length-stddev", self.length_stddev)?;
+        non_negative("input.audio.length_mean", self.length_mean)?;
+        non_negative("input.audio.length_stddev", self.length_stddev)?;
         if self.length_mean > 0.0 && self.length_mean < MIN_AUDIO_SECONDS {
             return Err(out_of_range(
-                "--audio-length-mean",
+                "input.audio.length_mean",
                 "0 (no audio) or at least 0.01 seconds",
                 self.length_mean,
             ));
@@ -120,25 +120,25 @@ impl AudioOptions {
         }
         if self.format == AudioFormat::Mp3 {
             return Err(ConfigError::Invalid {
-                flag: "--audio-format",
+                field: "input.audio.format",
                 reason: "mp3 is not supported: aiperf-rs has no MP3 encoder (no well-kept \
-                         pure-Rust one exists); use --audio-format wav"
+                         pure-Rust one exists); use input.audio.format wav"
                     .into(),
             });
         }
         if self.depths.is_empty() {
             return Err(out_of_range(
-                "--audio-depths",
+                "input.audio.depths",
                 "one or more of 8, 16, 24, 32",
                 "none",
             ));
         }
         if let Some(d) = self.depths.iter().find(|d| ![8, 16, 24, 32].contains(*d)) {
-            return Err(out_of_range("--audio-depths", "8, 16, 24 or 32", d));
+            return Err(out_of_range("input.audio.depths", "8, 16, 24 or 32", d));
         }
         if self.sample_rates_khz.is_empty() {
             return Err(out_of_range(
-                "--audio-sample-rates",
+                "input.audio.sample_rates_khz",
                 "one or more rates in kHz",
                 "none",
             ));
@@ -146,7 +146,7 @@ impl AudioOptions {
         for rate in &self.sample_rates_khz {
             if !(rate.is_finite() && *rate * 1000.0 >= 1.0) {
                 return Err(out_of_range(
-                    "--audio-sample-rates",
+                    "input.audio.sample_rates_khz",
                     "at least 0.001 kHz",
                     rate,
                 ));
@@ -154,7 +154,7 @@ impl AudioOptions {
         }
         if !(1..=2).contains(&self.num_channels) {
             return Err(out_of_range(
-                "--audio-num-channels",
+                "input.audio.num_channels",
                 "1 or 2",
                 self.num_channels,
             ));
@@ -224,20 +224,20 @@ impl VideoOptions {
     fn validate(&self) -> Result<(), ConfigError> {
         match (self.width, self.height) {
             (Some(_), None) => Err(ConfigError::Requires {
-                flag: "--video-width",
-                needs: "--video-height",
+                field: "input.video.width",
+                needs: "input.video.height",
             }),
             (None, Some(_)) => Err(ConfigError::Requires {
-                flag: "--video-height",
-                needs: "--video-width",
+                field: "input.video.height",
+                needs: "input.video.width",
             }),
             (Some(w), Some(h)) => {
-                at_least_one("--video-width", u64::from(w))?;
-                at_least_one("--video-height", u64::from(h))?;
-                at_least_one("--video-fps", u64::from(self.fps))?;
+                at_least_one("input.video.width", u64::from(w))?;
+                at_least_one("input.video.height", u64::from(h))?;
+                at_least_one("input.video.fps", u64::from(self.fps))?;
                 if !(self.duration.is_finite() && self.duration > 0.0) {
                     return Err(out_of_range(
-                        "--video-duration",
+                        "input.video.duration",
                         "greater than 0",
                         self.duration,
                     ));

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigError;
 
-const FLAG: &str = "--seq-dist";
+const FLAG: &str = "input.sequence_distribution";
 
 /// One (ISL, OSL) pair of a [`SequenceDistribution`] and its probability in percent.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -103,7 +103,10 @@ impl SequenceDistribution {
 }
 
 fn invalid(reason: String) -> ConfigError {
-    ConfigError::Invalid { flag: FLAG, reason }
+    ConfigError::Invalid {
+        field: FLAG,
+        reason,
+    }
 }
 
 /// Splits `(a,b):p,(c,d):q` into `[("a,b", "p"), ("c,d", "q")]`.
@@ -215,37 +218,41 @@ mod tests {
         let err = |text| SequenceDistribution::parse(text).unwrap_err().to_string();
         assert_eq!(
             err("abc,12:50;10,10:50"),
-            r#"invalid --seq-dist: entry "abc,12:50": ISL "abc" is not an integer"#
+            r#"invalid input.sequence_distribution: entry "abc,12:50": ISL "abc" is not an integer"#
         );
         assert_eq!(
             err("10,10:50;10,x|2:50"),
-            r#"invalid --seq-dist: entry "10,x|2:50": OSL "x" is not an integer"#
+            r#"invalid input.sequence_distribution: entry "10,x|2:50": OSL "x" is not an integer"#
         );
         assert_eq!(
             err("10,10|a:100"),
-            r#"invalid --seq-dist: entry "10,10|a:100": OSL stddev "a" is not a number"#
+            r#"invalid input.sequence_distribution: entry "10,10|a:100": OSL stddev "a" is not a number"#
         );
         assert_eq!(
             err("10,10"),
-            r#"invalid --seq-dist: entry "10,10" has no `:PROB` (expected ISL,OSL:PROB)"#
+            r#"invalid input.sequence_distribution: entry "10,10" has no `:PROB` (expected ISL,OSL:PROB)"#
         );
         assert_eq!(
             err("10,10:60;20,20:30"),
-            "invalid --seq-dist: probabilities sum to 90, they must sum to 100"
+            "invalid input.sequence_distribution: probabilities sum to 90, they must sum to 100"
         );
         assert_eq!(
             err("[(10,10):100"),
-            r#"invalid --seq-dist: "[(10,10):100" opens with [ but does not end with ]"#
+            r#"invalid input.sequence_distribution: "[(10,10):100" opens with [ but does not end with ]"#
         );
         assert_eq!(
             err("[(10,10)100]"),
-            "invalid --seq-dist: pair (10,10) is not followed by `:PROB`"
+            "invalid input.sequence_distribution: pair (10,10) is not followed by `:PROB`"
         );
         assert_eq!(
             err("0,10:100"),
-            "invalid --seq-dist: pair (0,10):100: ISL and OSL must be at least 1"
+            "invalid input.sequence_distribution: pair (0,10):100: ISL and OSL must be at least 1"
         );
-        assert!(err(r#"{"pairs":[{"isl":1}]}"#).starts_with("invalid --seq-dist: JSON"));
-        assert_eq!(err(""), "invalid --seq-dist: no ISL,OSL:PROB pair given");
+        assert!(err(r#"{"pairs":[{"isl":1}]}"#)
+            .starts_with("invalid input.sequence_distribution: JSON"));
+        assert_eq!(
+            err(""),
+            "invalid input.sequence_distribution: no ISL,OSL:PROB pair given"
+        );
     }
 }
