@@ -7,7 +7,8 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use aiperf_metrics::compare::{self, render, CompareOptions, RegressionGate, RunArtifacts};
+use aiperf_metrics::artifacts::RunArtifacts;
+use aiperf_metrics::compare::{self, render, CompareOptions, RegressionGate};
 
 use crate::args::CompareArgs;
 
