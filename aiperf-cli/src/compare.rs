@@ -7,7 +7,9 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use aiperf_metrics::compare::{self, render, CompareOptions, RegressionGate, RunArtifacts};
+use aiperf_metrics::artifacts::RunArtifacts;
+use aiperf_metrics::compare::{self, render, CompareOptions, RegressionGate};
+use aiperf_runner::ErrorKind;
 
 use crate::args::CompareArgs;
 
@@ -20,21 +22,42 @@ pub enum Outcome {
     Regressed,
 }
 
-/// A flag value that cannot be used (exit status 2).
+/// Why `aiperf compare` stopped; its [`kind`](CompareError::kind) decides the exit status.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BadArguments(String);
+pub enum CompareError {
+    /// A flag value that cannot be used.
+    #[error("{0}")]
+    BadArguments(String),
+    /// Reading the runs, writing the report or checking the gates failed. Transparent, so
+    /// that `{:#}` prints the whole chain of causes.
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+impl CompareError {
+    /// A bad flag is a usage error (exit status 2); anything else a failure (1).
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::BadArguments(_) => ErrorKind::Usage,
+            Self::Failed(_) => ErrorKind::Failure,
+        }
+    }
+}
 
 /// Runs the subcommand.
-pub fn run(args: &CompareArgs) -> anyhow::Result<Outcome> {
+pub fn run(args: &CompareArgs) -> Result<Outcome, CompareError> {
     let gates = parse_gates(&args.fail_on_regression)?;
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        return Err(BadArguments(format!(
+        return Err(CompareError::BadArguments(format!(
             "--alpha {} must lie strictly between 0 and 1",
             args.alpha
-        ))
-        .into());
+        )));
     }
+    Ok(compare_runs(args, &gates)?)
+}
+
+/// Reads both runs, writes the report and checks the gates.
+fn compare_runs(args: &CompareArgs, gates: &[RegressionGate]) -> anyhow::Result<Outcome> {
     let baseline = RunArtifacts::read(&args.baseline).context("cannot read the baseline run")?;
     let candidate = RunArtifacts::read(&args.candidate).context("cannot read the candidate run")?;
     let options = CompareOptions {
@@ -43,7 +66,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Outcome> {
         resamples: args.bootstrap_resamples as usize,
     };
     let comparison = compare::compare(&baseline, &candidate, &options);
-    let outcomes = comparison.check_gates(&gates);
+    let outcomes = comparison.check_gates(gates);
 
     // The files first: a reader that closes the pipe early (`| head`) still gets them.
     let output = args.output.as_deref().unwrap_or(&args.candidate);
@@ -77,10 +100,12 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<Outcome> {
 }
 
 /// Every `--fail-on-regression` value, each possibly holding several items.
-fn parse_gates(values: &[String]) -> Result<Vec<RegressionGate>, BadArguments> {
+fn parse_gates(values: &[String]) -> Result<Vec<RegressionGate>, CompareError> {
     let mut gates = Vec::new();
     for value in values {
-        gates.extend(compare::parse_gates(value).map_err(|e| BadArguments(e.to_string()))?);
+        gates.extend(
+            compare::parse_gates(value).map_err(|e| CompareError::BadArguments(e.to_string()))?,
+        );
     }
     Ok(gates)
 }

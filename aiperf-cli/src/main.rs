@@ -64,10 +64,9 @@ fn main() -> ExitCode {
             Ok(compare::Outcome::Regressed) => ExitCode::from(4),
             Err(error) => {
                 eprintln!("error: {error:#}");
-                if error.is::<compare::BadArguments>() {
-                    ExitCode::from(2)
-                } else {
-                    ExitCode::FAILURE
+                match error.kind() {
+                    ErrorKind::Usage => ExitCode::from(2),
+                    ErrorKind::Failure => ExitCode::FAILURE,
                 }
             }
         },

@@ -49,6 +49,7 @@
 //! ```
 
 pub mod aggregate;
+pub mod artifacts;
 pub mod catalogue;
 pub mod compare;
 pub mod export;

@@ -5,12 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
+use aiperf_metrics::artifacts::{ArtifactError, RunArtifacts};
 use aiperf_metrics::compare::significance::{
     bootstrap_percentile_diffs, mann_whitney_u, welch_t, Interval,
 };
 use aiperf_metrics::compare::{
-    compare, direction_of, parse_gates, render, Change, CompareError, CompareOptions, CompareStat,
-    Direction, RunArtifacts,
+    compare, direction_of, parse_gates, render, Change, CompareOptions, CompareStat, Direction,
 };
 
 fn close(actual: f64, expected: f64, tolerance: f64) {
@@ -112,14 +112,14 @@ fn read(name: &str) -> RunArtifacts {
 #[test]
 fn a_run_reads_its_summary_and_records() {
     let run = read("baseline");
-    let ttft = &run.summary["time_to_first_token"];
+    let ttft = &run.summary.metrics["time_to_first_token"];
     assert_eq!(ttft.unit, "ms");
-    assert_eq!(ttft.avg, Some(100.246_303_550_000_02));
-    assert_eq!(ttft.p50, Some(103.594_818));
-    assert_eq!(ttft.p90, Some(124.898_598_8));
-    assert_eq!(ttft.p99, Some(138.610_880_45));
-    assert_eq!(run.summary["request_throughput"].p50, None);
-    assert!(!run.summary.contains_key("input_config"));
+    assert_eq!(ttft.stat("avg"), Some(100.246_303_550_000_02));
+    assert_eq!(ttft.stat("p50"), Some(103.594_818));
+    assert_eq!(ttft.stat("p90"), Some(124.898_598_8));
+    assert_eq!(ttft.stat("p99"), Some(138.610_880_45));
+    assert_eq!(run.summary.metrics["request_throughput"].stat("p50"), None);
+    assert!(!run.summary.metrics.contains_key("input_config"));
     let records = run.records.as_ref().unwrap();
     assert_eq!(records["time_to_first_token"].len(), 60);
     // A list metric contributes every element.
@@ -195,7 +195,12 @@ fn a_thirty_percent_ttft_shift_is_significant_and_worse() {
 fn metrics_in_other_units_are_not_compared() {
     let baseline = read("baseline");
     let mut candidate = baseline.clone();
-    candidate.summary.get_mut("request_latency").unwrap().unit = "sec".into();
+    candidate
+        .summary
+        .metrics
+        .get_mut("request_latency")
+        .unwrap()
+        .unit = "sec".into();
     let comparison = compare(&baseline, &candidate, &CompareOptions::default());
     assert!(comparison.metric("request_latency").is_none());
     assert_eq!(comparison.unit_mismatches, ["request_latency (ms vs sec)"]);
@@ -350,11 +355,14 @@ fn python_aiperf_summaries_compare_without_significance() {
     // Their records are kept as `profile_export.head3.jsonl`: summaries only.
     assert!(baseline.records.is_none() && candidate.records.is_none());
     assert_eq!(
-        baseline.summary["time_to_first_token"].p99,
+        baseline.summary.metrics["time_to_first_token"].stat("p99"),
         Some(253.563_198_559_999_96)
     );
-    assert_eq!(baseline.summary["request_count"].avg, Some(1000.0));
-    assert!(!baseline.summary.contains_key("run_info"));
+    assert_eq!(
+        baseline.summary.metrics["request_count"].stat("avg"),
+        Some(1000.0)
+    );
+    assert!(!baseline.summary.metrics.contains_key("run_info"));
 
     let comparison = compare(&baseline, &candidate, &CompareOptions::default());
     assert!(!comparison.per_request_data);
@@ -413,7 +421,7 @@ impl Drop for Scratch {
 fn unreadable_runs_say_which_file_and_line() {
     let missing = fixture("no_such_run");
     let error = RunArtifacts::read(&missing).unwrap_err();
-    assert!(matches!(error, CompareError::NotADirectory(_)));
+    assert!(matches!(error, ArtifactError::NotADirectory(_)));
     assert_eq!(
         error.to_string(),
         format!(

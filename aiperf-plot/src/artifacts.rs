@@ -1,54 +1,22 @@
-//! Reading one run's artifacts: the summary, the per-request records, the timeslices.
+//! What the single-run charts draw of a run: the summary and time slices as
+//! [`aiperf_metrics::artifacts`] reads them, and the few fields of each request and of
+//! each GPU scrape that the charts plot.
 //!
 //! The same reader serves our files and the Python AIPerf's: only the keys plotted are
 //! read, extra keys are ignored and every file but the summary is optional.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use aiperf_metrics::artifacts::{
+    open_if_present, read_jsonl, read_summary, read_timeslices, RunSummary, Timeslice,
+    GPU_TELEMETRY_FILE, RECORDS_FILE, SUMMARY_FILE, TIMESLICES_FILE,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::PlotError;
-
-/// The summary file every run writes.
-pub const SUMMARY_FILE: &str = "profile_export_aiperf.json";
-/// Per-request records (export level `records`, the default).
-pub const RECORDS_FILE: &str = "profile_export.jsonl";
-/// Per-slice metrics (`--slice-duration`).
-pub const TIMESLICES_FILE: &str = "profile_export_aiperf_timeslices.json";
-/// One line per GPU per DCGM scrape, when GPU telemetry ran.
-pub const GPU_TELEMETRY_FILE: &str = "gpu_telemetry_export.jsonl";
-
-/// One metric's statistics in display units, as in `profile_export_aiperf.json`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MetricStats {
-    /// The display unit (`ms`, `tokens/sec`, …).
-    pub unit: String,
-    /// Statistic name (`avg`, `p99`, `count`, …) → value; null statistics are left out.
-    pub stats: BTreeMap<String, f64>,
-}
-
-/// Metric tag → statistics, the metric blocks of a summary or of one timeslice.
-pub type Metrics = BTreeMap<String, MetricStats>;
-
-/// The summary of a run (`profile_export_aiperf.json`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Summary {
-    /// Every metric block.
-    pub metrics: Metrics,
-    /// How many GPUs the GPU telemetry saw, when it ran.
-    pub gpu_count: Option<usize>,
-}
-
-impl Summary {
-    /// One statistic of one metric, e.g. `stat("time_to_first_token", "p99")`.
-    pub fn stat(&self, tag: &str, stat: &str) -> Option<f64> {
-        self.metrics.get(tag)?.stats.get(stat).copied()
-    }
-}
 
 /// What the charts need of one request of `profile_export.jsonl`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -73,15 +41,6 @@ pub struct RequestRow {
     pub failed: bool,
 }
 
-/// One time slice of `profile_export_aiperf_timeslices.json`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Timeslice {
-    /// Wall-clock start of the slice, ns since the Unix epoch, when the file has it.
-    pub start_ns: Option<u64>,
-    /// The slice's metric blocks.
-    pub metrics: Metrics,
-}
-
 /// One GPU's readings at one scrape of `gpu_telemetry_export.jsonl`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GpuSample {
@@ -97,13 +56,13 @@ pub struct GpuSample {
     pub power_w: Option<f64>,
 }
 
-/// Everything read from one run's artifact directory.
+/// Everything the single-run charts draw of one run's artifact directory.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunArtifacts {
+pub struct SingleRun {
     /// The artifact directory.
     pub dir: PathBuf,
     /// The summary.
-    pub summary: Summary,
+    pub summary: RunSummary,
     /// The per-request records; empty when the file is absent.
     pub records: Vec<RequestRow>,
     /// The time slices; empty when the run had no `--slice-duration`.
@@ -112,153 +71,50 @@ pub struct RunArtifacts {
     pub gpu_samples: Vec<GpuSample>,
 }
 
-impl RunArtifacts {
-    /// Reads the summary and, when present, the records and timeslices of `dir`.
+impl SingleRun {
+    /// Reads the summary and, when present, the records, time slices and GPU samples of
+    /// `dir`.
     pub fn read(dir: &Path) -> Result<Self, PlotError> {
-        let summary = read_summary(&dir.join(SUMMARY_FILE))?;
-        Ok(Self {
-            dir: dir.to_path_buf(),
-            summary,
-            records: read_records_if_present(&dir.join(RECORDS_FILE))?,
-            timeslices: read_timeslices_if_present(&dir.join(TIMESLICES_FILE))?,
-            gpu_samples: read_gpu_samples_if_present(&dir.join(GPU_TELEMETRY_FILE))?,
-        })
-    }
-
-    /// Reads only the summary: what a multi-run comparison needs.
-    pub fn read_summary_only(dir: &Path) -> Result<Self, PlotError> {
         Ok(Self {
             dir: dir.to_path_buf(),
             summary: read_summary(&dir.join(SUMMARY_FILE))?,
-            records: Vec::new(),
-            timeslices: Vec::new(),
-            gpu_samples: Vec::new(),
+            records: read_records_if_present(&dir.join(RECORDS_FILE))?,
+            timeslices: read_timeslices(&dir.join(TIMESLICES_FILE))?,
+            gpu_samples: read_gpu_samples_if_present(&dir.join(GPU_TELEMETRY_FILE))?,
         })
     }
 }
 
-/// Reads `profile_export_aiperf.json`.
-pub fn read_summary(path: &Path) -> Result<Summary, PlotError> {
-    let document = read_json_document(path)?;
-    let Value::Object(top) = &document else {
-        return Err(not_an_object(path));
-    };
-    Ok(Summary {
-        metrics: metric_blocks(top),
-        gpu_count: top.get("telemetry_data").and_then(count_gpus),
-    })
-}
-
 fn read_records_if_present(path: &Path) -> Result<Vec<RequestRow>, PlotError> {
-    match File::open(path) {
-        Ok(file) => read_records(BufReader::new(file), path),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(error) => Err(PlotError::io(path, error)),
+    match open_if_present(path)? {
+        Some(reader) => read_records(reader, path),
+        None => Ok(Vec::new()),
     }
 }
 
 /// Reads the JSONL records from `reader`; `path` names the file in errors.
 pub fn read_records(reader: impl BufRead, path: &Path) -> Result<Vec<RequestRow>, PlotError> {
-    read_jsonl(reader, path, RawRecord::into_row)
+    let mut rows = Vec::new();
+    read_jsonl(reader, path, |record: RawRecord| {
+        rows.push(record.into_row())
+    })?;
+    Ok(rows)
 }
 
 fn read_gpu_samples_if_present(path: &Path) -> Result<Vec<GpuSample>, PlotError> {
-    match File::open(path) {
-        Ok(file) => read_gpu_samples(BufReader::new(file), path),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(error) => Err(PlotError::io(path, error)),
+    match open_if_present(path)? {
+        Some(reader) => read_gpu_samples(reader, path),
+        None => Ok(Vec::new()),
     }
 }
 
 /// Reads GPU telemetry lines from `reader`; `path` names the file in errors.
 pub fn read_gpu_samples(reader: impl BufRead, path: &Path) -> Result<Vec<GpuSample>, PlotError> {
-    read_jsonl(reader, path, RawGpuLine::into_sample)
-}
-
-/// Each non-blank line of a JSONL file parsed as `T` and converted by `convert`.
-fn read_jsonl<T: serde::de::DeserializeOwned, R>(
-    reader: impl BufRead,
-    path: &Path,
-    convert: fn(T) -> R,
-) -> Result<Vec<R>, PlotError> {
-    let mut rows = Vec::new();
-    for (index, line) in reader.lines().enumerate() {
-        let line = line.map_err(|error| PlotError::io(path, error))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let parsed: T = serde_json::from_str(&line).map_err(|reason| PlotError::Json {
-            path: path.to_path_buf(),
-            line: Some(index + 1),
-            reason,
-        })?;
-        rows.push(convert(parsed));
-    }
-    Ok(rows)
-}
-
-fn read_timeslices_if_present(path: &Path) -> Result<Vec<Timeslice>, PlotError> {
-    if !path.exists() {
-        return Ok(Vec::new());
-    }
-    let document = read_json_document(path)?;
-    let slices = document
-        .get("timeslices")
-        .and_then(Value::as_array)
-        .ok_or_else(|| not_an_object(path))?;
-    Ok(slices
-        .iter()
-        .filter_map(Value::as_object)
-        .map(|slice| Timeslice {
-            start_ns: slice.get("start_ns").and_then(Value::as_u64),
-            metrics: metric_blocks(slice),
-        })
-        .collect())
-}
-
-fn read_json_document(path: &Path) -> Result<Value, PlotError> {
-    let text = std::fs::read_to_string(path).map_err(|error| PlotError::io(path, error))?;
-    serde_json::from_str(&text).map_err(|reason| PlotError::Json {
-        path: path.to_path_buf(),
-        line: None,
-        reason,
-    })
-}
-
-/// A JSON document of the wrong shape, reported as the parser would.
-fn not_an_object(path: &Path) -> PlotError {
-    use serde::de::Error;
-    PlotError::Json {
-        path: path.to_path_buf(),
-        line: None,
-        reason: serde_json::Error::custom("expected an object with the aiperf keys"),
-    }
-}
-
-/// The `{unit, avg, …}` blocks among an object's values; anything else is skipped.
-fn metric_blocks(object: &serde_json::Map<String, Value>) -> Metrics {
-    object
-        .iter()
-        .filter_map(|(tag, value)| {
-            let block = value.as_object()?;
-            let unit = block.get("unit")?.as_str()?.to_owned();
-            let stats = block
-                .iter()
-                .filter_map(|(stat, v)| Some((stat.clone(), v.as_f64()?)))
-                .collect();
-            Some((tag.clone(), MetricStats { unit, stats }))
-        })
-        .collect()
-}
-
-/// GPUs across endpoints in the summary's `telemetry_data.endpoints.*.gpus`.
-fn count_gpus(telemetry: &Value) -> Option<usize> {
-    let endpoints = telemetry.get("endpoints")?.as_object()?;
-    let count: usize = endpoints
-        .values()
-        .filter_map(|endpoint| endpoint.get("gpus")?.as_object().map(|gpus| gpus.len()))
-        .sum();
-    (count > 0).then_some(count)
+    let mut samples = Vec::new();
+    read_jsonl(reader, path, |line: RawGpuLine| {
+        samples.push(line.into_sample());
+    })?;
+    Ok(samples)
 }
 
 /// A line of `profile_export.jsonl`. Versions before 0.11 wrote explicit nulls, hence the
@@ -417,6 +273,8 @@ mod tests {
 
     #[test]
     fn a_summary_is_read_with_its_metric_blocks_and_a_bad_one_names_its_file() {
+        let read_summary =
+            |path: &Path| -> Result<RunSummary, PlotError> { Ok(super::read_summary(path)?) };
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join(SUMMARY_FILE);
         std::fs::write(
@@ -439,15 +297,5 @@ mod tests {
                 path.display()
             )
         );
-    }
-
-    #[test]
-    fn gpus_are_counted_across_endpoints() {
-        let telemetry = serde_json::json!({"endpoints": {
-            "a:9400": {"gpus": {"gpu_0": {}, "gpu_1": {}}},
-            "b:9400": {"gpus": {"gpu_0": {}}}
-        }});
-        assert_eq!(count_gpus(&telemetry), Some(3));
-        assert_eq!(count_gpus(&serde_json::json!({"endpoints": {}})), None);
     }
 }

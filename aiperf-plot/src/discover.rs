@@ -7,7 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::artifacts::{RECORDS_FILE, SUMMARY_FILE};
+use aiperf_metrics::artifacts::{RECORDS_FILE, SUMMARY_FILE};
+
 use crate::PlotError;
 
 /// How deep below a given directory runs are looked for: `sweep/concurrency_10/`,

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use aiperf_metrics::artifacts::ArtifactError;
+
 /// An error of `aiperf plot`, naming the file (and line) at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
@@ -52,6 +54,40 @@ impl PlotError {
         Self::Draw {
             chart: chart.to_owned(),
             reason: reason.to_string(),
+        }
+    }
+}
+
+/// The artifact reader's errors in the words of `aiperf plot`, whose messages say "cannot
+/// access" for any file, read or written, and "not the JSON aiperf writes" for any
+/// malformed artifact.
+impl From<ArtifactError> for PlotError {
+    fn from(error: ArtifactError) -> Self {
+        use serde::de::Error;
+        match error {
+            ArtifactError::Io { path, source } => Self::Io {
+                path,
+                reason: source,
+            },
+            ArtifactError::Json { path, source } => Self::Json {
+                path,
+                line: None,
+                reason: source,
+            },
+            ArtifactError::JsonLine { path, line, source } => Self::Json {
+                path,
+                line: Some(line),
+                reason: source,
+            },
+            ArtifactError::NotASummary(path) => Self::Json {
+                path,
+                line: None,
+                reason: serde_json::Error::custom("expected an object with the aiperf keys"),
+            },
+            ArtifactError::NotADirectory(dir) => Self::NoRuns(dir),
+            ArtifactError::MissingSummary(summary) => {
+                Self::NoRuns(summary.parent().map(PathBuf::from).unwrap_or(summary))
+            }
         }
     }
 }

@@ -8,7 +8,7 @@
 //! holds them all with the summary numbers, self-contained for a browser offline.
 //!
 //! It reads the files aiperf-rs writes and those of the Python AIPerf alike
-//! ([`artifacts`]): only the default file names, extra keys ignored, optional files
+//! ([`aiperf_metrics::artifacts`], [`artifacts`]): only the default file names, extra keys ignored, optional files
 //! optional. Text is drawn with an embedded DejaVu Sans, so no system font is needed.
 //!
 //! ```no_run
@@ -37,7 +37,8 @@ pub use discover::Mode;
 pub use error::PlotError;
 pub use theme::Theme;
 
-use artifacts::{RunArtifacts, Summary};
+use aiperf_metrics::artifacts::{read_summary, RunSummary, SUMMARY_FILE};
+use artifacts::SingleRun;
 use multi::ComparedRun;
 use report::{cell, RenderedChart, Table};
 
@@ -74,7 +75,7 @@ pub fn plot(paths: &[PathBuf], options: &PlotOptions) -> Result<PlotOutcome, Plo
     })?;
     let (title, tables, charts) = match &mode {
         Mode::Single(dir) => {
-            let run = RunArtifacts::read(dir)?;
+            let run = SingleRun::read(dir)?;
             (
                 format!("aiperf run {}", dir.display()),
                 vec![summary_table(&run.summary)],
@@ -87,7 +88,7 @@ pub fn plot(paths: &[PathBuf], options: &PlotOptions) -> Result<PlotOutcome, Plo
                 .map(|run| {
                     Ok(ComparedRun {
                         label: run.label.clone(),
-                        summary: artifacts::read_summary(&run.dir.join(artifacts::SUMMARY_FILE))?,
+                        summary: read_summary(&run.dir.join(SUMMARY_FILE))?,
                     })
                 })
                 .collect::<Result<Vec<_>, PlotError>>()?;
@@ -145,7 +146,7 @@ const HEADLINE_METRICS: [&str; 10] = [
     "request_count",
 ];
 
-fn summary_table(summary: &Summary) -> Table {
+fn summary_table(summary: &RunSummary) -> Table {
     let stats = ["avg", "min", "p50", "p90", "p99", "max"];
     Table {
         caption: "Summary".into(),

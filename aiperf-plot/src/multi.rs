@@ -1,8 +1,8 @@
 //! The charts comparing several runs: Pareto curves and per-run bars.
 
-use crate::artifacts::Summary;
 use crate::chart::{Axis, BarGroup, Body, Chart, Mark, Series};
 use crate::series::pareto_front;
+use aiperf_metrics::artifacts::RunSummary;
 
 /// A run of a comparison with its summary.
 #[derive(Debug, Clone)]
@@ -10,7 +10,7 @@ pub struct ComparedRun {
     /// The run's label (its path relative to the folder given).
     pub label: String,
     /// Its summary.
-    pub summary: Summary,
+    pub summary: RunSummary,
 }
 
 /// Every comparison chart the summaries allow, in report order.
@@ -28,7 +28,7 @@ pub fn charts(runs: &[ComparedRun]) -> Vec<Chart> {
     let per_gpu = runs
         .iter()
         .all(|r| throughput_per_gpu(&r.summary).is_some());
-    let (y_label, y_value): (&str, fn(&Summary) -> Option<f64>) = if per_gpu {
+    let (y_label, y_value): (&str, fn(&RunSummary) -> Option<f64>) = if per_gpu {
         (
             "output token throughput per GPU (tokens/s/GPU)",
             throughput_per_gpu,
@@ -87,7 +87,7 @@ pub fn charts(runs: &[ComparedRun]) -> Vec<Chart> {
 
 /// Output token throughput per GPU: the run's own metric when it has one, else the
 /// throughput divided by the GPUs the telemetry saw.
-fn throughput_per_gpu(summary: &Summary) -> Option<f64> {
+fn throughput_per_gpu(summary: &RunSummary) -> Option<f64> {
     summary
         .stat("output_token_throughput_per_gpu", "avg")
         .or_else(|| {
@@ -103,8 +103,8 @@ fn pareto(
     name: &str,
     title: &str,
     x: (Axis, bool),
-    x_value: fn(&Summary) -> Option<f64>,
-    y_value: fn(&Summary) -> Option<f64>,
+    x_value: fn(&RunSummary) -> Option<f64>,
+    y_value: fn(&RunSummary) -> Option<f64>,
     y_label: &str,
 ) -> Option<Chart> {
     let (x_axis, higher_x_better) = x;
@@ -174,7 +174,7 @@ fn bars(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifacts::MetricStats;
+    use aiperf_metrics::artifacts::MetricStats;
 
     fn run(
         label: &str,
@@ -189,7 +189,7 @@ mod tests {
         };
         ComparedRun {
             label: label.into(),
-            summary: Summary {
+            summary: RunSummary {
                 metrics: [
                     ("request_latency".to_string(), metric("ms", latency)),
                     (

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::artifacts::{GpuSample, RequestRow, RunArtifacts, Timeslice};
+use aiperf_metrics::artifacts::Timeslice;
+
+use crate::artifacts::{GpuSample, RequestRow, SingleRun};
 use crate::chart::{Axis, Body, Chart, Mark, Series};
 use crate::series::{self, thin, wants_log_scale};
 
@@ -15,7 +17,7 @@ const MAX_BINS: usize = 40;
 /// Every chart the run's files allow, in report order. A chart whose data is missing
 /// (a non-streaming run has no ITL, a run without `--slice-duration` no timeslices) is left
 /// out.
-pub fn charts(run: &RunArtifacts) -> Vec<Chart> {
+pub fn charts(run: &SingleRun) -> Vec<Chart> {
     let ok: Vec<&RequestRow> = run.records.iter().filter(|r| !r.failed).collect();
     let mut charts = Vec::new();
     charts.extend(distribution(
@@ -239,7 +241,7 @@ fn isl_vs_osl(rows: &[&RequestRow]) -> Option<Chart> {
 
 /// From the timeslices when the run has them (the server's view per slice), otherwise
 /// binned from the records.
-fn throughput_over_time(run: &RunArtifacts) -> Option<Chart> {
+fn throughput_over_time(run: &SingleRun) -> Option<Chart> {
     let from_slices = slice_points(&run.timeslices, "output_token_throughput", "avg");
     let (points, source) = if from_slices.is_empty() {
         let binned: Vec<[f64; 2]> = series::output_throughput_over_time(&run.records)
@@ -267,7 +269,7 @@ fn throughput_over_time(run: &RunArtifacts) -> Option<Chart> {
 /// One line per GPU of a telemetry reading, on the time axis of the other charts (seconds
 /// since the first request was sent; since the first scrape without records).
 fn gpu_over_time(
-    run: &RunArtifacts,
+    run: &SingleRun,
     name: &str,
     title: &str,
     label: &str,
@@ -372,12 +374,12 @@ fn timeslice_latency(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifacts::{MetricStats, Summary};
+    use aiperf_metrics::artifacts::{MetricStats, RunSummary};
 
-    fn run(records: Vec<RequestRow>, timeslices: Vec<Timeslice>) -> RunArtifacts {
-        RunArtifacts {
+    fn run(records: Vec<RequestRow>, timeslices: Vec<Timeslice>) -> SingleRun {
+        SingleRun {
             dir: "run".into(),
-            summary: Summary::default(),
+            summary: RunSummary::default(),
             records,
             timeslices,
             gpu_samples: Vec::new(),

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::read::{MetricSummary, RunArtifacts};
 use super::significance::{bootstrap_percentile_diffs, mann_whitney_u, welch_t, Interval};
 use super::significance::{MannWhitney, Welch};
 use super::{direction_of, Direction};
+use crate::artifacts::{MetricStats, RunArtifacts};
 use crate::catalogue::{index_of, metric_def, MetricFlags};
 
 /// Settings of a comparison.
@@ -67,14 +67,8 @@ impl CompareStat {
         Self::ALL.into_iter().find(|stat| stat.as_str() == name)
     }
 
-    fn of(self, metric: &MetricSummary) -> Option<f64> {
-        match self {
-            Self::Avg => metric.avg,
-            Self::P50 => metric.p50,
-            Self::P90 => metric.p90,
-            Self::P99 => metric.p99,
-        }
-        .filter(|v| v.is_finite())
+    fn of(self, metric: &MetricStats) -> Option<f64> {
+        metric.stat(self.as_str()).filter(|v| v.is_finite())
     }
 }
 
@@ -193,8 +187,8 @@ pub fn compare(
 ) -> Comparison {
     let mut metrics = Vec::new();
     let mut unit_mismatches = Vec::new();
-    for (tag, base) in &baseline.summary {
-        let Some(cand) = candidate.summary.get(tag) else {
+    for (tag, base) in &baseline.summary.metrics {
+        let Some(cand) = candidate.summary.metrics.get(tag) else {
             continue;
         };
         if base.unit != cand.unit {
@@ -210,8 +204,9 @@ pub fn compare(
     metrics.sort_by_key(|m| (index_of(&m.tag).unwrap_or(usize::MAX), m.tag.clone()));
     let only_in = |run: &RunArtifacts, other: &RunArtifacts| -> Vec<String> {
         run.summary
+            .metrics
             .keys()
-            .filter(|tag| !other.summary.contains_key(*tag))
+            .filter(|tag| !other.summary.metrics.contains_key(*tag))
             .cloned()
             .collect()
     };
@@ -247,8 +242,8 @@ fn samples_of<'a>(
 
 fn compare_metric(
     tag: &str,
-    base: &MetricSummary,
-    cand: &MetricSummary,
+    base: &MetricStats,
+    cand: &MetricStats,
     samples: Option<(&[f64], &[f64])>,
     options: &CompareOptions,
 ) -> MetricComparison {

@@ -10,7 +10,8 @@
 //!
 //! ```no_run
 //! use std::path::Path;
-//! use aiperf_metrics::compare::{compare, parse_gates, render, CompareOptions, RunArtifacts};
+//! use aiperf_metrics::artifacts::RunArtifacts;
+//! use aiperf_metrics::compare::{compare, parse_gates, render, CompareOptions};
 //!
 //! let baseline = RunArtifacts::read(Path::new("artifacts/before"))?;
 //! let candidate = RunArtifacts::read(Path::new("artifacts/after"))?;
@@ -24,54 +25,19 @@
 
 mod diff;
 mod gate;
-mod read;
 pub mod render;
 pub mod significance;
-
-use std::path::PathBuf;
 
 pub use diff::{
     compare, Change, CompareOptions, CompareStat, Comparison, MetricComparison, Samples,
     StatComparison, MIN_TAIL_SAMPLES,
 };
 pub use gate::{parse_gates, GateError, GateOutcome, RegressionGate};
-pub use read::{MetricSummary, RunArtifacts, RECORDS_FILE, SUMMARY_FILE};
 
 use crate::catalogue::{metric_def, MetricFlags, MetricId};
 
-/// What cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum CompareError {
-    /// The run directory does not exist (or is a file).
-    #[error("{0} is not a directory (expected an aiperf artifact directory)")]
-    NotADirectory(PathBuf),
-    /// The directory has no summary file.
-    #[error("{0} not found: is this the artifact directory of an aiperf run?")]
-    MissingSummary(PathBuf),
-    /// A file holds invalid JSON.
-    #[error("{path}:{line}: invalid JSON: {source}")]
-    Json {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line of the error.
-        line: usize,
-        /// The parser's message.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// The summary is JSON but not an object of metrics.
-    #[error("{0}: not an aiperf summary (expected a JSON object)")]
-    NotASummary(PathBuf),
-    /// Reading failed.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-}
+#[cfg(doc)]
+use crate::artifacts::RunArtifacts;
 
 /// Which way is better for a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -249,7 +249,7 @@ fn notes(comparison: &Comparison) -> Vec<String> {
         notes.push(format!(
             "No per-request records ({}) in both runs: significance is untested, and \
              --fail-on-regression decides on the percentage alone.",
-            super::RECORDS_FILE
+            crate::artifacts::RECORDS_FILE
         ));
     }
     notes

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use aiperf_core::BenchmarkConfig;
 
+use crate::artifacts::{RECORDS_FILE, SUMMARY_FILE, TIMESLICES_FILE};
 use crate::summary::Summary;
 use crate::MetricsError;
 
@@ -69,12 +70,12 @@ const KNOWN_SUFFIXES: [&str; 14] = [
 pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
     match prefix.map(strip_known_suffix).filter(|p| !p.is_empty()) {
         None => ExportPaths {
-            json: dir.join("profile_export_aiperf.json"),
+            json: dir.join(SUMMARY_FILE),
             csv: dir.join("profile_export_aiperf.csv"),
-            jsonl: dir.join("profile_export.jsonl"),
+            jsonl: dir.join(RECORDS_FILE),
             parquet: dir.join("profile_export.parquet"),
             raw_jsonl: dir.join("profile_export_raw.jsonl"),
-            timeslices_json: dir.join("profile_export_aiperf_timeslices.json"),
+            timeslices_json: dir.join(TIMESLICES_FILE),
             timeslices_csv: dir.join("profile_export_aiperf_timeslices.csv"),
             inputs_json: dir.join("inputs.json"),
         },

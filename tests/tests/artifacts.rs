@@ -1,0 +1,133 @@
+//! The artifact reader behind `aiperf compare` and `aiperf plot`
+//! (`aiperf_metrics::artifacts`) on a run the binary made against the in-process mock and
+//! on the Python AIPerf 0.13's example runs (`../shared/examples`).
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use aiperf_metrics::artifacts::{
+    read_timeslices, RunArtifacts, GPU_TELEMETRY_FILE, RECORDS_FILE, SUMMARY_FILE, TIMESLICES_FILE,
+};
+use aiperf_mock_server::{MockConfig, MockServer};
+use common::{args, assert_exit, profile, read_json, read_jsonl, stat};
+
+/// An example run under `../shared/examples`, or `None` (skip) when absent and `CI` is
+/// not `true`.
+fn example(name: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/examples")
+        .join(name);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{} is missing and CI=true",
+        path.display()
+    );
+    eprintln!("skipping: {} not found", path.display());
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_run_reads_back_as_it_was_written() {
+    let server = MockServer::start(MockConfig::with_timing(20.0, 2.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {} --streaming --concurrency 2 --request-count 12 --osl 8 \
+         --slice-duration 0.2 --no-server-metrics --no-gpu-telemetry",
+        server.url()
+    ));
+    argv.extend(["--artifact-dir".into(), dir.path().to_str().unwrap().into()]);
+    assert_exit(&profile(argv).await, 0);
+
+    let run = RunArtifacts::read(dir.path()).unwrap();
+    let written = read_json(&dir.path().join(SUMMARY_FILE));
+    for (tag, statistic) in [
+        ("time_to_first_token", "avg"),
+        ("time_to_first_token", "p99"),
+        ("request_latency", "p50"),
+        ("request_count", "avg"),
+    ] {
+        assert_eq!(
+            run.summary.stat(tag, statistic),
+            Some(stat(&written, tag, statistic)),
+            "{tag} {statistic}"
+        );
+    }
+    assert_eq!(run.summary.metrics["time_to_first_token"].unit, "ms");
+    assert_eq!(run.summary.stat("request_count", "avg"), Some(12.0));
+    assert!(!run.summary.metrics.contains_key("input_config"));
+    assert_eq!(run.summary.gpu_count, None);
+
+    let records = run.records.as_ref().expect("profile_export.jsonl is read");
+    let lines = read_jsonl(&dir.path().join(RECORDS_FILE));
+    let written = |tag: &str| -> Vec<f64> {
+        lines
+            .iter()
+            .flat_map(|line| match &line["metrics"][tag]["value"] {
+                serde_json::Value::Array(items) => {
+                    items.iter().filter_map(|v| v.as_f64()).collect()
+                }
+                value => value.as_f64().into_iter().collect::<Vec<_>>(),
+            })
+            .collect()
+    };
+    assert_eq!(records["time_to_first_token"].len(), 12);
+    assert_eq!(
+        records["time_to_first_token"],
+        written("time_to_first_token")
+    );
+    // A list metric is flattened: every gap of every request.
+    assert!(records["inter_chunk_latency"].len() > 12);
+    assert_eq!(
+        records["inter_chunk_latency"],
+        written("inter_chunk_latency")
+    );
+
+    let slices = read_timeslices(&dir.path().join(TIMESLICES_FILE)).unwrap();
+    assert!(!slices.is_empty());
+    assert!(slices
+        .iter()
+        .any(|slice| slice.metrics.contains_key("time_to_first_token")));
+}
+
+#[test]
+fn a_python_aiperf_run_reads_with_every_statistic() {
+    let (Some(run_dir), Some(sliced)) = (
+        example("streaming-chat-c64-ttft20-itl5"),
+        example("streaming-c4-raw-export-timeslices"),
+    ) else {
+        return;
+    };
+    let run = RunArtifacts::read(&run_dir).unwrap();
+    let ttft = &run.summary.metrics["time_to_first_token"];
+    assert_eq!(ttft.unit, "ms");
+    // serde_json's fast float parsing may land one ulp from Python's value.
+    let close = |statistic: &str, expected: f64| {
+        let value = ttft.stat(statistic).unwrap();
+        assert!((value - expected).abs() < 1e-9, "{statistic}: {value}");
+    };
+    close("avg", 98.120_636_82);
+    close("p1", 26.653_771_79);
+    close("std", 47.630_370_457_836_95);
+    assert_eq!(ttft.stat("count"), Some(1000.0));
+    assert_eq!(run.summary.stat("request_count", "avg"), Some(1000.0));
+    assert!(!run.summary.metrics.contains_key("input_config"));
+    // The example keeps its records as `profile_export.head3.jsonl`.
+    assert!(run.records.is_none());
+
+    let slices = read_timeslices(&sliced.join(TIMESLICES_FILE)).unwrap();
+    assert_eq!(slices.len(), 2);
+    assert!(slices.iter().all(|slice| slice.start_ns.is_some()));
+    assert_eq!(slices[0].metrics["time_to_first_token"].unit, "ms");
+}
+
+#[test]
+fn the_gpu_telemetry_file_is_looked_for_under_the_name_it_is_written() {
+    assert_eq!(GPU_TELEMETRY_FILE, aiperf_telemetry::export::GPU_JSONL);
+}
