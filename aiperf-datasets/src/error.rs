@@ -125,6 +125,19 @@ pub enum TokenizerError {
         repo: String,
     },
 
+    /// A Hugging Face tokenizer was asked for, but this build cannot load one (the
+    /// crate's `hf-tokenizers` feature is off).
+    #[error(
+        "{tokenizer} is a Hugging Face tokenizer, but this build has no Hugging Face tokenizer \
+         support (feature \"hf-tokenizers\" of aiperf-datasets); use `builtin` or another \
+         tiktoken encoding (cl100k_base, o200k_base, o200k_harmony, p50k_base, p50k_edit, \
+         r50k_base)"
+    )]
+    HuggingFaceDisabled {
+        /// The tokenizer asked for: a path or a Hugging Face id.
+        tokenizer: String,
+    },
+
     /// Encoding failed inside the tokenizer.
     #[error("tokenizer {tokenizer} failed to encode text: {reason}")]
     Encode {

@@ -46,6 +46,16 @@
 //!
 //! Nothing here prints: diagnostics go through `tracing`, failures are typed errors
 //! ([`TokenizerError`], [`SyntheticError`]) that say what failed and what to do next.
+//!
+//! Cargo features, both on by default; an embedding that needs neither can leave them out
+//! (`default-features = false`) and the API stays the same:
+//!
+//! * `hf-tokenizers`: Hugging Face `tokenizer.json` files, local or from the hub cache (the
+//!   `tokenizers` crate). Without it only the tiktoken encodings load, and asking for
+//!   anything else is [`TokenizerError::HuggingFaceDisabled`].
+//! * `media`: synthetic images, audio and video ([`media`]: the PNG and JPEG encoders).
+//!   Without it an input that enables any of them is
+//!   [`MediaError::Disabled`](media::MediaError::Disabled).
 
 #![warn(missing_docs)]
 

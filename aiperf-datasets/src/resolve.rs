@@ -9,7 +9,9 @@
 //!    `HF_HUB_OFFLINE` is not set, `tokenizer.json` is downloaded through the caller's
 //!    [`Transport`] and stored in the cache for next time. The download follows the
 //!    hub's redirects (large files are served from a CDN), at most
-//!    [`MAX_REDIRECTS`] of them, and never sends `HF_TOKEN` to another host.
+//!    [`MAX_REDIRECTS`] of them, and never sends `HF_TOKEN` to another host. A build
+//!    without the `hf-tokenizers` feature loads only the embedded encodings and answers
+//!    anything else with [`TokenizerError::HuggingFaceDisabled`].
 //!
 //! Environment lookups go through [`HubEnv`], so tests (and embedders) can supply their
 //! own values instead of the process environment.
@@ -385,13 +387,27 @@ fn describe_lookup(cache_root: &Path, repo: &str, revision: &str) -> String {
 
 /// Loads what `spec` names without any network access: embedded encodings, local
 /// files, and Hugging Face repositories already in the cache. A repository missing
-/// from the cache is an error that says where it was looked for.
+/// from the cache is an error that says where it was looked for. Without the
+/// `hf-tokenizers` feature a local file or a repository is
+/// [`TokenizerError::HuggingFaceDisabled`], before any cache lookup.
 pub fn load_tokenizer_offline(
     spec: &TokenizerSpec,
     hub: &HubEnv,
 ) -> Result<Tokenizer, TokenizerError> {
     match spec {
         TokenizerSpec::Tiktoken(encoding) => Ok(Tokenizer::tiktoken(*encoding)),
+        // Refused here, not by the Tokenizer constructors, so that no cache is searched and
+        // nothing is downloaded for a tokenizer this build cannot load.
+        TokenizerSpec::File(path) if !cfg!(feature = "hf-tokenizers") => {
+            Err(TokenizerError::HuggingFaceDisabled {
+                tokenizer: path.display().to_string(),
+            })
+        }
+        TokenizerSpec::Hub { repo, .. } if !cfg!(feature = "hf-tokenizers") => {
+            Err(TokenizerError::HuggingFaceDisabled {
+                tokenizer: repo.clone(),
+            })
+        }
         TokenizerSpec::File(path) => Tokenizer::from_file(path),
         TokenizerSpec::Hub { repo, revision } => {
             check_revision(revision)?;
@@ -427,7 +443,8 @@ pub fn load_tokenizer_offline(
 /// host) and is stored in the cache layout under the commit the hub names in
 /// `x-repo-commit` (else the one its API reports, else the revision), so the next run
 /// finds it offline. With `transport` = `None` this behaves like
-/// [`load_tokenizer_offline`].
+/// [`load_tokenizer_offline`], and so does a build without the `hf-tokenizers` feature,
+/// which never downloads.
 ///
 /// Blocking file I/O happens inside (reading and parsing `tokenizer.json`); call it
 /// before the benchmark starts.
@@ -890,6 +907,7 @@ mod tests {
         .to_string()
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     /// The Qwen3 tokenizer when `AIPERF_TEST_TOKENIZER_DIR` is set, else the tiny one.
     fn test_tokenizer_bytes() -> Vec<u8> {
         if let Ok(dir) = std::env::var("AIPERF_TEST_TOKENIZER_DIR") {
@@ -909,8 +927,10 @@ mod tests {
         HubEnv::from_lookup(|k| map.get(k).cloned())
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 
+    #[cfg(feature = "hf-tokenizers")]
     fn lay_out_cache(root: &Path, repo: &str, revision: &str, sha: &str) -> PathBuf {
         let repo_dir = repo_cache_dir(root, repo);
         std::fs::create_dir_all(repo_dir.join("refs")).unwrap();
@@ -1053,6 +1073,7 @@ mod tests {
         assert!(env_with(&[]).cache_dir.is_none());
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     #[test]
     fn finds_tokenizer_through_refs_and_by_sha() {
         let root = tempfile::tempdir().unwrap();
@@ -1078,6 +1099,7 @@ mod tests {
         assert!(!tokenizer.encode("hello world").is_empty());
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     #[test]
     fn offline_miss_says_where_and_what_to_do() {
         let root = tempfile::tempdir().unwrap();
@@ -1149,6 +1171,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     #[tokio::test]
     async fn downloads_stores_in_cache_layout_and_reuses() {
         let root = tempfile::tempdir().unwrap();
@@ -1207,6 +1230,7 @@ mod tests {
         assert_eq!(fake.seen.lock().unwrap().len(), 2);
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     #[tokio::test]
     async fn download_without_commit_api_names_snapshot_after_revision() {
         let root = tempfile::tempdir().unwrap();
@@ -1232,6 +1256,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     #[tokio::test]
     async fn download_failures_are_explained() {
         let root = tempfile::tempdir().unwrap();
@@ -1291,6 +1316,7 @@ mod tests {
         assert_eq!(gated.seen.lock().unwrap().len(), 1);
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     impl FakeHub {
         /// Answers `from` with `status` and a `Location: to`.
         fn redirect(&mut self, from: &str, status: u16, to: &str) {
@@ -1318,6 +1344,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     fn hub_with_token(root: &Path) -> HubEnv {
         env_with(&[
             ("HF_HUB_CACHE", root.to_str().unwrap()),
@@ -1326,8 +1353,10 @@ mod tests {
         ])
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     const RESOLVE_URL: &str = "https://hub.test/org/name/resolve/main/tokenizer.json";
 
+    #[cfg(feature = "hf-tokenizers")]
     #[tokio::test]
     async fn follows_a_redirect_to_a_cdn_without_the_token_and_uses_x_repo_commit() {
         let root = tempfile::tempdir().unwrap();
@@ -1366,6 +1395,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     #[tokio::test]
     async fn x_repo_commit_on_a_direct_answer_names_the_snapshot() {
         let root = tempfile::tempdir().unwrap();
@@ -1406,6 +1436,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     #[tokio::test]
     async fn follows_relative_redirects_on_the_same_host_with_the_token() {
         let root = tempfile::tempdir().unwrap();
@@ -1428,6 +1459,7 @@ mod tests {
         assert!(fake.sent_token(0) && fake.sent_token(1) && fake.sent_token(2));
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     #[tokio::test]
     async fn redirect_loops_and_long_chains_are_errors_naming_the_urls() {
         let root = tempfile::tempdir().unwrap();
@@ -1505,6 +1537,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "hf-tokenizers")]
     #[tokio::test]
     async fn a_failure_after_a_redirect_says_where() {
         let root = tempfile::tempdir().unwrap();
@@ -1526,6 +1559,34 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("secret"), "{text}");
+    }
+
+    #[cfg(not(feature = "hf-tokenizers"))]
+    #[tokio::test]
+    async fn without_hf_tokenizers_files_and_repositories_name_the_feature_and_send_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let file = root.path().join(TOKENIZER_FILE);
+        std::fs::write(&file, "{}").unwrap();
+        let hub = env_with(&[
+            ("HF_HUB_CACHE", root.path().to_str().unwrap()),
+            ("HF_ENDPOINT", "http://hub.test"),
+        ]);
+        let fake = FakeHub::default();
+        for (name, shown) in [
+            ("org/name", "org/name".to_string()),
+            (file.to_str().unwrap(), file.display().to_string()),
+        ] {
+            let spec = TokenizerSpec::parse(name, None).unwrap();
+            let err = load_tokenizer(&spec, &hub, Some(&fake)).await.unwrap_err();
+            assert!(
+                matches!(&err, TokenizerError::HuggingFaceDisabled { tokenizer } if *tokenizer == shown),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("\"hf-tokenizers\""), "{err}");
+        }
+        assert!(fake.seen.lock().unwrap().is_empty());
+        let builtin = load_tokenizer(&TokenizerSpec::builtin(), &hub, Some(&fake)).await;
+        assert_eq!(builtin.unwrap().name(), "o200k_base");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SyntheticError;
-use crate::media::{AudioGenerator, ImageGenerator, VideoGenerator};
+use crate::media::MediaSynth;
 use crate::prompt::PromptGenerator;
 use crate::seed::{self, derive_rng, derive_seed};
 use crate::seq_dist::SeqDistSampler;
@@ -29,9 +29,6 @@ mod streams {
     pub const PREFIX_CHOICE: &str = "dataset.prompt.prefix.choice";
     pub const SYSTEM_PROMPT: &str = "dataset.prompt.shared_system";
     pub const USER_CONTEXT: &str = "dataset.prompt.user_context";
-    pub const IMAGE: &str = "dataset.image";
-    pub const AUDIO: &str = "dataset.audio";
-    pub const VIDEO: &str = "dataset.video";
 }
 
 /// A length distribution: normal with `mean` and `stddev`, rounded up, at least 1 (the
@@ -149,7 +146,7 @@ pub struct SyntheticDataset {
     seq_dist: Option<SeqDistSampler>,
     turns: LengthDistribution,
     delay: Option<LengthDistribution>,
-    video: Option<VideoGenerator>,
+    media: MediaSynth,
 }
 
 impl SyntheticDataset {
@@ -157,6 +154,8 @@ impl SyntheticDataset {
     /// `input.random_seed` is `None`; see [`SyntheticDataset::root_seed`]) and, when
     /// video is on, finds ffmpeg. `models` are assigned to turns by
     /// `input.model_selection`; with none, turns name no model (the primary one is used).
+    /// Without the `media` feature, an input that enables images, audio or video is
+    /// [`MediaError::Disabled`](crate::MediaError::Disabled).
     pub fn new(
         input: &InputConfig,
         models: &[String],
@@ -165,14 +164,7 @@ impl SyntheticDataset {
         input.validate()?;
         let root_seed = input.random_seed.unwrap_or_else(rand::random);
         let session = &input.session;
-        let video = if input.video.enabled() {
-            Some(VideoGenerator::new(
-                &input.video,
-                derive_rng(root_seed, streams::VIDEO),
-            )?)
-        } else {
-            None
-        };
+        let media = MediaSynth::new(input, root_seed)?;
         Ok(Self {
             isl: LengthDistribution::unchecked(f64::from(input.isl_mean), input.isl_stddev),
             osl: input
@@ -194,7 +186,7 @@ impl SyntheticDataset {
             tokenizer,
             root_seed,
             rankings: None,
-            video,
+            media,
         })
     }
 
@@ -258,9 +250,7 @@ struct Composer<'a> {
     delay_rng: ChaCha8Rng,
     model_rng: ChaCha8Rng,
     turn_index: usize,
-    images: ImageGenerator,
-    audios: AudioGenerator,
-    video: Option<VideoGenerator>,
+    media: MediaSynth,
 }
 
 impl<'a> Composer<'a> {
@@ -301,9 +291,7 @@ impl<'a> Composer<'a> {
             delay_rng: derive_rng(root, streams::TURN_DELAY),
             model_rng: derive_rng(root, streams::MODEL_SELECTION),
             turn_index: 0,
-            images: ImageGenerator::new(&input.image, derive_rng(root, streams::IMAGE)),
-            audios: AudioGenerator::new(&input.audio, derive_rng(root, streams::AUDIO)),
-            video: dataset.video.clone(),
+            media: dataset.media.clone(),
         })
     }
 
@@ -353,26 +341,7 @@ impl<'a> Composer<'a> {
                 });
             }
         }
-        let images = if input.image.enabled() {
-            (0..input.image.batch_size)
-                .map(|_| self.images.generate())
-                .collect::<Result<_, _>>()?
-        } else {
-            Vec::new()
-        };
-        let audios = if input.audio.enabled() {
-            (0..input.audio.batch_size)
-                .map(|_| self.audios.generate())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let videos = match self.video.as_mut() {
-            Some(video) => (0..input.video.batch_size)
-                .map(|_| video.generate())
-                .collect::<Result<_, _>>()?,
-            None => Vec::new(),
-        };
+        let media = self.media.turn()?;
         let delay_ms = match (&dataset.delay, first) {
             (Some(delay), false) => {
                 Some(f64::from(delay.sample(&mut self.delay_rng)) * input.session.delay_ratio)
@@ -385,9 +354,9 @@ impl<'a> Composer<'a> {
         };
         Ok(Turn {
             texts,
-            images,
-            audios,
-            videos,
+            images: media.images,
+            audios: media.audios,
+            videos: media.videos,
             model: self.next_model(),
             max_tokens,
             delay_ms,
@@ -579,5 +548,30 @@ mod tests {
             / 4000.0;
         assert!((mean - 1000.5).abs() < 10.0, "{mean}");
         assert!(LengthDistribution::new(1.0, -1.0, "x").is_err());
+    }
+
+    #[cfg(not(feature = "media"))]
+    #[test]
+    fn without_media_each_kind_is_refused_naming_the_feature() {
+        let mut images = input(Some(1));
+        images.image.width_mean = 8.0;
+        images.image.height_mean = 8.0;
+        let mut audio = input(Some(1));
+        audio.audio.length_mean = 0.5;
+        let mut video = input(Some(1));
+        video.video.width = Some(8);
+        video.video.height = Some(8);
+        for (input, kind) in [(images, "images"), (audio, "audio"), (video, "video")] {
+            let err = SyntheticDataset::new(&input, &[], Tokenizer::builtin()).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    SyntheticError::Media(crate::MediaError::Disabled { what }) if what == kind
+                ),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("feature \"media\""), "{err}");
+        }
+        assert!(SyntheticDataset::new(&input(Some(1)), &[], Tokenizer::builtin()).is_ok());
     }
 }

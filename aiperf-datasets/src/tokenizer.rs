@@ -1,5 +1,5 @@
 //! The [`Tokenizer`] type: one interface over the embedded tiktoken encodings and
-//! Hugging Face `tokenizer.json` files.
+//! Hugging Face `tokenizer.json` files (the latter with the `hf-tokenizers` feature).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -87,8 +87,74 @@ enum Backend {
     },
     HuggingFace {
         path: PathBuf,
-        inner: Arc<tokenizers::Tokenizer>,
+        inner: Arc<hf::Inner>,
     },
+}
+
+/// The Hugging Face backend: the `tokenizers` crate.
+#[cfg(feature = "hf-tokenizers")]
+mod hf {
+    use std::path::{Path, PathBuf};
+
+    use crate::error::TokenizerError;
+
+    pub(super) type Inner = tokenizers::Tokenizer;
+
+    pub(super) fn from_file(path: &Path, _name: &str) -> Result<Inner, TokenizerError> {
+        Inner::from_file(path).map_err(|e| TokenizerError::InvalidFile {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
+    }
+
+    pub(super) fn from_bytes(bytes: &[u8], name: &str) -> Result<Inner, TokenizerError> {
+        Inner::from_bytes(bytes).map_err(|e| TokenizerError::InvalidFile {
+            path: PathBuf::from(name),
+            reason: e.to_string(),
+        })
+    }
+
+    pub(super) fn encode(inner: &Inner, text: &str) -> Result<Vec<u32>, String> {
+        inner
+            .encode_fast(text, false)
+            .map(|encoding| encoding.get_ids().to_vec())
+            .map_err(|e| e.to_string())
+    }
+
+    pub(super) fn decode(inner: &Inner, ids: &[u32]) -> Result<String, String> {
+        inner.decode(ids, true).map_err(|e| e.to_string())
+    }
+}
+
+/// Without the `hf-tokenizers` feature `Inner` has no values: every constructor says
+/// which feature is missing, and the backend's match arms cannot be reached.
+#[cfg(not(feature = "hf-tokenizers"))]
+mod hf {
+    use std::path::Path;
+
+    use crate::error::TokenizerError;
+
+    pub(super) enum Inner {}
+
+    pub(super) fn from_file(_path: &Path, name: &str) -> Result<Inner, TokenizerError> {
+        Err(TokenizerError::HuggingFaceDisabled {
+            tokenizer: name.to_string(),
+        })
+    }
+
+    pub(super) fn from_bytes(_bytes: &[u8], name: &str) -> Result<Inner, TokenizerError> {
+        Err(TokenizerError::HuggingFaceDisabled {
+            tokenizer: name.to_string(),
+        })
+    }
+
+    pub(super) fn encode(inner: &Inner, _text: &str) -> Result<Vec<u32>, String> {
+        match *inner {}
+    }
+
+    pub(super) fn decode(inner: &Inner, _ids: &[u32]) -> Result<String, String> {
+        match *inner {}
+    }
 }
 
 /// A tokenizer: the embedded tiktoken encodings or a Hugging Face `tokenizer.json`.
@@ -142,7 +208,9 @@ impl Tokenizer {
 
     /// Loads a Hugging Face `tokenizer.json` file. Its name is the file's path.
     ///
-    /// Blocking: reads and parses the file (a large vocabulary takes a moment).
+    /// Blocking: reads and parses the file (a large vocabulary takes a moment). Needs the
+    /// `hf-tokenizers` feature (on by default); without it the answer is
+    /// [`TokenizerError::HuggingFaceDisabled`].
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, TokenizerError> {
         let path = path.as_ref();
         let name = path.display().to_string();
@@ -156,19 +224,16 @@ impl Tokenizer {
         name: impl Into<String>,
     ) -> Result<Self, TokenizerError> {
         let path = path.as_ref();
+        let name = name.into();
         if !path.is_file() {
             return Err(TokenizerError::PathNotFound {
                 path: path.to_path_buf(),
             });
         }
-        let inner =
-            tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError::InvalidFile {
-                path: path.to_path_buf(),
-                reason: e.to_string(),
-            })?;
+        let inner = hf::from_file(path, &name)?;
         tracing::debug!(path = %path.display(), "loaded Hugging Face tokenizer");
         Ok(Self {
-            name: Arc::from(name.into()),
+            name: Arc::from(name),
             backend: Backend::HuggingFace {
                 path: path.to_path_buf(),
                 inner: Arc::new(inner),
@@ -177,14 +242,11 @@ impl Tokenizer {
     }
 
     /// Parses a Hugging Face `tokenizer.json` held in memory; `name` is what
-    /// [`Tokenizer::name`] reports.
+    /// [`Tokenizer::name`] reports. Needs the `hf-tokenizers` feature, like
+    /// [`Tokenizer::from_file`].
     pub fn from_json_bytes(bytes: &[u8], name: impl Into<String>) -> Result<Self, TokenizerError> {
         let name = name.into();
-        let inner =
-            tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| TokenizerError::InvalidFile {
-                path: PathBuf::from(&name),
-                reason: e.to_string(),
-            })?;
+        let inner = hf::from_bytes(bytes, &name)?;
         Ok(Self {
             name: Arc::from(name),
             backend: Backend::HuggingFace {
@@ -221,13 +283,12 @@ impl Tokenizer {
     pub fn try_encode(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
         match &self.backend {
             Backend::Tiktoken { bpe, .. } => Ok(bpe.encode_ordinary(text)),
-            Backend::HuggingFace { inner, .. } => inner
-                .encode_fast(text, false)
-                .map(|encoding| encoding.get_ids().to_vec())
-                .map_err(|e| TokenizerError::Encode {
+            Backend::HuggingFace { inner, .. } => {
+                hf::encode(inner, text).map_err(|reason| TokenizerError::Encode {
                     tokenizer: self.name.to_string(),
-                    reason: e.to_string(),
-                }),
+                    reason,
+                })
+            }
         }
     }
 
@@ -253,9 +314,9 @@ impl Tokenizer {
                     reason: e.to_string(),
                 }),
             Backend::HuggingFace { inner, .. } => {
-                inner.decode(ids, true).map_err(|e| TokenizerError::Decode {
+                hf::decode(inner, ids).map_err(|reason| TokenizerError::Decode {
                     tokenizer: self.name.to_string(),
-                    reason: e.to_string(),
+                    reason,
                 })
             }
         }
@@ -337,5 +398,22 @@ mod tests {
         assert!(err
             .to_string()
             .contains("/definitely/not/here/tokenizer.json"));
+    }
+
+    #[cfg(not(feature = "hf-tokenizers"))]
+    #[test]
+    fn without_hf_tokenizers_the_constructors_name_the_feature() {
+        // Any existing file: it is never read.
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        for err in [
+            Tokenizer::from_json_bytes(b"{}", "org/name").unwrap_err(),
+            Tokenizer::from_file_named(&file, "org/name").unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, TokenizerError::HuggingFaceDisabled { tokenizer } if tokenizer == "org/name"),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("\"hf-tokenizers\""), "{err}");
+        }
     }
 }

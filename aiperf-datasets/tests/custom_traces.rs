@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use aiperf_core::config::CustomDatasetType;
 use aiperf_datasets::custom::HashIdPrompts;
@@ -72,9 +72,14 @@ fn the_seed_decides_the_blocks() {
 
 /// The Qwen3 `tokenizer.json` (beside its `tokenizer_config.json`), or `None` when
 /// `AIPERF_TEST_TOKENIZER_DIR` is unset outside CI.
-fn qwen3_path() -> Option<PathBuf> {
+#[cfg(feature = "hf-tokenizers")]
+fn qwen3_path() -> Option<std::path::PathBuf> {
     match std::env::var("AIPERF_TEST_TOKENIZER_DIR") {
-        Ok(dir) => Some(PathBuf::from(dir).join("qwen3").join("tokenizer.json")),
+        Ok(dir) => Some(
+            std::path::PathBuf::from(dir)
+                .join("qwen3")
+                .join("tokenizer.json"),
+        ),
         Err(_) => {
             assert!(
                 !std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true")),
@@ -86,6 +91,7 @@ fn qwen3_path() -> Option<PathBuf> {
     }
 }
 
+#[cfg(feature = "hf-tokenizers")]
 #[test]
 fn qwen3_blocks_open_with_its_eos_token() {
     let Some(path) = qwen3_path() else {

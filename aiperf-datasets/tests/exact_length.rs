@@ -5,7 +5,6 @@
 // Test helpers outside `#[test]` functions: a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use aiperf_datasets::{PromptGenerator, Tokenizer};
@@ -55,10 +54,13 @@ fn other_tiktoken_encodings_have_exact_lengths() {
 
 /// The Qwen3 `tokenizer.json`, or `None` (with a message) when the variable is unset
 /// outside CI. In CI (`CI=true`) a missing variable is a failure.
-fn qwen3_path() -> Option<PathBuf> {
+#[cfg(feature = "hf-tokenizers")]
+fn qwen3_path() -> Option<std::path::PathBuf> {
     match std::env::var("AIPERF_TEST_TOKENIZER_DIR") {
         Ok(dir) => {
-            let path = PathBuf::from(dir).join("qwen3").join("tokenizer.json");
+            let path = std::path::PathBuf::from(dir)
+                .join("qwen3")
+                .join("tokenizer.json");
             assert!(
                 path.is_file(),
                 "AIPERF_TEST_TOKENIZER_DIR is set but {} does not exist",
@@ -82,6 +84,7 @@ fn qwen3_path() -> Option<PathBuf> {
     }
 }
 
+#[cfg(feature = "hf-tokenizers")]
 #[test]
 fn qwen3_prompts_have_exact_lengths() {
     let Some(path) = qwen3_path() else {
@@ -92,6 +95,7 @@ fn qwen3_prompts_have_exact_lengths() {
     assert_exact(&tokenizer);
 }
 
+#[cfg(feature = "hf-tokenizers")]
 #[test]
 fn qwen3_round_trips_multilingual_text() {
     let Some(path) = qwen3_path() else {

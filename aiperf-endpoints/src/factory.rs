@@ -1,17 +1,22 @@
 //! Choosing an endpoint format by its `--endpoint-type` name.
 
+use std::fmt;
 use std::sync::Arc;
 
 use aiperf_core::Endpoint;
 use serde_json::{Map, Value};
 
+#[cfg(feature = "templates")]
+use crate::TemplateEndpoint;
 use crate::{
     ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint,
     HuggingFaceGenerateEndpoint, ImageGenerationEndpoint, MessagesEndpoint, RankingsEndpoint,
-    ResponsesEndpoint, TemplateEndpoint,
+    ResponsesEndpoint,
 };
 
-/// The endpoint types [`endpoint_for`] knows (aliases aside: `rankings` is `nim_rankings`).
+/// The endpoint types [`endpoint_for`] can build in this build (aliases aside: `rankings`
+/// is `nim_rankings`). `template` is listed only with the `templates` feature: the list
+/// is what a caller may offer or accept, so it holds no type that would then fail.
 pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "chat",
     "completions",
@@ -25,6 +30,7 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "huggingface_generate",
     "image_generation",
     "messages",
+    #[cfg(feature = "templates")]
     "template",
 ];
 
@@ -43,18 +49,40 @@ pub struct EndpointOptions {
     pub extra_inputs: Map<String, Value>,
 }
 
-/// An endpoint type name that is not supported.
+/// An endpoint type name that is not supported, or whose format this build leaves out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown endpoint type `{name}`; supported types: {}", .supported.join(", "))]
 pub struct UnknownEndpoint {
     /// The name asked for.
     pub name: String,
-    /// The names that exist.
+    /// The names that can be built ([`SUPPORTED_ENDPOINT_TYPES`]).
     pub supported: &'static [&'static str],
+    /// The Cargo feature of aiperf-endpoints that adds `name`, when `name` is a known type
+    /// this build was compiled without (`template` without `templates`).
+    pub missing_feature: Option<&'static str>,
+}
+
+impl fmt::Display for UnknownEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let supported = self.supported.join(", ");
+        match self.missing_feature {
+            Some(feature) => write!(
+                f,
+                "endpoint type `{}` is not in this build: it needs the \"{feature}\" feature \
+                 of aiperf-endpoints; supported types: {supported}",
+                self.name
+            ),
+            None => write!(
+                f,
+                "unknown endpoint type `{}`; supported types: {supported}",
+                self.name
+            ),
+        }
+    }
 }
 
 /// The endpoint for `endpoint_type` (e.g. `chat`; see [`SUPPORTED_ENDPOINT_TYPES`]),
-/// configured with `options`.
+/// configured with `options`. `template` without the `templates` feature is an
+/// [`UnknownEndpoint`] that names the feature.
 ///
 /// ```
 /// use aiperf_endpoints::{endpoint_for, EndpointOptions};
@@ -63,12 +91,11 @@ pub struct UnknownEndpoint {
 /// assert_eq!(chat.info().default_path, "/v1/chat/completions");
 /// let rankings = endpoint_for("rankings", EndpointOptions::default()).unwrap();
 /// assert_eq!(rankings.info().name, "nim_rankings");
-/// for name in ["messages", "chat_embeddings", "image_generation", "template"] {
+/// for name in ["messages", "chat_embeddings", "image_generation"] {
 ///     assert_eq!(endpoint_for(name, EndpointOptions::default()).unwrap().info().name, name);
 /// }
 /// let error = endpoint_for("chats", EndpointOptions::default()).err().unwrap();
 /// assert!(error.to_string().contains("chat, completions, responses"));
-/// assert!(error.to_string().ends_with("image_generation, messages, template"));
 /// ```
 pub fn endpoint_for(
     endpoint_type: &str,
@@ -87,10 +114,18 @@ pub fn endpoint_for(
         "huggingface_generate" => Ok(Arc::new(HuggingFaceGenerateEndpoint::new(options))),
         "image_generation" => Ok(Arc::new(ImageGenerationEndpoint::new(options))),
         "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
+        #[cfg(feature = "templates")]
         "template" => Ok(Arc::new(TemplateEndpoint::new(options))),
+        #[cfg(not(feature = "templates"))]
+        "template" => Err(UnknownEndpoint {
+            name: "template".to_owned(),
+            supported: SUPPORTED_ENDPOINT_TYPES,
+            missing_feature: Some("templates"),
+        }),
         other => Err(UnknownEndpoint {
             name: other.to_owned(),
             supported: SUPPORTED_ENDPOINT_TYPES,
+            missing_feature: None,
         }),
     }
 }
@@ -206,6 +241,30 @@ mod tests {
             error.to_string(),
             format!(
                 "unknown endpoint type `ranking`; supported types: {}",
+                SUPPORTED_ENDPOINT_TYPES.join(", ")
+            )
+        );
+    }
+
+    #[cfg(feature = "templates")]
+    #[test]
+    fn template_is_supported_with_its_feature() {
+        assert_eq!(SUPPORTED_ENDPOINT_TYPES.last(), Some(&"template"));
+    }
+
+    #[cfg(not(feature = "templates"))]
+    #[test]
+    fn template_without_its_feature_names_the_feature_and_is_not_listed() {
+        let error = endpoint_for("template", EndpointOptions::default())
+            .err()
+            .unwrap();
+        assert_eq!(error.missing_feature, Some("templates"));
+        assert!(!SUPPORTED_ENDPOINT_TYPES.contains(&"template"));
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "endpoint type `template` is not in this build: it needs the \"templates\" \
+                 feature of aiperf-endpoints; supported types: {}",
                 SUPPORTED_ENDPOINT_TYPES.join(", ")
             )
         );

@@ -27,6 +27,10 @@
 //! type; a 2xx body that is not JSON gives `JSONDecodeError`, but only when nothing else in
 //! the exchange had content (one garbled chunk does not fail a good stream).
 //!
+//! [`TemplateEndpoint`] needs the Cargo feature `templates` (on by default), which brings
+//! minijinja; without it `endpoint_for("template", …)` is an [`UnknownEndpoint`] that
+//! names the feature.
+//!
 //! ```
 //! use std::time::Instant;
 //! use aiperf_core::{Chunk, RawExchange, RequestInput, Turn};
@@ -87,6 +91,7 @@ pub mod readiness;
 mod response;
 mod responses;
 pub mod sse;
+#[cfg(feature = "templates")]
 mod template;
 mod tls;
 mod transport;
@@ -103,6 +108,7 @@ pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
 pub use rankings::RankingsEndpoint;
 pub use response::exchange_failure;
 pub use responses::ResponsesEndpoint;
+#[cfg(feature = "templates")]
 pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY, RESPONSE_FIELD_KEY};
 pub use transport::{HttpTransport, HttpTransportBuilder, TransportBuildError};
 

@@ -1,15 +1,27 @@
 //! Synthetic media (docs/datasets.md#synthetic-media): noise images, noise audio clips and
 //! short generated videos, made once per dataset entry when the dataset is built, never on
 //! the hot path.
+//!
+//! The generators need the `media` feature (on by default). Without it [`MediaError`]
+//! stays, and a configuration that asks for images, audio or video is
+//! [`MediaError::Disabled`] when the synthetic dataset is built.
 
+#[cfg(feature = "media")]
 pub mod audio;
+#[cfg(feature = "media")]
 pub mod image;
+#[cfg(feature = "media")]
 pub mod video;
 
 use std::path::PathBuf;
 
+use aiperf_core::config::InputConfig;
+
+#[cfg(feature = "media")]
 pub use audio::AudioGenerator;
+#[cfg(feature = "media")]
 pub use image::ImageGenerator;
+#[cfg(feature = "media")]
 pub use video::{locate_ffmpeg, VideoGenerator};
 
 /// Why a synthetic image, clip or video could not be made.
@@ -69,4 +81,132 @@ pub enum MediaError {
         /// The I/O error.
         source: std::io::Error,
     },
+
+    /// Synthetic media was asked for, but this build has no generators (the crate's
+    /// `media` feature is off).
+    #[error(
+        "cannot make synthetic {what}: this build has no media synthesis (feature \"media\" \
+         of aiperf-datasets)"
+    )]
+    Disabled {
+        /// `images`, `audio` or `video`.
+        what: &'static str,
+    },
+}
+
+/// One turn's synthetic media, as [`aiperf_core::Turn`] carries it.
+#[derive(Debug, Default)]
+pub(crate) struct TurnMedia {
+    pub(crate) images: Vec<String>,
+    pub(crate) audios: Vec<String>,
+    pub(crate) videos: Vec<String>,
+}
+
+/// Random streams of the generators, apart from the synthetic dataset's others so that
+/// turning media on leaves every other draw unchanged.
+#[cfg(feature = "media")]
+mod streams {
+    pub(super) const IMAGE: &str = "dataset.image";
+    pub(super) const AUDIO: &str = "dataset.audio";
+    pub(super) const VIDEO: &str = "dataset.video";
+}
+
+/// Each turn's media for a synthetic dataset: the generators of the kinds the input
+/// enables, with their batch sizes. A clone continues from the same random state, so
+/// every pass over the dataset that starts from the same value makes the same media.
+#[cfg(feature = "media")]
+#[derive(Debug, Clone)]
+pub(crate) struct MediaSynth {
+    images: Option<(ImageGenerator, usize)>,
+    audios: Option<(AudioGenerator, usize)>,
+    video: Option<(VideoGenerator, usize)>,
+}
+
+#[cfg(feature = "media")]
+impl MediaSynth {
+    /// The generators for (validated) `input`, each drawing from its own stream of
+    /// `root_seed`; finds ffmpeg now when video is on, so a missing one fails when the
+    /// dataset is built, not halfway through.
+    pub(crate) fn new(input: &InputConfig, root_seed: u64) -> Result<Self, MediaError> {
+        use crate::seed::derive_rng;
+
+        let video = if input.video.enabled() {
+            let rng = derive_rng(root_seed, streams::VIDEO);
+            Some((
+                VideoGenerator::new(&input.video, rng)?,
+                input.video.batch_size,
+            ))
+        } else {
+            None
+        };
+        Ok(Self {
+            images: input.image.enabled().then(|| {
+                let rng = derive_rng(root_seed, streams::IMAGE);
+                (
+                    ImageGenerator::new(&input.image, rng),
+                    input.image.batch_size,
+                )
+            }),
+            audios: input.audio.enabled().then(|| {
+                let rng = derive_rng(root_seed, streams::AUDIO);
+                (
+                    AudioGenerator::new(&input.audio, rng),
+                    input.audio.batch_size,
+                )
+            }),
+            video,
+        })
+    }
+
+    /// The next turn's images, audio clips and videos.
+    pub(crate) fn turn(&mut self) -> Result<TurnMedia, MediaError> {
+        let images = match &mut self.images {
+            Some((generator, count)) => (0..*count)
+                .map(|_| generator.generate())
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        let audios = match &mut self.audios {
+            Some((generator, count)) => (0..*count).map(|_| generator.generate()).collect(),
+            None => Vec::new(),
+        };
+        let videos = match &mut self.video {
+            Some((generator, count)) => (0..*count)
+                .map(|_| generator.generate())
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        Ok(TurnMedia {
+            images,
+            audios,
+            videos,
+        })
+    }
+}
+
+/// Without the `media` feature: refuses an input that enables any kind of media, and
+/// makes none.
+#[cfg(not(feature = "media"))]
+#[derive(Debug, Clone)]
+pub(crate) struct MediaSynth;
+
+#[cfg(not(feature = "media"))]
+impl MediaSynth {
+    /// [`MediaError::Disabled`] for the first kind of media `input` enables.
+    pub(crate) fn new(input: &InputConfig, _root_seed: u64) -> Result<Self, MediaError> {
+        let asked = [
+            (input.image.enabled(), "images"),
+            (input.audio.enabled(), "audio"),
+            (input.video.enabled(), "video"),
+        ];
+        match asked.into_iter().find(|(enabled, _)| *enabled) {
+            Some((_, what)) => Err(MediaError::Disabled { what }),
+            None => Ok(Self),
+        }
+    }
+
+    /// No media: [`MediaSynth::new`] refused every input that asks for some.
+    pub(crate) fn turn(&mut self) -> Result<TurnMedia, MediaError> {
+        Ok(TurnMedia::default())
+    }
 }
