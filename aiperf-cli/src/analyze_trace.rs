@@ -11,7 +11,7 @@ use aiperf_datasets::{analyze_trace_file, AnalysisStats, DistributionStats};
 use crate::args::AnalyzeTraceArgs;
 
 /// Runs the subcommand: analyse, print, and write the report when asked.
-pub fn run(args: &AnalyzeTraceArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &AnalyzeTraceArgs) -> anyhow::Result<()> {
     let stats = analyze_trace_file(&args.input_file, args.block_size)?;
     print!("{}", render_report(&stats));
     if let Some(output) = &args.output_file {
@@ -34,7 +34,7 @@ fn write_report(stats: &AnalysisStats, output: &Path) -> anyhow::Result<()> {
 }
 
 /// The console text: summary lines, then the statistics table, then a blank line.
-pub fn render_report(stats: &AnalysisStats) -> String {
+pub(crate) fn render_report(stats: &AnalysisStats) -> String {
     let mut out = String::new();
     out.push_str("Trace Analysis Report\n");
     let summary = [

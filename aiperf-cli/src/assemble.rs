@@ -23,7 +23,7 @@ use crate::sweep;
 /// The specification of `aiperf profile` as `argv` gives it (parsed as `args`): the
 /// points of a sweep are parsed and assembled up front, so that a bad value fails
 /// before anything runs. Errors are usage errors (exit status 2).
-pub fn run_spec(
+pub(crate) fn run_spec(
     argv: &[String],
     args: &ProfileArgs,
     command_line: String,
@@ -117,7 +117,7 @@ fn sweep_points(argv: &[String], args: &ProfileArgs) -> anyhow::Result<Option<Sw
 }
 
 /// Builds and validates the configuration. Errors are usage errors (exit status 2).
-pub fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
+pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
     let mut config = BenchmarkConfig::default();
     let endpoint = &mut config.endpoint;
     endpoint.models = args
@@ -222,7 +222,7 @@ mod tests {
         let argv = ["aiperf", "profile"]
             .iter()
             .chain(args)
-            .map(|s| s.to_string());
+            .map(std::string::ToString::to_string);
         let Command::Profile(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("expected the profile subcommand");
         };

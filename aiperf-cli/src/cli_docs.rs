@@ -7,7 +7,7 @@ use std::fmt::Write;
 use clap::{Arg, Command};
 
 /// The Markdown reference of `command` and its subcommands.
-pub fn render(command: &Command) -> String {
+pub(crate) fn render(command: &Command) -> String {
     let mut out = String::from(
         "# Command-line reference\n\n\
          Generated from the clap definitions by `aiperf-cli/src/cli_docs.rs`; do not edit by \
@@ -79,7 +79,7 @@ fn default(arg: &Arg) -> String {
 fn help(arg: &Arg) -> String {
     let mut text = arg
         .get_help()
-        .map(|h| h.to_string())
+        .map(std::string::ToString::to_string)
         .unwrap_or_default()
         .replace('\n', " ")
         .replace('|', "\\|");

@@ -15,7 +15,7 @@ use crate::args::CompareArgs;
 
 /// The result of a comparison for the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Every gate held (or none was given).
     NoRegression,
     /// A gate failed: the candidate regressed beyond a limit.
@@ -24,7 +24,7 @@ pub enum Outcome {
 
 /// Why `aiperf compare` stopped; its [`kind`](CompareError::kind) decides the exit status.
 #[derive(Debug, thiserror::Error)]
-pub enum CompareError {
+pub(crate) enum CompareError {
     /// A flag value that cannot be used.
     #[error("{0}")]
     BadArguments(String),
@@ -36,7 +36,7 @@ pub enum CompareError {
 
 impl CompareError {
     /// A bad flag is a usage error (exit status 2); anything else a failure (1).
-    pub fn kind(&self) -> ErrorKind {
+    pub(crate) fn kind(&self) -> ErrorKind {
         match self {
             Self::BadArguments(_) => ErrorKind::Usage,
             Self::Failed(_) => ErrorKind::Failure,
@@ -45,7 +45,7 @@ impl CompareError {
 }
 
 /// Runs the subcommand.
-pub fn run(args: &CompareArgs) -> Result<Outcome, CompareError> {
+pub(crate) fn run(args: &CompareArgs) -> Result<Outcome, CompareError> {
     let gates = parse_gates(&args.fail_on_regression)?;
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         return Err(CompareError::BadArguments(format!(

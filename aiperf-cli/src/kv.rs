@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 /// A malformed `key:value` item.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{flag} item {item:?} is not `key:value` or a JSON object{detail}")]
-pub struct KvError {
+pub(crate) struct KvError {
     flag: &'static str,
     item: String,
     detail: String,
@@ -15,7 +15,7 @@ pub struct KvError {
 /// `key:value` pairs split on the first `:`. Values are coerced: `true`/`false`, `null`/
 /// `none`, integers without a leading zero, decimals with one dot; anything else stays a
 /// string. Later items override earlier ones.
-pub fn parse_key_values(
+pub(crate) fn parse_key_values(
     flag: &'static str,
     items: &[String],
 ) -> Result<Map<String, Value>, KvError> {
@@ -55,7 +55,7 @@ pub fn parse_key_values(
 }
 
 /// Header pairs from `--header` items; JSON values that are not strings are rendered as JSON.
-pub fn parse_headers(items: &[String]) -> Result<Vec<(String, String)>, KvError> {
+pub(crate) fn parse_headers(items: &[String]) -> Result<Vec<(String, String)>, KvError> {
     Ok(parse_key_values("--header", items)?
         .into_iter()
         .map(|(name, value)| {
@@ -105,7 +105,7 @@ mod tests {
     use serde_json::json;
 
     fn parse(items: &[&str]) -> Value {
-        let items: Vec<String> = items.iter().map(|s| s.to_string()).collect();
+        let items: Vec<String> = items.iter().map(std::string::ToString::to_string).collect();
         Value::Object(parse_key_values("--extra-inputs", &items).unwrap())
     }
 

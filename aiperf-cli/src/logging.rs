@@ -53,7 +53,7 @@ enum LogFile {
 
 /// Installs the global logger: the file at `level` (or `AIPERF_LOG`, an env-filter
 /// directive, when set), the console at warnings and errors.
-pub fn init(level: LogLevel) {
+pub(crate) fn init(level: LogLevel) {
     let file_level = LevelFilter::from_level(level.tracing_level());
     // Our own crates at the chosen level; dependencies (hyper's h2, rustls) only report
     // their warnings, so the file never carries their frame dumps.
@@ -79,7 +79,7 @@ pub fn init(level: LogLevel) {
 
 /// Opens `<artifact_dir>/logs/aiperf.log` (truncating it), writes what was logged so
 /// far, and returns its absolute path.
-pub fn open_log_file(artifact_dir: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn open_log_file(artifact_dir: &Path) -> std::io::Result<PathBuf> {
     let dir = artifact_dir.join("logs");
     std::fs::create_dir_all(&dir)?;
     let path = std::path::absolute(dir.join("aiperf.log"))?;
@@ -93,24 +93,24 @@ pub fn open_log_file(artifact_dir: &Path) -> std::io::Result<PathBuf> {
 }
 
 /// Writes buffered log lines to the file.
-pub fn flush() {
+pub(crate) fn flush() {
     if let LogFile::Open(file) = &mut *lock(&LOG_FILE) {
         let _ = file.flush();
     }
 }
 
 /// Stops (true) or resumes (false) console log output.
-pub fn mute_console(muted: bool) {
+pub(crate) fn mute_console(muted: bool) {
     CONSOLE_MUTED.store(muted, Ordering::Relaxed);
 }
 
 /// Prints console log lines above `bars` (`Some`) until called again with `None`.
-pub fn print_above(bars: Option<MultiProgress>) {
+pub(crate) fn print_above(bars: Option<MultiProgress>) {
     *lock(&BARS) = bars;
 }
 
 /// The latest console log lines that were muted, oldest first.
-pub fn recent_warnings() -> Vec<String> {
+pub(crate) fn recent_warnings() -> Vec<String> {
     lock(&RECENT).iter().cloned().collect()
 }
 

@@ -6,6 +6,9 @@
 //! `aiperf compare` found a regression beyond a `--fail-on-regression` limit, 130 when
 //! Ctrl-C cut the run short.
 
+// The binary is where results and errors reach the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod analyze_trace;
 mod args;
 mod assemble;

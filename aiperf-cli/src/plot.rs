@@ -5,7 +5,7 @@ use aiperf_plot::{plot, Mode, PlotOptions, Theme};
 use crate::args::{PlotArgs, PlotTheme};
 
 /// Runs the subcommand and says what it wrote.
-pub fn run(args: &PlotArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: &PlotArgs) -> anyhow::Result<()> {
     let options = PlotOptions {
         output: args.output.clone(),
         theme: match args.theme {

@@ -17,7 +17,7 @@ use crate::args::{ProfileArgs, UiType};
 use crate::ui::{self, LiveDisplay};
 
 /// Runs `spec` with the console as its display; the report, or why nothing could run.
-pub async fn profile(
+pub(crate) async fn profile(
     args: &ProfileArgs,
     spec: &RunSpec,
 ) -> Result<aiperf_runner::Report, aiperf_runner::RunError> {
@@ -178,7 +178,7 @@ fn absolute(path: &Path) -> PathBuf {
 static CANCEL_STATUS: AtomicU8 = AtomicU8::new(130);
 
 /// The exit status of a cancelled run (see [`CANCEL_STATUS`]).
-pub fn cancel_status() -> u8 {
+pub(crate) fn cancel_status() -> u8 {
     CANCEL_STATUS.load(Ordering::Relaxed)
 }
 

@@ -8,7 +8,7 @@ use clap::CommandFactory;
 use crate::args::{Cli, SweepType};
 
 /// The `aiperf profile` flags whose value may be a comma list.
-pub const SWEEP_FLAGS: [&str; 10] = [
+pub(crate) const SWEEP_FLAGS: [&str; 10] = [
     "concurrency",
     "prefill-concurrency",
     "request-rate",
@@ -23,7 +23,7 @@ pub const SWEEP_FLAGS: [&str; 10] = [
 
 /// A command line that cannot be expanded into sweep points (a usage error).
 #[derive(Debug, thiserror::Error)]
-pub enum SweepError {
+pub(crate) enum SweepError {
     /// A list item is empty, e.g. `1,,2`.
     #[error("--{flag}: empty value in the list {list:?}")]
     EmptyValue {
@@ -63,7 +63,7 @@ impl SweptList {
 
 /// One point of a sweep.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SweepPointArgv {
+pub(crate) struct SweepPointArgv {
     /// Directory name, e.g. `concurrency_4_isl_128`.
     pub label: String,
     /// Each swept flag (underscored, e.g. `request_rate`) and its value as written.
@@ -142,7 +142,7 @@ fn find_lists(argv: &[String]) -> Result<Vec<SweptList>, SweepError> {
 
 /// The command line with every comma list replaced by its first value: what clap parses
 /// to check the flags (and read `--sweep-type`) before the points are expanded.
-pub fn first_point(argv: &[String]) -> Result<Vec<String>, SweepError> {
+pub(crate) fn first_point(argv: &[String]) -> Result<Vec<String>, SweepError> {
     let mut first = argv.to_vec();
     for list in find_lists(argv)? {
         list.set(&mut first, &list.values[0]);
@@ -152,7 +152,10 @@ pub fn first_point(argv: &[String]) -> Result<Vec<String>, SweepError> {
 
 /// The sweep points of `argv`, or none when it holds no comma list. Grid points vary
 /// the last list fastest.
-pub fn expand(argv: &[String], sweep_type: SweepType) -> Result<Vec<SweepPointArgv>, SweepError> {
+pub(crate) fn expand(
+    argv: &[String],
+    sweep_type: SweepType,
+) -> Result<Vec<SweepPointArgv>, SweepError> {
     let lists = find_lists(argv)?;
     if lists.is_empty() {
         return Ok(Vec::new());

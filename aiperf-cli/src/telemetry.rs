@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 /// GPU telemetry and server metrics flags.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Telemetry")]
-pub struct TelemetryArgs {
+pub(crate) struct TelemetryArgs {
     /// Show the GPU telemetry table at the end. DCGM exporters at localhost:9400 and
     /// :9401 are always tried; URLs given here are scraped too (`http://` and `/metrics`
     /// added as needed). `dashboard` is accepted; pynvml, amdsmi and custom metric CSV
@@ -78,7 +78,7 @@ fn words(values: Option<&Vec<String>>) -> impl Iterator<Item = &str> {
 impl TelemetryArgs {
     /// What the flags select, with the scrape intervals of the environment
     /// (docs/cli-rules.md#environment-variables).
-    pub fn to_options(&self) -> anyhow::Result<TelemetryOptions> {
+    pub(crate) fn to_options(&self) -> anyhow::Result<TelemetryOptions> {
         let mut gpu_urls = Vec::new();
         for value in words(self.gpu_telemetry.as_ref()) {
             match value.to_ascii_lowercase().as_str() {
@@ -87,9 +87,14 @@ impl TelemetryArgs {
                     "--gpu-telemetry {value}: local GPU libraries are not supported yet; \
                      run a DCGM exporter and pass its URL instead"
                 ),
-                v if v.ends_with(".csv") => anyhow::bail!(
-                    "--gpu-telemetry {value}: custom DCGM metric files are not supported yet"
-                ),
+                v if std::path::Path::new(v)
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("csv")) =>
+                {
+                    anyhow::bail!(
+                        "--gpu-telemetry {value}: custom DCGM metric files are not supported yet"
+                    )
+                }
                 _ => gpu_urls.push(value.to_owned()),
             }
         }

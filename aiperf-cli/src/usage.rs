@@ -6,7 +6,7 @@ use aiperf_endpoints::readiness::ReadinessError;
 use aiperf_runner::{RunError, WorkloadError};
 
 /// `error`'s message as `aiperf profile` prints it.
-pub fn message(error: &RunError) -> String {
+pub(crate) fn message(error: &RunError) -> String {
     let text = match error {
         RunError::Workload(WorkloadError::UserCentricNeedsSessions) => {
             "--user-centric-rate needs multi-turn conversations (--session-turns-mean 2 or \
@@ -35,7 +35,7 @@ pub fn message(error: &RunError) -> String {
 }
 
 /// `text` with every configuration field the flags set replaced by its flag.
-pub fn flag_words(text: &str) -> String {
+pub(crate) fn flag_words(text: &str) -> String {
     let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

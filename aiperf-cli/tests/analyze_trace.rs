@@ -1,4 +1,5 @@
 //! `aiperf analyze-trace` end to end: the built binary against the Python AIPerf's report.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a test says on the terminal which optional input it skipped
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used)]
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a test says on the terminal which optional input it skipped
 //! `aiperf compare` end to end: the built binary on the fixture runs of aiperf-metrics.
 
 use std::path::{Path, PathBuf};

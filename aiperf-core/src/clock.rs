@@ -20,8 +20,7 @@ impl Clock {
         let anchor = Instant::now();
         let anchor_wall_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
+            .map_or(0, |d| d.as_nanos() as u64);
         Self {
             anchor,
             anchor_wall_ns,
@@ -92,6 +91,14 @@ mod tests {
             clock.wall_ns(later) - clock.wall_ns(clock.anchor()),
             5_000_000
         );
-        assert_eq!(clock.perf_ns(clock.anchor() - Duration::from_millis(1)), 0);
+        assert_eq!(
+            clock.perf_ns(
+                clock
+                    .anchor()
+                    .checked_sub(Duration::from_millis(1))
+                    .unwrap()
+            ),
+            0
+        );
     }
 }

@@ -229,7 +229,7 @@ async fn simulated_cancellation_aborts_the_drawn_share_with_a_499_error() {
     assert!(records
         .iter()
         .filter(|r| r.error.is_none())
-        .all(|r| r.is_valid()));
+        .all(aiperf_core::RequestRecord::is_valid));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,6 +4,7 @@
 //! cargo run --release -p aiperf-datasets --example prompt_speed [-- /path/to/tokenizer.json]
 //! ```
 //! Without an argument the builtin tokenizer (`o200k_base`) is used.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // an example reports its result on the terminal
 
 use std::time::Instant;
 
@@ -33,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .count();
         println!(
             "{count} prompts of {length} tokens: {elapsed:?} ({:.1} µs each), {exact}/{count} exact",
-            elapsed.as_secs_f64() * 1e6 / count as f64
+            elapsed.as_secs_f64() * 1e6 / f64::from(count)
         );
     }
     Ok(())

@@ -83,28 +83,26 @@ impl Corpus {
         for line in SENTENCES.lines() {
             let mut previous: Option<u32> = None;
             for raw in line.split_whitespace() {
-                let id = match index.get(raw) {
-                    Some(id) => *id,
-                    None => {
-                        let text = if joins_with_space {
-                            raw.to_string()
-                        } else {
-                            format!(" {raw}")
-                        };
-                        let ids = tokenizer.encode(&text);
-                        let clean_start =
-                            joins_with_space || tokenizer.encode(raw).len() == ids.len();
-                        let id = u32::try_from(words.len()).unwrap_or(END - 1);
-                        words.push(Word {
-                            tokens: ids.len(),
-                            text: format!(" {raw}"),
-                            clean_start,
-                        });
-                        word_tokens.push(ids);
-                        successors.push(Vec::new());
-                        index.insert(raw, id);
-                        id
-                    }
+                let id = if let Some(id) = index.get(raw) {
+                    *id
+                } else {
+                    let text = if joins_with_space {
+                        raw.to_string()
+                    } else {
+                        format!(" {raw}")
+                    };
+                    let ids = tokenizer.encode(&text);
+                    let clean_start = joins_with_space || tokenizer.encode(raw).len() == ids.len();
+                    let id = u32::try_from(words.len()).unwrap_or(END - 1);
+                    words.push(Word {
+                        tokens: ids.len(),
+                        text: format!(" {raw}"),
+                        clean_start,
+                    });
+                    word_tokens.push(ids);
+                    successors.push(Vec::new());
+                    index.insert(raw, id);
+                    id
                 };
                 if word_tokens[id as usize].is_empty() {
                     continue;
@@ -217,6 +215,7 @@ impl PromptGenerator {
     }
 
     /// A generator sharing this one's tokenized corpus, with its own random stream.
+    #[must_use]
     pub fn fork(&self, seed: u64) -> Self {
         Self {
             tokenizer: self.tokenizer.clone(),

@@ -97,7 +97,9 @@ pub async fn fetch_sharegpt(
         for chunk in &exchange.chunks {
             file.write_all(&chunk.bytes)?;
         }
-        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        file.into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?
+            .sync_all()?;
         std::fs::rename(&partial, dest)
     };
     write().map_err(|e| failed(format!("cannot write the file: {e}")))

@@ -203,7 +203,9 @@ fn looks_like_path(name: &str) -> bool {
         || name.starts_with('.')
         || name.starts_with('~')
         || name.contains('\\')
-        || name.ends_with(".json")
+        || Path::new(name)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
         || name.matches('/').count() > 1
         || (name.len() > 1 && name.as_bytes()[1] == b':')
 }
@@ -301,9 +303,10 @@ impl HubEnv {
                 "1" | "true" | "yes" | "on"
             )
         });
-        let endpoint = get("HF_ENDPOINT")
-            .map(|e| e.trim().trim_end_matches('/').to_string())
-            .unwrap_or_else(|| DEFAULT_HF_ENDPOINT.to_string());
+        let endpoint = get("HF_ENDPOINT").map_or_else(
+            || DEFAULT_HF_ENDPOINT.to_string(),
+            |e| e.trim().trim_end_matches('/').to_string(),
+        );
         let token = get("HF_TOKEN").or_else(|| get("HUGGING_FACE_HUB_TOKEN"));
         Self {
             cache_dir,
@@ -454,12 +457,10 @@ pub async fn load_tokenizer(
     transport: Option<&dyn Transport>,
 ) -> Result<Tokenizer, TokenizerError> {
     let offline_result = load_tokenizer_offline(spec, hub);
-    let (repo, revision) = match (&offline_result, spec) {
-        (
-            Err(TokenizerError::NotCachedNoTransport { .. }),
-            TokenizerSpec::Hub { repo, revision },
-        ) => (repo, revision),
-        _ => return offline_result,
+    let (Err(TokenizerError::NotCachedNoTransport { .. }), TokenizerSpec::Hub { repo, revision }) =
+        (&offline_result, spec)
+    else {
+        return offline_result;
     };
     let Some(transport) = transport else {
         return offline_result;

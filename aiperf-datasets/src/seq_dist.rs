@@ -98,7 +98,7 @@ mod tests {
             counts[(isl / 100 - 1) as usize] += 1;
         }
         for (count, expected) in counts.iter().zip([0.2, 0.3, 0.5]) {
-            let share = *count as f64 / n as f64;
+            let share = *count as f64 / f64::from(n);
             assert!((share - expected).abs() < 0.015, "{counts:?}");
         }
     }

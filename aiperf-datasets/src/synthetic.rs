@@ -21,14 +21,14 @@ use crate::tokenizer::Tokenizer;
 /// Random streams of this module besides the shared ones in [`crate::seed`]: each option
 /// draws from its own, so turning one on leaves every other draw unchanged.
 mod streams {
-    pub const TURN_COUNT: &str = "composer.conversation.turn_count";
-    pub const TURN_DELAY: &str = "composer.conversation.turn_delay";
-    pub const MODEL_SELECTION: &str = "composer.turn.model_selection";
-    pub const SEQ_DIST: &str = "composer.turn.sequence_distribution";
-    pub const PREFIX_POOL: &str = "dataset.prompt.prefix";
-    pub const PREFIX_CHOICE: &str = "dataset.prompt.prefix.choice";
-    pub const SYSTEM_PROMPT: &str = "dataset.prompt.shared_system";
-    pub const USER_CONTEXT: &str = "dataset.prompt.user_context";
+    pub(super) const TURN_COUNT: &str = "composer.conversation.turn_count";
+    pub(super) const TURN_DELAY: &str = "composer.conversation.turn_delay";
+    pub(super) const MODEL_SELECTION: &str = "composer.turn.model_selection";
+    pub(super) const SEQ_DIST: &str = "composer.turn.sequence_distribution";
+    pub(super) const PREFIX_POOL: &str = "dataset.prompt.prefix";
+    pub(super) const PREFIX_CHOICE: &str = "dataset.prompt.prefix.choice";
+    pub(super) const SYSTEM_PROMPT: &str = "dataset.prompt.shared_system";
+    pub(super) const USER_CONTEXT: &str = "dataset.prompt.user_context";
 }
 
 /// A length distribution: normal with `mean` and `stddev`, rounded up, at least 1 (the
@@ -192,6 +192,7 @@ impl SyntheticDataset {
 
     /// Compose ranking requests (one query text and the passages to rank, one turn per
     /// conversation) instead of prompts: what the `*_rankings` endpoints take.
+    #[must_use]
     pub fn with_rankings(mut self, rankings: bool) -> Self {
         self.rankings = rankings.then(|| RankingsShape::new(&self.input.rankings));
         self
@@ -296,14 +297,13 @@ impl<'a> Composer<'a> {
     }
 
     fn conversation(&mut self) -> Result<Conversation, SyntheticError> {
-        let turns = match self.dataset.rankings {
-            Some(shape) => vec![self.rankings_turn(shape)],
-            None => {
-                let count = self.dataset.turns.sample(&mut self.turn_count_rng);
-                (0..count)
-                    .map(|index| self.turn(index == 0))
-                    .collect::<Result<_, _>>()?
-            }
+        let turns = if let Some(shape) = self.dataset.rankings {
+            vec![self.rankings_turn(shape)]
+        } else {
+            let count = self.dataset.turns.sample(&mut self.turn_count_rng);
+            (0..count)
+                .map(|index| self.turn(index == 0))
+                .collect::<Result<_, _>>()?
         };
         let user_context_message = self
             .dataset

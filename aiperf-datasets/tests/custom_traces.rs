@@ -1,7 +1,7 @@
 //! Trace prompts from `hash_ids`: equal hash ids give identical token blocks, the seed
 //! decides the blocks, the real Qwen3 tokenizer separates blocks with its EOS token, and
 //! the real mooncake trace loads.
-
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a test says on the terminal which optional input it skipped
 #![allow(clippy::unwrap_used)]
 
 use std::io::Write;
@@ -74,20 +74,19 @@ fn the_seed_decides_the_blocks() {
 /// `AIPERF_TEST_TOKENIZER_DIR` is unset outside CI.
 #[cfg(feature = "hf-tokenizers")]
 fn qwen3_path() -> Option<std::path::PathBuf> {
-    match std::env::var("AIPERF_TEST_TOKENIZER_DIR") {
-        Ok(dir) => Some(
+    if let Ok(dir) = std::env::var("AIPERF_TEST_TOKENIZER_DIR") {
+        Some(
             std::path::PathBuf::from(dir)
                 .join("qwen3")
                 .join("tokenizer.json"),
-        ),
-        Err(_) => {
-            assert!(
-                !std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true")),
-                "CI=true but AIPERF_TEST_TOKENIZER_DIR is not set"
-            );
-            eprintln!("skipping Qwen3 block-separator test: AIPERF_TEST_TOKENIZER_DIR is not set");
-            None
-        }
+        )
+    } else {
+        assert!(
+            !std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true")),
+            "CI=true but AIPERF_TEST_TOKENIZER_DIR is not set"
+        );
+        eprintln!("skipping Qwen3 block-separator test: AIPERF_TEST_TOKENIZER_DIR is not set");
+        None
     }
 }
 

@@ -19,7 +19,10 @@ fn base() -> InputConfig {
 }
 
 fn generate(input: &InputConfig, models: &[&str]) -> Vec<Conversation> {
-    let models: Vec<String> = models.iter().map(|m| m.to_string()).collect();
+    let models: Vec<String> = models
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     SyntheticDataset::new(input, &models, Tokenizer::builtin())
         .unwrap()
         .generate()
@@ -37,7 +40,7 @@ fn prefix_is_prepended_to_the_first_turn_only() {
     let mut prefixes = HashSet::new();
     let without_prefix = generate(
         &InputConfig {
-            prompt: Default::default(),
+            prompt: aiperf_core::config::PromptOptions::default(),
             ..input.clone()
         },
         &[],

@@ -50,7 +50,9 @@ fn fake_ffmpeg(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn frames_are_piped_to_ffmpeg_and_its_file_becomes_a_data_url() {
-    let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = ENV
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     std::env::set_var("AIPERF_FFMPEG", fake_ffmpeg(dir.path()));
     for format in [VideoFormat::Webm, VideoFormat::Mp4] {
@@ -88,7 +90,9 @@ fn frames_are_piped_to_ffmpeg_and_its_file_becomes_a_data_url() {
 
 #[test]
 fn missing_ffmpeg_fails_when_the_dataset_is_built() {
-    let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = ENV
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let empty = tempfile::tempdir().unwrap();
     let saved_path = std::env::var_os("PATH");
     std::env::remove_var("AIPERF_FFMPEG");
@@ -106,7 +110,9 @@ fn missing_ffmpeg_fails_when_the_dataset_is_built() {
 
 #[test]
 fn a_failing_ffmpeg_reports_its_stderr() {
-    let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = ENV
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("bad-ffmpeg");
     std::fs::write(

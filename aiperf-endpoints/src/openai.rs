@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 /// One response object: a `chat.completion(.chunk)` or a `(text_)completion`.
 #[derive(Debug, Default, Deserialize)]
+#[allow(clippy::struct_field_names)] // `object` is the API's own field name
 pub(crate) struct Object<'a> {
     #[serde(borrow, default)]
     pub object: Option<Cow<'a, str>>,
@@ -65,13 +66,13 @@ pub(crate) struct Function<'a> {
 
 impl Object<'_> {
     /// The first choice, if any.
-    pub fn first_choice(&self) -> Option<&Choice<'_>> {
+    pub(crate) fn first_choice(&self) -> Option<&Choice<'_>> {
         self.choices.as_ref().and_then(|choices| choices.first())
     }
 
     /// True when this is an error object rather than a response: `{"error": …}` or
     /// `{"object": "error"}` without `choices`.
-    pub fn is_error(&self) -> bool {
+    pub(crate) fn is_error(&self) -> bool {
         self.choices.is_none() && (self.error.is_some() || self.object.as_deref() == Some("error"))
     }
 }

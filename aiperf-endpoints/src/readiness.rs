@@ -229,7 +229,7 @@ async fn probe(
                 method: HttpMethod::Get,
                 url: build_url(base, None, "/v1/models"),
                 headers: target.headers.to_vec(),
-                body: Default::default(),
+                body: bytes::Bytes::new(),
                 timeout: Some(probe_timeout),
             })
             .await;
@@ -313,9 +313,7 @@ mod tests {
         ([base], [url], ChatEndpoint::new(EndpointOptions::default()))
     }
 
-    fn target<'a>(
-        (base, urls, endpoint): &'a ([String; 1], [String; 1], ChatEndpoint),
-    ) -> Target<'a> {
+    fn target((base, urls, endpoint): &([String; 1], [String; 1], ChatEndpoint)) -> Target<'_> {
         Target {
             base_urls: base,
             request_urls: urls,

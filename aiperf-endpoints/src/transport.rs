@@ -136,12 +136,14 @@ impl Default for HttpTransportBuilder {
 
 impl HttpTransportBuilder {
     /// Most idle connections kept per host (default: unlimited).
+    #[must_use]
     pub fn pool_max_idle_per_host(mut self, max: usize) -> Self {
         self.pool_max_idle_per_host = max;
         self
     }
 
     /// How long an idle connection stays in the pool (default 300 s; `None` = forever).
+    #[must_use]
     pub fn pool_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.pool_idle_timeout = timeout;
         self
@@ -149,12 +151,14 @@ impl HttpTransportBuilder {
 
     /// Bound on establishing one TCP connection (default: none; the request timeout
     /// still applies).
+    #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = Some(timeout);
         self
     }
 
     /// TCP keep-alive idle time (default 60 s; `None` disables keep-alive probes).
+    #[must_use]
     pub fn tcp_keepalive(mut self, idle: Option<Duration>) -> Self {
         self.tcp_keepalive = idle;
         self
@@ -163,18 +167,21 @@ impl HttpTransportBuilder {
     /// Offer HTTP/2 in the TLS handshake (ALPN) and use it when the server accepts
     /// (default off: HTTP/1.1 only, like the Python AIPerf). Plain `http://` always uses
     /// HTTP/1.1.
+    #[must_use]
     pub fn http2(mut self, enabled: bool) -> Self {
         self.http2 = enabled;
         self
     }
 
     /// A PEM file with CA certificates to trust besides the bundled and platform roots.
+    #[must_use]
     pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.ca_file = Some(path.into());
         self
     }
 
     /// Accept any server certificate. Only for testing against self-signed servers.
+    #[must_use]
     pub fn insecure_skip_verify(mut self, skip: bool) -> Self {
         self.insecure_skip_verify = skip;
         self
@@ -184,6 +191,7 @@ impl HttpTransportBuilder {
     /// failure (`--connection-reuse-strategy sticky-user-sessions`: what a server sees
     /// from real users with their own clients). Requests without a session key use the
     /// shared pool.
+    #[must_use]
     pub fn sticky_sessions(mut self, sticky: bool) -> Self {
         self.sticky_sessions = sticky;
         self
@@ -328,7 +336,7 @@ impl HttpTransport {
             trace: None,
             retries: 0,
         };
-        let response = match within(&deadline, client.request(http_request)).await {
+        let response = match within(deadline.as_ref(), client.request(http_request)).await {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {
                 let reused = !error.is_connect() && was_reused(&connection, started_at);
@@ -372,7 +380,7 @@ impl HttpTransport {
             })
             .collect();
         let error = loop {
-            match within(&deadline, body.frame()).await {
+            match within(deadline.as_ref(), body.frame()).await {
                 Ok(Some(Ok(frame))) => {
                     let at = Instant::now();
                     if let Ok(bytes) = frame.into_data() {
@@ -473,7 +481,7 @@ impl Deadline {
 
 /// Runs `future` until the deadline, if there is one.
 async fn within<F: Future>(
-    deadline: &Option<Deadline>,
+    deadline: Option<&Deadline>,
     future: F,
 ) -> Result<F::Output, TransportError> {
     match deadline {
@@ -564,7 +572,7 @@ fn classify(error: &hyper_util::client::legacy::Error) -> TransportError {
 
 /// True when a rustls error is somewhere in the chain.
 fn is_tls(error: &(dyn std::error::Error + 'static)) -> bool {
-    causes(error).any(|cause| cause.is::<rustls::Error>())
+    causes(error).any(<dyn std::error::Error + 'static>::is::<rustls::Error>)
 }
 
 /// The error and its causes, `outer: inner: innermost`, without repeating a cause its

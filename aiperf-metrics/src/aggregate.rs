@@ -191,13 +191,12 @@ impl ConfidenceAggregate {
             for metric in &summary.metrics {
                 for (stat, value) in metric_values(metric) {
                     let key = format!("{}_{stat}", metric.tag);
-                    match index.get(&key) {
-                        Some(&i) => values[i].push(value),
-                        None => {
-                            index.insert(key.clone(), keys.len());
-                            keys.push((key, metric.unit));
-                            values.push(vec![value]);
-                        }
+                    if let Some(&i) = index.get(&key) {
+                        values[i].push(value);
+                    } else {
+                        index.insert(key.clone(), keys.len());
+                        keys.push((key, metric.unit));
+                        values.push(vec![value]);
                     }
                 }
             }

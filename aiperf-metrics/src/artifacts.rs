@@ -270,7 +270,7 @@ fn count_gpus(telemetry: &Value) -> Option<usize> {
     let endpoints = telemetry.get("endpoints")?.as_object()?;
     let count: usize = endpoints
         .values()
-        .filter_map(|endpoint| endpoint.get("gpus")?.as_object().map(|gpus| gpus.len()))
+        .filter_map(|endpoint| endpoint.get("gpus")?.as_object().map(serde_json::Map::len))
         .sum();
     (count > 0).then_some(count)
 }

@@ -254,7 +254,15 @@ impl UsageTokens {
     /// Each count with the metric that reports it per request (`usage_*`) and the one
     /// that sums it over the run (`total_usage_*`), in catalogue order.
     pub fn by_metric(&self) -> [(MetricId, MetricId, Option<u64>); 9] {
-        use MetricId::*;
+        use MetricId::{
+            TotalUsageAcceptedPredictionTokens, TotalUsageCompletionTokens,
+            TotalUsagePromptCacheMissTokens, TotalUsagePromptCacheReadTokens,
+            TotalUsagePromptCacheWriteTokens, TotalUsagePromptTokens, TotalUsageReasoningTokens,
+            TotalUsageRejectedPredictionTokens, TotalUsageTotalTokens,
+            UsageAcceptedPredictionTokens, UsageCompletionTokens, UsagePromptCacheMissTokens,
+            UsagePromptCacheReadTokens, UsagePromptCacheWriteTokens, UsagePromptTokens,
+            UsageReasoningTokens, UsageRejectedPredictionTokens, UsageTotalTokens,
+        };
         [
             (UsagePromptTokens, TotalUsagePromptTokens, self.prompt),
             (
@@ -547,14 +555,14 @@ pub(crate) mod testkit {
     };
 
     /// One clock shared by every test record, as in a real run.
-    pub fn clock() -> Clock {
+    pub(crate) fn clock() -> Clock {
         static CLOCK: std::sync::OnceLock<Clock> = std::sync::OnceLock::new();
         *CLOCK.get_or_init(Clock::start)
     }
 
     /// Counts whitespace-separated words.
     #[derive(Debug)]
-    pub struct Words;
+    pub(crate) struct Words;
     impl TokenCounter for Words {
         fn count_tokens(&self, text: &str) -> usize {
             text.split_whitespace().count()
@@ -562,7 +570,7 @@ pub(crate) mod testkit {
     }
 
     /// One response: at `ns`, with text, reasoning and optional usage JSON.
-    pub fn resp(ns: u64, text: &str, reasoning: &str, usage: Option<&str>) -> TimedResponse {
+    pub(crate) fn resp(ns: u64, text: &str, reasoning: &str, usage: Option<&str>) -> TimedResponse {
         TimedResponse {
             perf_ns: ns,
             response: ParsedResponse {
@@ -576,7 +584,7 @@ pub(crate) mod testkit {
     }
 
     /// A profiling record started at `start` with the given responses.
-    pub fn record(start: u64, input: &str, responses: Vec<TimedResponse>) -> RequestRecord {
+    pub(crate) fn record(start: u64, input: &str, responses: Vec<TimedResponse>) -> RequestRecord {
         let end = responses.iter().map(|r| r.perf_ns).max().unwrap_or(start) + 1;
         let now = Instant::now();
         RequestRecord {
@@ -605,7 +613,7 @@ pub(crate) mod testkit {
             error: None,
             input_text: input.into(),
             requested_max_tokens: None,
-            payload: Default::default(),
+            payload: Vec::new().into(),
             chunk_count: 0,
             body_bytes: 0,
             http: None,
@@ -615,7 +623,7 @@ pub(crate) mod testkit {
     }
 
     /// A failed record.
-    pub fn failed(start: u64, input: &str, code: u16, message: &str) -> RequestRecord {
+    pub(crate) fn failed(start: u64, input: &str, code: u16, message: &str) -> RequestRecord {
         let mut r = record(start, input, vec![]);
         r.error = Some(ErrorDetails {
             code: Some(code),

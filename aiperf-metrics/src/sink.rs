@@ -45,7 +45,7 @@ pub fn validate_goodput(slos: &[(String, f64)], ctx: &MetricsContext) -> Result<
     };
     let unknown: Vec<String> = slos
         .iter()
-        .filter(|(tag, _)| metric_def(tag).filter(slo_able).is_none())
+        .filter(|(tag, _)| metric_def(tag).as_ref().is_none_or(|x| !slo_able(x)))
         .map(|(tag, _)| tag.clone())
         .collect();
     if !unknown.is_empty() {
@@ -261,6 +261,7 @@ impl MetricsSink {
 
     /// Also summarises each `width` of the profiling phase on its own (`--slice-duration`):
     /// [`Summary::timeslices`].
+    #[must_use]
     pub fn with_time_slices(mut self, width: std::time::Duration) -> Self {
         let width_ns = u64::try_from(width.as_nanos()).unwrap_or(u64::MAX).max(1);
         self.slices = Some(Box::new(Slices {
@@ -318,6 +319,7 @@ impl MetricsSink {
     /// Adds the transport's stamps of each request to its JSONL line as `trace_data`
     /// (`--export-http-trace`); no effect unless [`MetricsSink::export_records_to`] came
     /// first.
+    #[must_use]
     pub fn export_http_trace(self, enabled: bool) -> Self {
         if let Some(switch) = &self.records_http_trace {
             switch.store(enabled, Ordering::Relaxed);
@@ -328,18 +330,21 @@ impl MetricsSink {
     /// Also hands every record to `writer`, after the writers added before it, and
     /// finishes it in [`MetricsSink::summarize`]. Profiling records come with their
     /// computed metrics; warmup records only if the writer asks for them.
+    #[must_use]
     pub fn with_writer(mut self, writer: Box<dyn RecordWriter>) -> Self {
         self.writers.push(writer);
         self
     }
 
     /// The command line to echo in `run_info.cli_command`.
+    #[must_use]
     pub fn with_cli_command(mut self, command: impl Into<String>) -> Self {
         self.cli_command = Some(command.into());
         self
     }
 
     /// Also feeds `live` once per processed profiling record, for a live display.
+    #[must_use]
     pub fn with_live_stats(mut self, live: Arc<LiveStats>) -> Self {
         self.live = Some(live);
         self
@@ -384,10 +389,10 @@ impl MetricsSink {
                 .sinks
                 .entry(index)
                 .or_insert_with(|| self.slice_sink())
-                .absorb(record, &tokens, &metrics)?;
+                .absorb(record, &tokens, &metrics);
             self.slices = Some(slices);
         }
-        self.absorb(record, &tokens, &metrics)?;
+        self.absorb(record, &tokens, &metrics);
         for writer in &mut self.writers {
             writer.write_record(record, &metrics, self.phase_index)?;
         }
@@ -395,12 +400,7 @@ impl MetricsSink {
     }
 
     /// Adds one profiling record's computed metrics to the totals and distributions.
-    fn absorb(
-        &mut self,
-        record: &RequestRecord,
-        tokens: &TokenCounts,
-        metrics: &RecordMetrics,
-    ) -> Result<(), MetricsError> {
+    fn absorb(&mut self, record: &RequestRecord, tokens: &TokenCounts, metrics: &RecordMetrics) {
         self.clock.get_or_insert(record.clock);
         let lag = record.start_ns.saturating_sub(record.scheduled_ns);
         self.lag.push(lag as f64 / 1e6);
@@ -477,7 +477,7 @@ impl MetricsSink {
             let next = self.errors.len();
             self.errors.entry(error).or_insert((0, next)).0 += 1;
         }
-        for (def, value) in metrics.values.iter() {
+        for (def, value) in &metrics.values {
             match value {
                 MetricValue::Scalar(v) => self.dist(def.id).push(*v),
                 MetricValue::List(vs) => {
@@ -488,7 +488,6 @@ impl MetricsSink {
                 }
             }
         }
-        Ok(())
     }
 
     /// Computes the summary (what [`RecordSink::finish`] does), with typed errors.

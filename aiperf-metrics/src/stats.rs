@@ -141,18 +141,17 @@ impl Distribution {
         self.m2 += delta * (value - self.mean);
         self.min = self.min.min(value);
         self.max = self.max.max(value);
-        match &mut self.digest {
-            Some(digest) => digest.add(value, 1.0),
-            None => {
-                self.exact.push(value);
-                if self.exact.len() > self.limit {
-                    let mut digest = TDigest::new(DIGEST_COMPRESSION);
-                    for v in self.exact.drain(..) {
-                        digest.add(v, 1.0);
-                    }
-                    self.exact = Vec::new();
-                    self.digest = Some(digest);
+        if let Some(digest) = &mut self.digest {
+            digest.add(value, 1.0);
+        } else {
+            self.exact.push(value);
+            if self.exact.len() > self.limit {
+                let mut digest = TDigest::new(DIGEST_COMPRESSION);
+                for v in self.exact.drain(..) {
+                    digest.add(v, 1.0);
                 }
+                self.exact = Vec::new();
+                self.digest = Some(digest);
             }
         }
     }
@@ -410,18 +409,17 @@ impl WeightedDistribution {
         self.sum_sq += value * value * weight;
         self.min = self.min.min(value).min(extremes.0);
         self.max = self.max.max(value).max(extremes.1);
-        match &mut self.digest {
-            Some(digest) => digest.add(value, weight),
-            None => {
-                self.exact.push((value, weight));
-                if self.exact.len() > self.limit {
-                    let mut digest = TDigest::new(DIGEST_COMPRESSION);
-                    for (v, w) in self.exact.drain(..) {
-                        digest.add(v, w);
-                    }
-                    self.exact = Vec::new();
-                    self.digest = Some(digest);
+        if let Some(digest) = &mut self.digest {
+            digest.add(value, weight);
+        } else {
+            self.exact.push((value, weight));
+            if self.exact.len() > self.limit {
+                let mut digest = TDigest::new(DIGEST_COMPRESSION);
+                for (v, w) in self.exact.drain(..) {
+                    digest.add(v, w);
                 }
+                self.exact = Vec::new();
+                self.digest = Some(digest);
             }
         }
     }
@@ -434,21 +432,20 @@ impl WeightedDistribution {
         let avg = self.sum / self.total;
         let var = (self.sum_sq / self.total - avg * avg).max(0.0);
         let quantile = |q: f64| -> f64 {
-            match &self.digest {
-                Some(d) => d.quantile_weight(q, self.min, self.max).unwrap_or(f64::NAN),
-                None => {
-                    let mut sorted = self.exact.clone();
-                    sorted.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-                    let target = q * self.total * (1.0 - 1e-12);
-                    let mut cum = 0.0;
-                    for (v, w) in &sorted {
-                        cum += w;
-                        if cum >= target {
-                            return *v;
-                        }
+            if let Some(d) = &self.digest {
+                d.quantile_weight(q, self.min, self.max).unwrap_or(f64::NAN)
+            } else {
+                let mut sorted = self.exact.clone();
+                sorted.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+                let target = q * self.total * (1.0 - 1e-12);
+                let mut cum = 0.0;
+                for (v, w) in &sorted {
+                    cum += w;
+                    if cum >= target {
+                        return *v;
                     }
-                    sorted.last().map(|s| s.0).unwrap_or(f64::NAN)
                 }
+                sorted.last().map_or(f64::NAN, |s| s.0)
             }
         };
         Some(WeightedStats {

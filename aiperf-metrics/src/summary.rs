@@ -269,8 +269,7 @@ impl Summary {
     /// Valid (successful) requests.
     pub fn request_count(&self) -> u64 {
         self.metric(MetricId::RequestCount.tag())
-            .map(|m| m.avg as u64)
-            .unwrap_or(0)
+            .map_or(0, |m| m.avg as u64)
     }
 
     /// Failed requests.
@@ -312,8 +311,7 @@ pub fn new_benchmark_id() -> String {
     h.write_u128(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
+            .map_or(0, |d| d.as_nanos()),
     );
     h.write_u32(std::process::id());
     format!("{:012x}", h.finish() & 0xffff_ffff_ffff)

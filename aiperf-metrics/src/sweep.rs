@@ -172,7 +172,11 @@ impl SweepSummary {
     /// empty when missing) and `pareto_optimal`, one row per point.
     pub fn write_csv(&self, out: &mut impl Write) -> std::io::Result<()> {
         let mut header = vec!["point".to_owned()];
-        header.extend(self.parameter_names().iter().map(|n| n.to_string()));
+        header.extend(
+            self.parameter_names()
+                .iter()
+                .map(std::string::ToString::to_string),
+        );
         header.push("status".into());
         header.extend(KEY_METRICS.iter().map(|(t, s, _)| format!("{t}_{s}")));
         header.push("pareto_optimal".into());

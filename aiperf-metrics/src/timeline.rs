@@ -134,7 +134,7 @@ impl Timeline {
         let (mut conc, mut pconc, mut dconc) = (0i64, 0i64, 0i64);
         let (mut prate, mut drate, mut tif, mut slope) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
         let mut prev = w0.min(events[0].0);
-        let last = events.last().map(|e| e.0).unwrap_or(w1);
+        let last = events.last().map_or(w1, |e| e.0);
         let tail = (w1 > last).then_some((w1, 3u8, 0u32));
 
         for &(t, kind, i) in events.iter().chain(tail.iter()) {
@@ -162,7 +162,7 @@ impl Timeline {
                         dist.push(v, weight, flat(v));
                     }
                     d[8].push(
-                        (tif_a + tif_b) / 2.0,
+                        f64::midpoint(tif_a, tif_b),
                         weight,
                         (tif_a.min(tif_b), tif_a.max(tif_b)),
                     );
@@ -213,8 +213,7 @@ impl Timeline {
                         slope -= e.decode_rate_per_ns();
                         tif -= e.isl
                             + if e.osl >= 1.0 { 1.0 } else { 0.0 }
-                            + e.decode_rate_per_ns()
-                                * e.first.map(|f| (e.end - f) as f64).unwrap_or(0.0);
+                            + e.decode_rate_per_ns() * e.first.map_or(0.0, |f| (e.end - f) as f64);
                     }
                 }
             }

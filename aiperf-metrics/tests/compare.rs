@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used)]
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a test says on the terminal which optional input it skipped
 //! `aiperf compare` from the library: the statistics against hand-computed values, the
 //! fixture runs (a known +30 % TTFT shift, a rerun with noise only, identical runs), the
 //! Python AIPerf's summaries, the regression gates and the error messages.

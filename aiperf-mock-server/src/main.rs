@@ -1,6 +1,9 @@
 //! The `aiperf-mock-server` binary: flags (with `MOCK_SERVER_*` environment fallbacks) mapped
 //! onto [`aiperf_mock_server::MockConfig`].
 
+// The binary is where results and errors reach the terminal.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::PathBuf;
 
 use aiperf_mock_server::{DcgmConfig, FaultConfig, GpuModel, MockConfig, MockServer, Quirks};

@@ -78,8 +78,7 @@ impl Recorder {
             .collect();
         let timestamp_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
+            .map_or(0, |d| d.as_nanos());
         // A closed channel only means the server is shutting down.
         let _ = self.tx.send(Msg::Entry(Entry {
             timestamp_ns,

@@ -266,7 +266,6 @@ impl MockStats {
         self.faults
             .iter()
             .find(|(k, _)| *k == kind)
-            .map(|(_, n)| *n)
-            .unwrap_or(0)
+            .map_or(0, |(_, n)| *n)
     }
 }

@@ -167,32 +167,29 @@ pub(crate) struct LengthAsk {
 /// of the prompt), at least 16 and `min`, at most [`MAX_DEFAULT_OUTPUT`]; finish `stop`.
 pub(crate) fn plan(prompt_tokens: u32, prompt_hash: u64, ask: LengthAsk) -> Plan {
     let effort = ask.reasoning.unwrap_or(0);
-    match ask.max {
-        Some(max) => {
-            let max = max.max(1);
-            let reasoning = effort.min(max / 2);
-            Plan {
-                prompt_tokens,
-                reasoning,
-                content: max - reasoning,
-                finish: Finish::Length,
-            }
+    if let Some(max) = ask.max {
+        let max = max.max(1);
+        let reasoning = effort.min(max / 2);
+        Plan {
+            prompt_tokens,
+            reasoning,
+            content: max - reasoning,
+            finish: Finish::Length,
         }
-        None => {
-            // factor in [0.8, 1.2] from the hash
-            let frac = (prompt_hash >> 11) as f64 / (1u64 << 53) as f64;
-            let factor = 0.8 + 0.4 * frac;
-            let derived = (f64::from(prompt_tokens) * factor).round() as u32;
-            let content = derived
-                .max(16)
-                .max(ask.min.unwrap_or(0))
-                .min(MAX_DEFAULT_OUTPUT.max(ask.min.unwrap_or(0)));
-            Plan {
-                prompt_tokens,
-                reasoning: effort,
-                content,
-                finish: Finish::Stop,
-            }
+    } else {
+        // factor in [0.8, 1.2] from the hash
+        let frac = (prompt_hash >> 11) as f64 / (1u64 << 53) as f64;
+        let factor = 0.8 + 0.4 * frac;
+        let derived = (f64::from(prompt_tokens) * factor).round() as u32;
+        let content = derived
+            .max(16)
+            .max(ask.min.unwrap_or(0))
+            .min(MAX_DEFAULT_OUTPUT.max(ask.min.unwrap_or(0)));
+        Plan {
+            prompt_tokens,
+            reasoning: effort,
+            content,
+            finish: Finish::Stop,
         }
     }
 }

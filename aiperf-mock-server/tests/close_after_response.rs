@@ -52,7 +52,7 @@ async fn two_requests_on_one_connection_get_one_answer_then_the_close() {
         .to_ascii_lowercase();
     assert!(head.contains("keep-alive: timeout=5, max=100"), "{head}");
     assert!(!head.contains("connection: close"), "{head}");
-    assert!(received.ends_with("}"), "one whole JSON body: {received}");
+    assert!(received.ends_with('}'), "one whole JSON body: {received}");
     let stats = server.stats();
     assert_eq!((stats.requests_total, stats.connections_accepted), (1, 1));
     server.shutdown().await;

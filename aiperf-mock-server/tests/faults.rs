@@ -23,9 +23,8 @@ fn server_cfg(faults: FaultConfig, seed: u64) -> MockConfig {
 
 /// What fault a streamed chat reply shows, judged from the client side only.
 fn observed(r: &Result<Reply, String>) -> Option<FaultKind> {
-    let r = match r {
-        Err(_) => return Some(FaultKind::Drop),
-        Ok(r) => r,
+    let Ok(r) = r else {
+        return Some(FaultKind::Drop);
     };
     match r.status.as_u16() {
         500 => return Some(FaultKind::Error),

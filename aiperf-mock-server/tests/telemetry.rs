@@ -146,7 +146,7 @@ async fn vllm_metrics_reflect_served_tokens() {
     assert!(text.contains("model_name=\"Qwen/Qwen3-0.6B\""));
     assert_eq!(
         sample(&v, "vllm:generation_tokens_total{"),
-        (5 + 7 + 9 + 16) as f64
+        f64::from(5 + 7 + 9 + 16)
     );
     assert_eq!(sample(&v, "vllm:prompt_tokens_total{"), 8.0);
     assert_eq!(sample(&v, "vllm:num_requests_waiting{"), 0.0);

@@ -96,7 +96,7 @@ fn read_records_if_present(path: &Path) -> Result<Vec<RequestRow>, PlotError> {
 pub fn read_records(reader: impl BufRead, path: &Path) -> Result<Vec<RequestRow>, PlotError> {
     let mut rows = Vec::new();
     read_jsonl(reader, path, |record: RawRecord| {
-        rows.push(record.into_row())
+        rows.push(record.into_row());
     })?;
     Ok(rows)
 }

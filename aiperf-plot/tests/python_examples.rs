@@ -1,6 +1,7 @@
 //! The Python AIPerf 0.13's artifacts (`../shared/examples`) plot like ours: a streaming
 //! run with records and timeslices, a non-streaming run, and both compared.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a test says on the terminal which optional input it skipped
 
 use std::path::{Path, PathBuf};
 

@@ -55,12 +55,12 @@ impl Session {
         }
         let readiness = spec
             .readiness
-            .map(|options| options.to_readiness())
+            .map(super::spec::ReadinessOptions::to_readiness)
             .transpose()?;
         let transport = Arc::new(build_transport(&spec.transport)?);
         let tokenizer = load_run_tokenizer(config, transport.as_ref()).await?;
         let mock = start_embedded_mock_if_asked(config, &tokenizer).await?;
-        let mock_url = mock.as_ref().map(|server| server.url());
+        let mock_url = mock.as_ref().map(aiperf_mock_server::MockServer::url);
         let own_endpoint = parts.endpoint.is_some();
         let endpoint = match parts.endpoint {
             Some(endpoint) => endpoint,
@@ -129,8 +129,8 @@ impl Session {
     pub(crate) async fn cool_down(&self, pause: Duration) {
         if !pause.is_zero() {
             tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = self.cancel.cancelled() => {}
+                () = tokio::time::sleep(pause) => {}
+                () = self.cancel.cancelled() => {}
             }
         }
     }
@@ -201,10 +201,11 @@ impl Session {
         let config = self.adopt(&config)?.with_seed_drawn(rand::random::<u64>);
         let endpoint = &self.endpoint;
         // A poisoned lock only means an earlier run panicked while loading.
-        let mut own_dataset = self
-            .own_dataset
-            .as_ref()
-            .map(|source| source.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut own_dataset = self.own_dataset.as_ref().map(|source| {
+            source
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        });
         let workload = workload::load(
             config,
             endpoint.info(),
@@ -305,7 +306,9 @@ impl Session {
         tracing::info!("Wrote {} and {}", paths.csv.display(), paths.json.display());
 
         let slo_report = (!spec.slos.is_empty()).then(|| summary.check_slos(&spec.slos));
-        let slos_met = slo_report.as_ref().is_none_or(|report| report.passed());
+        let slos_met = slo_report
+            .as_ref()
+            .is_none_or(aiperf_metrics::slo::SloReport::passed);
         let outcome = outcome(&summary, slos_met);
         let (gpu_tables, telemetry_files) = match telemetry {
             Some(telemetry) => (telemetry.console, telemetry.files),

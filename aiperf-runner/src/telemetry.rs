@@ -249,7 +249,7 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(400)).await;
         let mut config = BenchmarkConfig::default();
         config.load.concurrency = Some(4);
-        let mut summary = Summary::new(config, Default::default());
+        let mut summary = Summary::new(config, aiperf_metrics::MetricsContext::default());
         let def = aiperf_metrics::catalogue::metric_def("total_output_tokens").unwrap();
         summary
             .metrics

@@ -80,13 +80,11 @@ pub(crate) async fn load(
     own_source: Option<&mut (dyn DatasetSource + Send)>,
     hooks: &mut dyn RunHooks,
 ) -> Result<Workload, WorkloadError> {
-    let dataset = match own_source {
-        Some(source) => source.load(),
-        None => {
-            let mut source =
-                built_in_source(&config, endpoint, tokenizer, transport, hooks).await?;
-            source.load()
-        }
+    let dataset = if let Some(source) = own_source {
+        source.load()
+    } else {
+        let mut source = built_in_source(&config, endpoint, tokenizer, transport, hooks).await?;
+        source.load()
     };
     let Dataset {
         mut conversations,
@@ -152,19 +150,18 @@ async fn built_in_source(
 ) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
     let input = &config.input;
     if input.public_dataset == Some(PublicDataset::Sharegpt) {
-        let path = match &input.input_file {
-            Some(path) => path.clone(),
-            None => {
-                let path = sharegpt_cache_path();
-                if !path.exists() {
-                    hooks.notice(&Notice::DownloadingShareGpt {
-                        path: &path,
-                        timeout: SHAREGPT_DOWNLOAD_TIMEOUT,
-                    });
-                    fetch_sharegpt(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT).await?;
-                }
-                path
+        let path = if let Some(path) = &input.input_file {
+            path.clone()
+        } else {
+            let path = sharegpt_cache_path();
+            if !path.exists() {
+                hooks.notice(&Notice::DownloadingShareGpt {
+                    path: &path,
+                    timeout: SHAREGPT_DOWNLOAD_TIMEOUT,
+                });
+                fetch_sharegpt(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT).await?;
             }
+            path
         };
         let keep_short_replies = input.osl_mean.is_some();
         return Ok(Box::new(ShareGptDataset::new(

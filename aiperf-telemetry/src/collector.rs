@@ -103,6 +103,7 @@ impl TelemetryConfig {
 
     /// Scrape a DCGM exporter at `url` (absolute); unreachable, it is reported once.
     /// A URL already added is not added twice.
+    #[must_use]
     pub fn gpu_endpoint(mut self, url: impl Into<String>) -> Self {
         let url = url.into();
         self.quiet_gpu_urls.retain(|u| *u != url);
@@ -113,6 +114,7 @@ impl TelemetryConfig {
     }
 
     /// Try [`DEFAULT_DCGM_ENDPOINTS`]; those that do not answer are skipped silently.
+    #[must_use]
     pub fn default_gpu_endpoints(mut self) -> Self {
         for url in DEFAULT_DCGM_ENDPOINTS {
             if !self.gpu_urls.iter().any(|u| u == url) {
@@ -124,6 +126,7 @@ impl TelemetryConfig {
     }
 
     /// Scrape a Prometheus endpoint of the inference server at `url` (absolute).
+    #[must_use]
     pub fn server_endpoint(mut self, url: impl Into<String>) -> Self {
         let url = url.into();
         if !self.server_urls.contains(&url) {
@@ -133,23 +136,27 @@ impl TelemetryConfig {
     }
 
     /// Attach an embedder's sampler whose families are read as DCGM GPU metrics.
+    #[must_use]
     pub fn gpu_sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
         self.gpu_samplers.push(sampler);
         self
     }
 
     /// Attach an embedder's sampler whose families are reported as server metrics.
+    #[must_use]
     pub fn server_sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
         self.server_samplers.push(sampler);
         self
     }
 
     /// Time between scrapes of every endpoint (default 333 ms).
+    #[must_use]
     pub fn interval(self, interval: Duration) -> Self {
         self.gpu_interval(interval).server_interval(interval)
     }
 
     /// Time between scrapes of the GPU endpoints (`AIPERF_GPU_COLLECTION_INTERVAL`).
+    #[must_use]
     pub fn gpu_interval(mut self, interval: Duration) -> Self {
         self.gpu_interval = interval;
         self
@@ -157,12 +164,14 @@ impl TelemetryConfig {
 
     /// Time between scrapes of the server endpoints
     /// (`AIPERF_SERVER_METRICS_COLLECTION_INTERVAL`).
+    #[must_use]
     pub fn server_interval(mut self, interval: Duration) -> Self {
         self.server_interval = interval;
         self
     }
 
     /// Bound on each scrape after the first (default 2 s).
+    #[must_use]
     pub fn scrape_timeout(mut self, timeout: Duration) -> Self {
         self.scrape_timeout = timeout;
         self
@@ -170,6 +179,7 @@ impl TelemetryConfig {
 
     /// Bound on the first scrape, which decides reachability (default 10 s). It runs in
     /// the background: the benchmark never waits for it.
+    #[must_use]
     pub fn reachability_timeout(mut self, timeout: Duration) -> Self {
         self.reachability_timeout = timeout;
         self
@@ -177,6 +187,7 @@ impl TelemetryConfig {
 
     /// How long after the window's end counters and histograms still take samples
     /// (default [`DEFAULT_COUNTER_GRACE`]).
+    #[must_use]
     pub fn counter_grace(mut self, grace: Duration) -> Self {
         self.counter_grace = grace;
         self

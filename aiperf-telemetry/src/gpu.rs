@@ -297,26 +297,25 @@ pub fn gpu_summaries_with_grace(
                 _ => continue,
             };
             let position = gpus.iter().position(|g| g.identity.index == index);
-            let gpu = match position {
-                Some(i) => &mut gpus[i],
-                None => {
-                    let label = |k: &str| series.label(k).map(str::to_string);
-                    gpus.push(GpuSummary {
-                        identity: GpuIdentity {
-                            index: index.to_string(),
-                            uuid: label("UUID"),
-                            model_name: label("modelName"),
-                            hostname: label("Hostname"),
-                            pci_bus_id: label("pci_bus_id"),
-                            device: label("device"),
-                            namespace: label("namespace"),
-                            pod: label("pod"),
-                        },
-                        metrics: Vec::new(),
-                    });
-                    let last = gpus.len() - 1;
-                    &mut gpus[last]
-                }
+            let gpu = if let Some(i) = position {
+                &mut gpus[i]
+            } else {
+                let label = |k: &str| series.label(k).map(str::to_string);
+                gpus.push(GpuSummary {
+                    identity: GpuIdentity {
+                        index: index.to_string(),
+                        uuid: label("UUID"),
+                        model_name: label("modelName"),
+                        hostname: label("Hostname"),
+                        pci_bus_id: label("pci_bus_id"),
+                        device: label("device"),
+                        namespace: label("namespace"),
+                        pod: label("pod"),
+                    },
+                    metrics: Vec::new(),
+                });
+                let last = gpus.len() - 1;
+                &mut gpus[last]
             };
             if gpu.metric(def.tag).is_none() {
                 gpu.metrics.push(GpuMetric { def, value });

@@ -173,7 +173,7 @@ impl PrometheusSampler {
                 "accept".to_string(),
                 "text/plain;version=0.0.4;q=0.9,*/*;q=0.1".to_string(),
             )],
-            body: Default::default(),
+            body: bytes::Bytes::new(),
             timeout: Some(timeout),
         };
         let exchange = self.transport.send(request).await;
@@ -400,6 +400,7 @@ impl Scraper {
     }
 
     /// Add one more sampler.
+    #[must_use]
     pub fn sampler(mut self, sampler: Arc<dyn Sampler>) -> Self {
         self.samplers.push(sampler);
         self
@@ -407,18 +408,21 @@ impl Scraper {
 
     /// What the endpoints serve, for the wording of log lines (default
     /// [`EndpointKind::Prometheus`]).
+    #[must_use]
     pub fn kind(mut self, kind: EndpointKind) -> Self {
         self.options.kind = kind;
         self
     }
 
     /// Time between scrape starts (default [`DEFAULT_INTERVAL`]; at least 1 ms).
+    #[must_use]
     pub fn interval(mut self, interval: Duration) -> Self {
         self.options.interval = interval.max(Duration::from_millis(1));
         self
     }
 
     /// Bound on each scrape after the first (default [`DEFAULT_SCRAPE_TIMEOUT`]).
+    #[must_use]
     pub fn scrape_timeout(mut self, timeout: Duration) -> Self {
         self.options.scrape_timeout = timeout;
         self
@@ -426,6 +430,7 @@ impl Scraper {
 
     /// Bound on the first scrape; an endpoint that fails it is skipped
     /// (default [`DEFAULT_REACHABILITY_TIMEOUT`]).
+    #[must_use]
     pub fn reachability_timeout(mut self, timeout: Duration) -> Self {
         self.options.reachability_timeout = timeout;
         self
@@ -434,6 +439,7 @@ impl Scraper {
     /// The most scrapes kept per endpoint (default [`DEFAULT_MAX_SCRAPES`], at least 2).
     /// Past it a warning is logged once and each new scrape replaces the newest stored one,
     /// so the first (baseline) and the latest survive.
+    #[must_use]
     pub fn max_scrapes_per_endpoint(mut self, max: usize) -> Self {
         self.options.max_scrapes = max.max(2);
         self
@@ -441,6 +447,7 @@ impl Scraper {
 
     /// Keep only the families with these names (e.g. [`crate::gpu::DCGM_FAMILIES`]);
     /// by default every family is kept.
+    #[must_use]
     pub fn keep_families<I, S>(mut self, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -453,6 +460,7 @@ impl Scraper {
     /// Endpoints (by sampler name) whose failed reachability probe is logged at debug level
     /// instead of as a warning: guesses such as the default DCGM ports, which are usually
     /// absent and not worth a warning.
+    #[must_use]
     pub fn quiet_when_unreachable<I, S>(mut self, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -611,7 +619,7 @@ async fn run(
     // Reachability probe. If stop comes first, one bounded attempt decides instead.
     let first = tokio::select! {
         biased;
-        _ = stopped(&mut stop) => None,
+        () = stopped(&mut stop) => None,
         result = timed(sampler, options.reachability_timeout) => Some(result),
     };
     let (first, stopping) = match first {
@@ -655,12 +663,12 @@ async fn run(
     loop {
         tokio::select! {
             biased;
-            _ = stopped(&mut stop) => break,
+            () = stopped(&mut stop) => break,
             _ = ticker.tick() => {}
         }
         let result = tokio::select! {
             biased;
-            _ = stopped(&mut stop) => break,
+            () = stopped(&mut stop) => break,
             result = timed(sampler, options.scrape_timeout) => result,
         };
         store.record(result);

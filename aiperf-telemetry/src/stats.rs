@@ -83,6 +83,7 @@ impl GaugeStats {
     }
 
     /// Every value multiplied by `factor` (a unit conversion; `factor` ≥ 0).
+    #[must_use]
     pub fn scaled(&self, factor: f64) -> GaugeStats {
         GaugeStats {
             count: self.count,

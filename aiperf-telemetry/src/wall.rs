@@ -19,8 +19,7 @@ impl WallClock {
         let instant = Instant::now();
         let wall_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-            .unwrap_or(0);
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         WallClock { instant, wall_ns }
     }
 
@@ -68,7 +67,7 @@ mod tests {
             let later = now + Duration::from_nanos(offset);
             assert_eq!(clock.wall_ns(later), 1_000_000_000_000 + offset);
             assert_eq!(clock.instant(1_000_000_000_000 + offset), later);
-            let earlier = now - Duration::from_nanos(offset);
+            let earlier = now.checked_sub(Duration::from_nanos(offset)).unwrap();
             assert_eq!(clock.wall_ns(earlier), 1_000_000_000_000 - offset);
             assert_eq!(clock.instant(1_000_000_000_000 - offset), earlier);
         }

@@ -62,7 +62,7 @@ struct Counting {
 }
 
 impl Sampler for Counting {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "counting"
     }
 

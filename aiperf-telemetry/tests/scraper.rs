@@ -201,7 +201,7 @@ struct Counting {
 }
 
 impl Sampler for Counting {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "counting"
     }
 
@@ -227,7 +227,7 @@ impl Sampler for Counting {
 struct Hanging;
 
 impl Sampler for Hanging {
-    fn name(&self) -> &str {
+    fn name(&self) -> &'static str {
         "hanging"
     }
 

@@ -5,6 +5,7 @@
 //! The format here is a minimal JSON "generate" API: `{"model", "prompt", "max_tokens"}`
 //! in, `{"text": "…"}` out, answered by a tiny server in this example so it runs anywhere:
 //! `cargo run -p aiperf-tests --example custom_endpoint`.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // an example reports its result on the terminal
 
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@
 //!
 //! Run it with `cargo run -p aiperf-tests --example custom_scheduler` (it starts the mock
 //! server on a free loopback port).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // an example reports its result on the terminal
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,17 +18,17 @@ use aiperf_endpoints::{endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::MetricsSink;
 use aiperf_mock_server::{MockConfig, MockServer};
 
-/// `size` sessions at once every `every`, `bursts` times.
+/// `size` sessions at once every `every`, `count` times.
 struct Bursts {
     size: u32,
     every: Duration,
-    bursts: u32,
+    count: u32,
     sent: u32,
 }
 
 impl Scheduler for Bursts {
     fn next_arrival(&mut self) -> Arrival {
-        if self.sent == self.size * self.bursts {
+        if self.sent == self.size * self.count {
             return Arrival::Exhausted;
         }
         let burst = self.sent / self.size;
@@ -69,7 +70,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let bursts = Bursts {
         size: 8,
         every: Duration::from_millis(250),
-        bursts: 4,
+        count: 4,
         sent: 0,
     };
     let summary = Benchmark::builder(&config)

@@ -3,6 +3,7 @@
 //!
 //! Run it with `cargo run -p aiperf-tests --example embed` (it starts the mock server on a
 //! free loopback port; point the URL at a real server instead).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // an example reports its result on the terminal
 
 use aiperf_core::{BenchmarkConfig, CancellationToken};
 use aiperf_metrics::slo::parse_slos;

@@ -4,6 +4,7 @@
 //!
 //! Run it with `cargo run -p aiperf-tests --example live_sink` (it starts the mock server
 //! on a free loopback port).
+#![allow(clippy::print_stdout, clippy::print_stderr)] // an example reports its result on the terminal
 
 use std::sync::Arc;
 

@@ -2,6 +2,7 @@
 //! (`aiperf_metrics::artifacts`) on a run the binary made against the in-process mock and
 //! on the Python AIPerf 0.13's example runs (`../shared/examples`).
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a test says on the terminal which optional input it skipped
 
 mod common;
 
@@ -71,7 +72,7 @@ async fn our_run_reads_back_as_it_was_written() {
             .iter()
             .flat_map(|line| match &line["metrics"][tag]["value"] {
                 serde_json::Value::Array(items) => {
-                    items.iter().filter_map(|v| v.as_f64()).collect()
+                    items.iter().filter_map(serde_json::Value::as_f64).collect()
                 }
                 value => value.as_f64().into_iter().collect::<Vec<_>>(),
             })

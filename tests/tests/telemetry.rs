@@ -5,6 +5,7 @@
 //! Without the binary the tests explain why and pass, unless `CI` is set: CI installs it,
 //! so there a missing binary is a failure.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a test says on the terminal which optional input it skipped
 
 mod common;
 

@@ -231,7 +231,7 @@ async fn synthetic_sessions_never_exceed_the_session_concurrency() {
         .values()
         .flat_map(|(s, e)| [(*s, 1), (*e, -1)])
         .collect();
-    events.sort();
+    events.sort_unstable();
     let (mut open, mut peak) = (0, 0);
     for (_, delta) in events {
         open += delta;

@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 /// What is sent.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Input")]
-pub struct InputArgs {
+pub(crate) struct InputArgs {
     /// Mean input sequence length of synthetic prompts, in tokens. A comma list
     /// (128,512) runs a sweep.
     #[arg(long = "isl", visible_aliases = ["prompt-input-tokens-mean", "synthetic-input-tokens-mean"],
@@ -166,7 +166,7 @@ pub struct InputArgs {
 /// passages per request.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Rankings")]
-pub struct RankingsArgs {
+pub(crate) struct RankingsArgs {
     /// Mean number of passages per ranking request.
     #[arg(long = "rankings-passages-mean", default_value_t = 1.0)]
     pub passages_mean: f64,
@@ -195,7 +195,7 @@ pub struct RankingsArgs {
 impl InputArgs {
     /// Copies the input flags into `input` (validation happens on the whole config).
     /// Fails only when --seq-dist does not parse.
-    pub fn apply(&self, input: &mut InputConfig) -> anyhow::Result<()> {
+    pub(crate) fn apply(&self, input: &mut InputConfig) -> anyhow::Result<()> {
         input.isl_mean = self.isl;
         input.isl_stddev = self.isl_stddev;
         input.osl_mean = self.osl;
@@ -244,7 +244,7 @@ impl InputArgs {
 
 impl RankingsArgs {
     /// Copies the rankings flags into `input.rankings`.
-    pub fn apply(&self, input: &mut InputConfig) {
+    pub(crate) fn apply(&self, input: &mut InputConfig) {
         let rankings = &mut input.rankings;
         rankings.passages_mean = self.passages_mean;
         rankings.passages_stddev = self.passages_stddev;
@@ -258,7 +258,7 @@ impl RankingsArgs {
 /// `--model-selection-strategy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
-pub enum ModelSelectionArg {
+pub(crate) enum ModelSelectionArg {
     /// The n-th generated turn uses model n mod k.
     RoundRobin,
     /// A uniformly drawn model per turn.
@@ -268,7 +268,7 @@ pub enum ModelSelectionArg {
 /// `--custom-dataset-type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
-pub enum CustomDatasetTypeArg {
+pub(crate) enum CustomDatasetTypeArg {
     /// One request per line.
     SingleTurn,
     /// One conversation per line.
@@ -298,14 +298,14 @@ impl CustomDatasetTypeArg {
 
 /// `--public-dataset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PublicDatasetArg {
+pub(crate) enum PublicDatasetArg {
     /// ShareGPT (Vicuna, unfiltered, cleaned split).
     Sharegpt,
 }
 
 /// `--dataset-sampling-strategy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SamplingStrategyArg {
+pub(crate) enum SamplingStrategyArg {
     /// In order, wrapping around.
     Sequential,
     /// Uniformly, with replacement.
@@ -317,7 +317,7 @@ pub enum SamplingStrategyArg {
 /// Synthetic images, audio and video.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Audio / Image / Video input")]
-pub struct MediaArgs {
+pub(crate) struct MediaArgs {
     /// Mean image width in pixels (images are sent when width and height means are above 0).
     #[arg(long = "image-width-mean", default_value_t = 0.0)]
     pub image_width_mean: f64,
@@ -443,7 +443,7 @@ impl MediaArgs {
 
 /// `--image-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ImageFormatArg {
+pub(crate) enum ImageFormatArg {
     /// PNG.
     Png,
     /// JPEG (quality 85, no chroma subsampling).
@@ -454,7 +454,7 @@ pub enum ImageFormatArg {
 
 /// `--audio-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AudioFormatArg {
+pub(crate) enum AudioFormatArg {
     /// PCM WAV.
     Wav,
     /// MP3 (rejected: no encoder).
@@ -464,7 +464,7 @@ pub enum AudioFormatArg {
 /// `--video-synth-type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
-pub enum VideoSynthTypeArg {
+pub(crate) enum VideoSynthTypeArg {
     /// Moving coloured squares.
     MovingShapes,
     /// A grid whose lit cell counts frames.
@@ -475,7 +475,7 @@ pub enum VideoSynthTypeArg {
 
 /// `--video-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum VideoFormatArg {
+pub(crate) enum VideoFormatArg {
     /// WebM.
     Webm,
     /// MP4.

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 /// How the load is applied and when the benchmark stops.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Load")]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Maximum sessions in flight (closed loop); with --request-rate, a cap. A comma
     /// list (1,2,4) runs a parameter sweep, one point per value (see --sweep-type).
     #[arg(long)]
@@ -171,7 +171,7 @@ impl From<ArrivalPatternArg> for ArrivalPattern {
 
 impl LoadArgs {
     /// The load configuration these flags describe (validated with the whole config).
-    pub fn to_config(&self) -> LoadConfig {
+    pub(crate) fn to_config(&self) -> LoadConfig {
         LoadConfig {
             concurrency: self.concurrency,
             concurrency_ramp_duration: self.concurrency_ramp_duration,

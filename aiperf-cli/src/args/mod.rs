@@ -10,14 +10,14 @@ mod input;
 mod load;
 mod runs;
 
-pub use input::{InputArgs, RankingsArgs};
-pub use load::LoadArgs;
-pub use runs::{RunsArgs, SweepType};
+pub(crate) use input::{InputArgs, RankingsArgs};
+pub(crate) use load::LoadArgs;
+pub(crate) use runs::{RunsArgs, SweepType};
 
 /// Benchmark generative-AI inference servers.
 #[derive(Debug, Parser)]
 #[command(name = "aiperf", version, about, long_about = None)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -25,7 +25,7 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a benchmark against a server and write its metrics.
     Profile(Box<ProfileArgs>),
     /// Analyze a mooncake trace for ISL/OSL distributions and prefix-cache hit rates.
@@ -45,7 +45,7 @@ pub enum Command {
 
 /// `aiperf profile`.
 #[derive(Debug, Args)]
-pub struct ProfileArgs {
+pub(crate) struct ProfileArgs {
     #[command(flatten)]
     pub endpoint: EndpointArgs,
     #[command(flatten)]
@@ -65,7 +65,7 @@ pub struct ProfileArgs {
 /// Where requests go and what they look like.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Endpoint")]
-pub struct EndpointArgs {
+pub(crate) struct EndpointArgs {
     /// Model name(s) to benchmark; the first is the primary model. Comma or space separated.
     #[arg(short = 'm', long = "model", visible_alias = "model-names", required = true,
           num_args = 1.., value_delimiter = ',')]
@@ -153,7 +153,7 @@ pub struct EndpointArgs {
 
 /// How connections are reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ConnectionReuse {
+pub(crate) enum ConnectionReuse {
     Pooled,
     Never,
     /// One connection per conversation, closed after its last turn.
@@ -163,7 +163,7 @@ pub enum ConnectionReuse {
 
 /// `--wait-for-model-mode`: what counts as ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WaitModeArg {
+pub(crate) enum WaitModeArg {
     /// `GET /v1/models` lists the model.
     Models,
     /// A one-token request to the benchmarked endpoint succeeds.
@@ -174,7 +174,7 @@ pub enum WaitModeArg {
 
 impl EndpointArgs {
     /// The wait `--wait-for-model-*` asks for, if any (checked before the run starts).
-    pub fn readiness(&self) -> anyhow::Result<Option<Readiness>> {
+    pub(crate) fn readiness(&self) -> anyhow::Result<Option<Readiness>> {
         let timeout = self.wait_for_model_timeout;
         if timeout == 0.0 {
             return Ok(None);
@@ -202,7 +202,7 @@ impl EndpointArgs {
 /// What is written and shown.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Output")]
-pub struct OutputArgs {
+pub(crate) struct OutputArgs {
     /// Directory for artifacts. Default: artifacts/<model>-openai-<endpoint>-<load>.
     #[arg(long = "artifact-dir", visible_alias = "output-artifact-dir")]
     pub artifact_dir: Option<PathBuf>,
@@ -260,7 +260,7 @@ pub struct OutputArgs {
 
 impl OutputArgs {
     /// The log level that `--log-level`, `-v` and `-vv` ask for: the most detailed one.
-    pub fn effective_log_level(&self) -> LogLevel {
+    pub(crate) fn effective_log_level(&self) -> LogLevel {
         let from_flags = match (self.verbose, self.extra_verbose) {
             (_, true) | (2.., _) => LogLevel::Trace,
             (1, _) => LogLevel::Debug,
@@ -274,7 +274,7 @@ impl OutputArgs {
     }
 
     /// Whether `-v`, `-vv` or `--extra-verbose` was given.
-    pub fn is_verbose(&self) -> bool {
+    pub(crate) fn is_verbose(&self) -> bool {
         self.verbose > 0 || self.extra_verbose
     }
 }
@@ -283,7 +283,7 @@ impl OutputArgs {
 /// CRITICAL as ERROR).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "UPPER")]
-pub enum LogLevel {
+pub(crate) enum LogLevel {
     Trace,
     Debug,
     Info,
@@ -296,7 +296,7 @@ pub enum LogLevel {
 
 impl LogLevel {
     /// The `tracing` level this maps to.
-    pub fn tracing_level(self) -> tracing::Level {
+    pub(crate) fn tracing_level(self) -> tracing::Level {
         match self {
             Self::Trace => tracing::Level::TRACE,
             Self::Debug => tracing::Level::DEBUG,
@@ -309,7 +309,7 @@ impl LogLevel {
 
 /// Export levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportLevelArg {
+pub(crate) enum ExportLevelArg {
     Summary,
     Records,
     Raw,
@@ -317,7 +317,7 @@ pub enum ExportLevelArg {
 
 /// Live displays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum UiType {
+pub(crate) enum UiType {
     /// No live display.
     None,
     /// A progress bar per phase with rate and errors (on stderr).
@@ -327,7 +327,7 @@ pub enum UiType {
 }
 
 /// Rewrites `--some_flag` as `--some-flag` (the Python AIPerf accepts both spellings).
-pub fn normalise_flag_spelling(args: impl IntoIterator<Item = String>) -> Vec<String> {
+pub(crate) fn normalise_flag_spelling(args: impl IntoIterator<Item = String>) -> Vec<String> {
     args.into_iter()
         .map(|arg| match arg.strip_prefix("--") {
             Some(rest) if !rest.is_empty() => {
@@ -348,7 +348,7 @@ pub fn normalise_flag_spelling(args: impl IntoIterator<Item = String>) -> Vec<St
 
 /// `aiperf analyze-trace`.
 #[derive(Debug, Args)]
-pub struct AnalyzeTraceArgs {
+pub(crate) struct AnalyzeTraceArgs {
     /// Mooncake-style JSONL trace (`input_length`, `output_length`, optional `hash_ids`).
     #[arg(value_name = "INPUT_FILE")]
     pub input_file: PathBuf,
@@ -364,7 +364,7 @@ pub struct AnalyzeTraceArgs {
 
 /// `aiperf compare`.
 #[derive(Debug, Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// Artifact directory of the reference run (holds profile_export_aiperf.json).
     #[arg(value_name = "BASELINE_DIR")]
     pub baseline: PathBuf,
@@ -401,7 +401,7 @@ pub struct CompareArgs {
 
 /// `aiperf plot`.
 #[derive(Debug, Args)]
-pub struct PlotArgs {
+pub(crate) struct PlotArgs {
     /// Run artifact directories. One directory holding profile_export.jsonl (or
     /// profile_export_aiperf.json) plots that run; a directory whose subfolders hold runs, or
     /// several directories, compares the runs.
@@ -419,7 +419,7 @@ pub struct PlotArgs {
 
 /// `aiperf plot --theme`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlotTheme {
+pub(crate) enum PlotTheme {
     /// Dark text on white.
     Light,
     /// Light text on a dark background.
@@ -435,7 +435,7 @@ mod tests {
             ["aiperf", "profile"]
                 .iter()
                 .chain(args)
-                .map(|s| s.to_string()),
+                .map(std::string::ToString::to_string),
         );
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Profile(args) => *args,

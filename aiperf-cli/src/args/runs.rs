@@ -6,7 +6,7 @@ use clap::{Args, ValueEnum};
 /// Repeated runs and parameter sweeps.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Multi-run confidence and sweeps")]
-pub struct RunsArgs {
+pub(crate) struct RunsArgs {
     /// Run the benchmark this many times (1–10) and aggregate the runs: mean, sample std
     /// and a Student-t confidence interval per metric in aggregate/.
     #[arg(long = "num-profile-runs", default_value_t = 1,
@@ -68,7 +68,7 @@ pub struct RunsArgs {
 
 /// How the lists of a sweep combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SweepType {
+pub(crate) enum SweepType {
     /// Every combination (cartesian product).
     Grid,
     /// The i-th value of every list together.
@@ -77,12 +77,12 @@ pub enum SweepType {
 
 impl RunsArgs {
     /// True unless `--no-profile-run-disable-warmup-after-first`.
-    pub fn warmup_only_before_first_run(&self) -> bool {
+    pub(crate) fn warmup_only_before_first_run(&self) -> bool {
         !self.no_profile_run_disable_warmup_after_first
     }
 
     /// True unless `--no-set-consistent-seed`.
-    pub fn consistent_seed(&self) -> bool {
+    pub(crate) fn consistent_seed(&self) -> bool {
         !self.no_set_consistent_seed
     }
 }

@@ -12,7 +12,7 @@ const TICKS_PER_SECOND: f64 = 100.0;
 
 /// Measures CPU use between successive samples.
 #[derive(Debug)]
-pub struct CpuSampler {
+pub(super) struct CpuSampler {
     cores: usize,
     last: Option<(Instant, u64)>,
     /// Each thread's ticks at the last sample, by thread id.
@@ -21,7 +21,7 @@ pub struct CpuSampler {
 
 /// CPU use over the last interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CpuUse {
+pub(super) struct CpuUse {
     /// Percent of all the machine's cores (100 = every core busy).
     pub percent_of_machine: f64,
     /// How many cores the machine offers this process.
@@ -32,9 +32,9 @@ pub struct CpuUse {
 
 impl CpuSampler {
     /// A sampler; the first [`sample`](Self::sample) only sets the baseline.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cores: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             last: None,
             threads: HashMap::new(),
         }
@@ -42,7 +42,7 @@ impl CpuSampler {
 
     /// CPU use since the previous sample (at least `min_interval` ago), or `None` when
     /// there is no previous sample yet or `/proc` cannot be read.
-    pub fn sample(&mut self, min_interval: Duration) -> Option<CpuUse> {
+    pub(super) fn sample(&mut self, min_interval: Duration) -> Option<CpuUse> {
         let now = Instant::now();
         if let Some((at, _)) = self.last {
             if now.duration_since(at) < min_interval {

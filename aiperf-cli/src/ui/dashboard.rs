@@ -39,7 +39,7 @@ const HISTORY_POINTS: usize = 600;
 
 /// Everything the dashboard shows at one instant.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DashboardState {
+pub(super) struct DashboardState {
     /// `Warming up` or `Profiling`.
     pub phase: &'static str,
     /// Time since the phase started.
@@ -71,7 +71,7 @@ pub struct DashboardState {
 }
 
 /// Draws `state` over the whole frame.
-pub fn render(frame: &mut Frame, state: &DashboardState) {
+pub(super) fn render(frame: &mut Frame, state: &DashboardState) {
     let [progress, rates, middle, bottom, footer] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Length(5),
@@ -132,7 +132,7 @@ fn render_progress(frame: &mut Frame, area: Rect, state: &DashboardState) {
         ),
         StopCondition::Seconds(total) => (
             state.elapsed.as_secs_f64() / total.max(1e-9),
-            format!("{}/{total:.0} s", secs),
+            format!("{secs}/{total:.0} s"),
         ),
         StopCondition::Open => (0.0, format!("{} requests", state.completed)),
     };
@@ -318,7 +318,7 @@ impl Rates {
 /// Draws until `stop` is set, then gives the terminal back. Without a terminal on stdout
 /// it logs why and returns: the run goes on without a display (and a pipe gets no escape
 /// sequences).
-pub fn run(watched: &Watched, stop: &AtomicBool) {
+pub(super) fn run(watched: &Watched, stop: &AtomicBool) {
     if !std::io::stdout().is_terminal() {
         tracing::warn!("the dashboard needs a terminal on stdout: no live display");
         return;

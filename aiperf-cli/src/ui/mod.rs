@@ -22,7 +22,7 @@ const REFRESH: Duration = Duration::from_millis(250);
 
 /// The display to use: the one asked for, else the dashboard on a terminal (the simple
 /// bars when verbose, as the Python AIPerf does), else none (a pipe or a CI log).
-pub fn default_ui(requested: Option<UiType>, stdout_is_tty: bool, verbose: bool) -> UiType {
+pub(crate) fn default_ui(requested: Option<UiType>, stdout_is_tty: bool, verbose: bool) -> UiType {
     match requested {
         Some(ui) => ui,
         None if !stdout_is_tty => UiType::None,
@@ -33,7 +33,7 @@ pub fn default_ui(requested: Option<UiType>, stdout_is_tty: bool, verbose: bool)
 
 /// What a display watches.
 #[derive(Debug, Clone)]
-pub struct Watched {
+pub(crate) struct Watched {
     /// The engine's counters for the current phase.
     pub progress: Arc<Progress>,
     /// Latencies and token counts of the profiling records processed so far.
@@ -47,14 +47,14 @@ pub struct Watched {
 /// A running display; [`finish`](Self::finish) (or dropping it) stops it and gives the
 /// terminal back.
 #[derive(Debug)]
-pub struct LiveDisplay {
+pub(crate) struct LiveDisplay {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl LiveDisplay {
     /// Stops the display and waits until the terminal is restored.
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         drop(self);
     }
 }
@@ -70,7 +70,7 @@ impl Drop for LiveDisplay {
 }
 
 /// Starts the `ui` display on its own thread; `None` for [`UiType::None`].
-pub fn spawn(ui: UiType, watched: Watched) -> Option<LiveDisplay> {
+pub(crate) fn spawn(ui: UiType, watched: Watched) -> Option<LiveDisplay> {
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = Arc::clone(&stop);
     let body: Box<dyn FnOnce() + Send> = match ui {

@@ -66,7 +66,7 @@ impl PhaseBar {
 
 /// Draws until `stop` is set; the finished bars stay on screen as last drawn (`abandon`,
 /// not `finish`, which would fill them whatever the count).
-pub fn run(watched: &Watched, stop: &AtomicBool) {
+pub(super) fn run(watched: &Watched, stop: &AtomicBool) {
     let bars = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(4));
     logging::print_above(Some(bars.clone()));
     let mut warmup = watched

@@ -579,7 +579,7 @@ mod tests {
                     osl_stddev: 0.0,
                     prob: 50.0,
                 }],
-            })
+            });
         });
         assert_eq!(
             err(config),

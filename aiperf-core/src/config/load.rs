@@ -317,7 +317,7 @@ impl LoadConfig {
                 })
             }
             (None, None) if self.user_centric.is_none() => {
-                self.arrival_pattern = Some(ArrivalPattern::ConcurrencyBurst)
+                self.arrival_pattern = Some(ArrivalPattern::ConcurrencyBurst);
             }
             _ => {}
         }
@@ -506,7 +506,7 @@ mod tests {
                     c.load.user_centric = Some(UserCentricConfig {
                         rate: 5.0,
                         num_users: 0,
-                    })
+                    });
                 }),
                 "load.num_users must be at least 1, got 0",
             ),
@@ -647,7 +647,7 @@ mod tests {
             (
                 "custom type without a file",
                 Box::new(|c| {
-                    c.input.custom_dataset_type = Some(crate::config::CustomDatasetType::MultiTurn)
+                    c.input.custom_dataset_type = Some(crate::config::CustomDatasetType::MultiTurn);
                 }),
                 "input.custom_dataset_type requires input.input_file",
             ),

@@ -272,11 +272,7 @@ impl BenchmarkConfig {
 
     /// The primary model (the first one).
     pub fn primary_model(&self) -> &str {
-        self.endpoint
-            .models
-            .first()
-            .map(String::as_str)
-            .unwrap_or("")
+        self.endpoint.models.first().map_or("", String::as_str)
     }
 
     /// The grace period after the duration elapses (an infinite one is `Duration::MAX`).

@@ -54,6 +54,7 @@ impl ValidatedConfig {
 
     /// The configuration with `random_seed` set, drawing one when none was given, so
     /// that a run records the seed it used.
+    #[must_use]
     pub fn with_seed_drawn(self, draw: impl FnOnce() -> u64) -> Self {
         if self.config.input.random_seed.is_some() {
             return self;

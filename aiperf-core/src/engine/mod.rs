@@ -170,12 +170,14 @@ impl Benchmark<crate::sink::CollectRecords> {
 
 impl BenchmarkBuilder {
     /// The request/response format.
+    #[must_use]
     pub fn endpoint(mut self, endpoint: Arc<dyn Endpoint>) -> Self {
         self.endpoint = Some(endpoint);
         self
     }
 
     /// The HTTP client.
+    #[must_use]
     pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
         self.transport = Some(transport);
         self
@@ -183,6 +185,7 @@ impl BenchmarkBuilder {
 
     /// The conversations to send, drawn by `sampling` (seeded from the configuration's
     /// random seed).
+    #[must_use]
     pub fn conversations(
         mut self,
         conversations: Vec<Conversation>,
@@ -195,12 +198,14 @@ impl BenchmarkBuilder {
 
     /// Adds a phase instead of those the configuration describes; phases run in the
     /// order added. For load shapes of your own (a custom [`Scheduler`](crate::Scheduler)).
+    #[must_use]
     pub fn phase(mut self, plan: PhasePlan) -> Self {
         self.phases.push(plan);
         self
     }
 
     /// Adds phases in order (see [`phase`](Self::phase)).
+    #[must_use]
     pub fn phases(mut self, plans: impl IntoIterator<Item = PhasePlan>) -> Self {
         self.phases.extend(plans);
         self
@@ -208,12 +213,14 @@ impl BenchmarkBuilder {
 
     /// A token that stops the run early when cancelled (e.g. on Ctrl-C). Records already
     /// finished are kept; requests in flight are abandoned.
+    #[must_use]
     pub fn cancel_token(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
         self
     }
 
     /// Counters to poll for a progress display.
+    #[must_use]
     pub fn progress(mut self, progress: Arc<Progress>) -> Self {
         self.progress = progress;
         self
@@ -429,7 +436,7 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
     let conversation = Arc::clone(&credit.conversation);
     let turn = conversation.turns.get(credit.turn_index);
     let input_text = input_text
-        .unwrap_or_else(|| conversation.input_text(turn.map(std::slice::from_ref).unwrap_or(&[])));
+        .unwrap_or_else(|| conversation.input_text(turn.map_or(&[], std::slice::from_ref)));
     let requested_max_tokens = turn.and_then(|t| t.max_tokens);
     let mut record = RequestRecord {
         credit_issued_ns: clock.perf_ns(credit.issued_at),

@@ -142,7 +142,7 @@ impl PhaseRunner {
             Arrival::Exhausted => {}
             first => {
                 self.issue_open_loop(scheduler, first, &state, &slots, &mut tasks)
-                    .await
+                    .await;
             }
         }
         let sending_end = Instant::now();
@@ -175,8 +175,8 @@ impl PhaseRunner {
         loop {
             let permit = tokio::select! {
                 biased;
-                _ = self.cancel.cancelled() => break,
-                _ = &mut deadline => break,
+                () = self.cancel.cancelled() => break,
+                () = &mut deadline => break,
                 permit = Arc::clone(slots).acquire_owned() => match permit {
                     Ok(permit) => permit,
                     Err(_) => break,
@@ -304,8 +304,8 @@ impl PhaseRunner {
         loop {
             tokio::select! {
                 biased;
-                _ = self.cancel.cancelled() => break,
-                _ = &mut give_up => { grace_expired = true; break }
+                () = self.cancel.cancelled() => break,
+                () = &mut give_up => { grace_expired = true; break }
                 next = tasks.join_next() => if next.is_none() { return (0, false) },
             }
         }

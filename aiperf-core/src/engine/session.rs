@@ -199,7 +199,7 @@ impl PhaseRunner {
                 tokio::select! {
                     biased;
                     exchange = &mut send => exchange,
-                    _ = first_chunk.notified() => {
+                    () = first_chunk.notified() => {
                         drop(slot);
                         send.await
                     }

@@ -194,6 +194,7 @@ impl RateScheduler {
 
     /// Starts at `rate × 0.1 / ramp` and rises linearly to the rate over `ramp`, in
     /// 0.1 s steps (`--request-rate-ramp-duration`). A ramp shorter than one step is none.
+    #[must_use]
     pub fn with_ramp(mut self, ramp: Duration) -> Self {
         let duration_secs = ramp.as_secs_f64();
         self.ramp = (duration_secs > RateRamp::STEP_SECS).then(|| RateRamp {
@@ -294,7 +295,10 @@ mod tests {
         let spread = |shape: f64| {
             let mut s = RateScheduler::new(10.0, ArrivalPattern::Gamma, Some(shape), 3).unwrap();
             let at = offsets(&mut s, 5_000);
-            let gaps: Vec<f64> = at.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()).collect();
+            let gaps: Vec<f64> = at
+                .windows(2)
+                .map(|w| w[1].checked_sub(w[0]).unwrap().as_secs_f64())
+                .collect();
             let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
             let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64;
             (mean, var.sqrt() / mean)
@@ -316,7 +320,10 @@ mod tests {
             .with_ramp(Duration::from_secs(1));
         let at = offsets(&mut s, 400);
         let gaps: Vec<f64> = std::iter::once(at[0].as_secs_f64())
-            .chain(at.windows(2).map(|w| (w[1] - w[0]).as_secs_f64()))
+            .chain(
+                at.windows(2)
+                    .map(|w| w[1].checked_sub(w[0]).unwrap().as_secs_f64()),
+            )
             .collect();
         assert!(
             (gaps[0] - 0.1).abs() < 1e-8,

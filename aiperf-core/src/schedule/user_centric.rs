@@ -123,6 +123,8 @@ fn gcd(a: u64, b: u64) -> u64 {
 }
 
 /// The smallest integer above 1 that is coprime with `n` (1 when `n <= 2`).
+// Finite: n + 1 is always coprime with n.
+#[allow(clippy::maybe_infinite_iter)]
 fn coprime_step(n: u64) -> u64 {
     if n <= 2 {
         return 1;

@@ -12,7 +12,7 @@ use aiperf_core::{
 
 /// A valid configuration of model `m` at a URL the in-memory transports ignore, with the
 /// changes `change` makes.
-pub fn config_with(change: impl FnOnce(&mut BenchmarkConfig)) -> ValidatedConfig {
+pub(crate) fn config_with(change: impl FnOnce(&mut BenchmarkConfig)) -> ValidatedConfig {
     let mut config = BenchmarkConfig::default();
     config.endpoint.models = vec!["m".into()];
     config.endpoint.urls = vec!["http://127.0.0.1:1".into()];
@@ -22,11 +22,11 @@ pub fn config_with(change: impl FnOnce(&mut BenchmarkConfig)) -> ValidatedConfig
 }
 
 /// [`config_with`] without changes.
-pub fn config() -> ValidatedConfig {
+pub(crate) fn config() -> ValidatedConfig {
     config_with(|_| {})
 }
 
-pub const INFO: EndpointInfo = EndpointInfo {
+pub(crate) const INFO: EndpointInfo = EndpointInfo {
     name: "echo",
     default_path: "/echo",
     streaming_path: None,
@@ -38,7 +38,7 @@ pub const INFO: EndpointInfo = EndpointInfo {
 };
 
 /// Sends the current (last) turn's text as the body; every chunk parses to one response.
-pub struct Echo;
+pub(crate) struct Echo;
 
 impl Endpoint for Echo {
     fn info(&self) -> &EndpointInfo {
@@ -75,7 +75,7 @@ impl Endpoint for Echo {
 }
 
 /// Sends `role=text` of every turn, joined by `|`; replies `re:` + the last entry.
-pub struct Transcript;
+pub(crate) struct Transcript;
 
 impl Endpoint for Transcript {
     fn info(&self) -> &EndpointInfo {
@@ -118,7 +118,7 @@ impl Endpoint for Transcript {
 /// whole body after `latency`. Honours the engine's cancellation and first-chunk
 /// controls and tracks peak concurrency, overall and before the first chunk.
 #[derive(Default)]
-pub struct SlowEcho {
+pub(crate) struct SlowEcho {
     pub latency: Duration,
     pub ttft: Option<Duration>,
     pub in_flight: AtomicUsize,
@@ -195,7 +195,7 @@ impl Transport for SlowEcho {
 }
 
 /// `n` single-turn conversations `c0`… saying `hello <i>`.
-pub fn dataset(n: usize) -> Vec<Conversation> {
+pub(crate) fn dataset(n: usize) -> Vec<Conversation> {
     (0..n)
         .map(|i| Conversation {
             session_id: format!("c{i}"),

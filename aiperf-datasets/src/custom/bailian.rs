@@ -115,7 +115,7 @@ fn into_sessions(requests: Vec<Request>) -> Vec<Conversation> {
         .into_iter()
         .map(|mut members| {
             members.sort_by_key(|r| r.turn_number);
-            let root = members.first().map(|r| root_of(r.chat_id)).unwrap_or(0);
+            let root = members.first().map_or(0, |r| root_of(r.chat_id));
             Conversation {
                 session_id: format!("bailian-{root}"),
                 turns: members.into_iter().map(|r| r.turn).collect(),

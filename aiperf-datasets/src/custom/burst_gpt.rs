@@ -53,7 +53,7 @@ pub(crate) fn load(
             continue;
         }
         let row = split_row(&line).map_err(|m| csv_error(line_no, m))?;
-        let cell = |column: usize| row.get(columns[column]).map(|s| s.trim()).unwrap_or("");
+        let cell = |column: usize| row.get(columns[column]).map_or("", |s| s.trim());
         let bad = |column: usize, expected: &str| {
             let text = cell(column);
             csv_error(line_no, format!("expected {expected}, got {text:?}"))

@@ -32,7 +32,10 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
     }
     let first = first_line(path)?;
     let unknown = |why: &str| {
-        let types: Vec<&str> = CustomDatasetType::ALL.iter().map(|t| t.as_str()).collect();
+        let types: Vec<&str> = CustomDatasetType::ALL
+            .iter()
+            .map(aiperf_core::config::CustomDatasetType::as_str)
+            .collect();
         DatasetFileError::file(
             path,
             DatasetFileErrorKind::UnknownFormat,

@@ -73,12 +73,14 @@ impl DatasetFileError {
     }
 
     /// The same error, located at `line`.
+    #[must_use]
     pub fn at_line(mut self, line: usize) -> Self {
         self.line = Some(line);
         self
     }
 
     /// The same error, about `field`.
+    #[must_use]
     pub fn in_field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
         self

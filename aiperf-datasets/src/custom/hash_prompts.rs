@@ -10,7 +10,7 @@ use crate::{SyntheticError, Tokenizer};
 
 /// The longest prompt a trace line may ask for, in tokens: far beyond any model's
 /// context, and small enough that a typo such as an extra digit cannot exhaust memory.
-pub const MAX_PROMPT_TOKENS: u64 = 1 << 24;
+pub(super) const MAX_PROMPT_TOKENS: u64 = 1 << 24;
 
 /// Makes the prompts of a trace: one cached token block per hash id, and independent
 /// exact-length prompts for lines without hash ids. Same seed and tokenizer, same

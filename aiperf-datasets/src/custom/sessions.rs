@@ -31,18 +31,16 @@ impl Sessions {
     /// Appends `turn` to the session `session_id` (a new conversation when `None` or not
     /// seen yet); returns the conversation's index.
     pub(crate) fn push(&mut self, session_id: Option<String>, turn: Turn) -> usize {
-        let index = match session_id {
-            Some(id) => match self.by_id.get(&id) {
-                Some(&index) => index,
-                None => {
-                    self.by_id.insert(id.clone(), self.conversations.len());
-                    self.open(id)
-                }
-            },
-            None => {
-                let id = session_uuid(&mut self.ids);
+        let index = if let Some(id) = session_id {
+            if let Some(&index) = self.by_id.get(&id) {
+                index
+            } else {
+                self.by_id.insert(id.clone(), self.conversations.len());
                 self.open(id)
             }
+        } else {
+            let id = session_uuid(&mut self.ids);
+            self.open(id)
         };
         self.conversations[index].turns.push(turn);
         index

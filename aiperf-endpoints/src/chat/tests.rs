@@ -27,6 +27,8 @@ fn response(exchange: &RawExchange, chunk: usize, text: &str, reasoning: &str) -
     }
 }
 
+/// The `usage` a response carries, from its JSON.
+#[allow(clippy::unnecessary_wraps)] // reads like the optional field it fills
 fn usage(value: serde_json::Value) -> Option<Usage> {
     Some(Usage(value.as_object().unwrap().clone()))
 }

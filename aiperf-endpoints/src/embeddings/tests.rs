@@ -4,6 +4,8 @@ use serde_json::json;
 use super::*;
 use crate::test_support::{at, body, exchange, input, round_trip};
 
+/// The `usage` a response carries, from its JSON.
+#[allow(clippy::unnecessary_wraps)] // reads like the optional field it fills
 fn usage(value: Value) -> Option<Usage> {
     Some(Usage(value.as_object().unwrap().clone()))
 }

@@ -64,7 +64,7 @@ impl FieldPath {
         let mut steps = Vec::new();
         for part in path.split('.') {
             let (name, mut indices) = part.split_once('[').map_or((part, ""), |(name, rest)| {
-                (name, &part[name.len()..][..rest.len() + 1])
+                (name, &part[name.len()..][..=rest.len()])
             });
             if name.is_empty() && indices.is_empty() {
                 return Err(invalid());
@@ -97,7 +97,7 @@ enum Found<'a> {
     Data,
 }
 
-impl<'a> Found<'a> {
+impl Found<'_> {
     fn is_nothing(&self) -> bool {
         *self == Found::Nothing
     }

@@ -235,10 +235,7 @@ async fn a_silent_server_times_out_after_the_request_timeout() {
     let exchange = transport().send(post(&server.url, Some(timeout))).await;
     assert_eq!(exchange.error, Some(TransportError::Timeout(timeout)));
     let took = exchange.ended_at - exchange.started_at;
-    assert!(
-        took >= timeout && took < Duration::from_millis(1000),
-        "{took:?}"
-    );
+    assert!(took >= timeout && took < Duration::from_secs(1), "{took:?}");
 }
 
 #[tokio::test]
@@ -290,7 +287,7 @@ async fn the_first_chunk_is_signalled_once_it_is_stamped() {
     let send = transport.send_controlled(post(&server.url, None), control);
     tokio::pin!(send);
     let signalled_at = tokio::select! {
-        _ = first_chunk.notified() => std::time::Instant::now(),
+        () = first_chunk.notified() => std::time::Instant::now(),
         _ = &mut send => panic!("the exchange ended before the first chunk was signalled"),
     };
     let exchange = send.await;

@@ -45,13 +45,17 @@ impl TextTable {
     pub fn new(title: impl Into<String>, headers: &[&str]) -> Self {
         Self {
             title: title.into(),
-            headers: headers.iter().map(|h| h.to_string()).collect(),
+            headers: headers
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
             rows: Vec::new(),
             left_aligned: vec![false; headers.len()],
         }
     }
 
     /// Left-aligns column `index`.
+    #[must_use]
     pub fn left_align(mut self, index: usize) -> Self {
         if let Some(slot) = self.left_aligned.get_mut(index) {
             *slot = true;
@@ -119,8 +123,7 @@ impl TextTable {
                         let text = row
                             .get(c)
                             .and_then(|cell| cell.get(line))
-                            .map(String::as_str)
-                            .unwrap_or("");
+                            .map_or("", String::as_str);
                         pad(text, c)
                     })
                     .collect();
@@ -195,11 +198,7 @@ pub fn error_table(summary: &Summary) -> Option<TextTable> {
             .collect::<String>()
             .replace(['\n', '\r'], " ");
         table.row(vec![
-            vec![e
-                .error
-                .code
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "N/A".into())],
+            vec![e.error.code.map_or_else(|| "N/A".into(), |c| c.to_string())],
             vec![e.error.kind.clone().unwrap_or_else(|| "N/A".into())],
             vec![message],
             vec![e.count.to_string()],

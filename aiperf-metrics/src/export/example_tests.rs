@@ -21,12 +21,11 @@ fn example(dir: &str, file: &str) -> Option<String> {
         .join("../../shared/examples")
         .join(dir)
         .join(file);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(_) => {
-            eprintln!("skipping: {} not found", path.display());
-            None
-        }
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        Some(text)
+    } else {
+        eprintln!("skipping: {} not found", path.display());
+        None
     }
 }
 

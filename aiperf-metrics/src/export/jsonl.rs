@@ -203,12 +203,11 @@ pub fn record_line(
     let error = if metrics.valid {
         None
     } else {
-        let e: &ErrorDetails = match &record.error {
-            Some(e) => e,
-            None => {
-                invalid = ErrorDetails::invalid_result();
-                &invalid
-            }
+        let e: &ErrorDetails = if let Some(e) = &record.error {
+            e
+        } else {
+            invalid = ErrorDetails::invalid_result();
+            &invalid
         };
         Some(ErrorJson {
             code: e.code,
@@ -244,6 +243,7 @@ impl JsonlWriter {
     }
 
     /// Adds each record's transport stamps as `trace_data` (`--export-http-trace`).
+    #[must_use]
     pub fn with_http_trace(self, enabled: bool) -> Self {
         self.http_trace.store(enabled, Ordering::Relaxed);
         self

@@ -396,7 +396,7 @@ mod tests {
             .metadata()
             .row_groups()
             .iter()
-            .map(|g| g.num_rows())
+            .map(parquet::file::metadata::RowGroupMetaData::num_rows)
             .collect();
         assert_eq!(groups, vec![ROW_GROUP_ROWS as i64, 7]);
         let schema = builder.schema().clone();

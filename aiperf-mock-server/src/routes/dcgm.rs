@@ -69,7 +69,10 @@ pub(crate) fn render(state: &State, n: u32) -> Option<String> {
     let in_flight = state.stats.in_flight.load(Relaxed).max(0);
     let now = Instant::now();
     let (load, power, energy) = {
-        let mut guard = state.dcgm.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = state
+            .dcgm
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let ex = guard.exporters.get_mut(n as usize - 1)?;
         let dt = now.saturating_duration_since(ex.last).as_secs_f64();
         if dt > 0.0 {
@@ -86,7 +89,7 @@ pub(crate) fn render(state: &State, n: u32) -> Option<String> {
         let load = load_of(ex.rate, in_flight, cfg.saturation_tps);
         for g in 0..ex.power.len() {
             let p = power_of(&spec, load) * variation(n, g as u32);
-            ex.energy_mj[g] += (ex.power[g] + p) / 2.0 * dt * 1000.0;
+            ex.energy_mj[g] += f64::midpoint(ex.power[g], p) * dt * 1000.0;
             ex.power[g] = p;
         }
         (load, ex.power.clone(), ex.energy_mj.clone())

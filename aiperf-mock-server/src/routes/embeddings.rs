@@ -47,7 +47,9 @@ pub fn embedding(text: &str, dims: usize) -> Vec<f32> {
         .sum::<f64>()
         .sqrt()
         .max(f64::MIN_POSITIVE);
-    v.iter_mut().for_each(|x| *x /= norm);
+    for x in &mut v {
+        *x /= norm;
+    }
     v.into_iter().map(|x| x as f32).collect()
 }
 

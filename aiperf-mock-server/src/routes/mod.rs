@@ -113,8 +113,7 @@ pub(crate) fn budget(name: &str, v: Option<u64>) -> Result<Option<u32>, ApiError
 pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// JSON string literal (with quotes) of `s`.
@@ -292,7 +291,7 @@ pub(crate) struct StreamFrames {
 
 impl StreamFrames {
     /// Frames for events of type `object` (e.g. `chat.completion.chunk`).
-    pub fn new(
+    pub(crate) fn new(
         object: &str,
         id: &str,
         created: u64,
@@ -331,7 +330,7 @@ impl StreamFrames {
 
     /// Ends one event after its choice's last field: the `finish_reason` value, the
     /// choices list and, on the finish event, the usage when it belongs there.
-    pub fn close_event(&self, out: &mut Vec<u8>, finish: Option<Finish>) {
+    pub(crate) fn close_event(&self, out: &mut Vec<u8>, finish: Option<Finish>) {
         match finish {
             Some(f) => {
                 out.push(b'"');

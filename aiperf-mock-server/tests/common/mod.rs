@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// What came back, with arrival stamps.
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
     /// Just before the request was handed to hyper.
@@ -28,34 +28,34 @@ pub struct Reply {
 
 /// One SSE event.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event {
+pub(crate) struct Event {
     pub event: Option<String>,
     pub data: String,
 }
 
 impl Reply {
-    pub fn body(&self) -> Vec<u8> {
+    pub(crate) fn body(&self) -> Vec<u8> {
         self.frames
             .iter()
             .flat_map(|(_, b)| b.iter().copied())
             .collect()
     }
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8(self.body()).unwrap()
     }
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body())
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
     }
-    pub fn ms_since_sent(&self, t: Instant) -> f64 {
+    pub(crate) fn ms_since_sent(&self, t: Instant) -> f64 {
         (t - self.sent).as_secs_f64() * 1000.0
     }
     /// SSE events of the body.
-    pub fn events(&self) -> Vec<Event> {
+    pub(crate) fn events(&self) -> Vec<Event> {
         parse_sse(&self.text())
     }
     /// `data` of every event, parsed as JSON, `[DONE]` and non-JSON left out.
-    pub fn data_json(&self) -> Vec<Value> {
+    pub(crate) fn data_json(&self) -> Vec<Value> {
         self.events()
             .iter()
             .filter(|e| e.data != "[DONE]")
@@ -63,7 +63,7 @@ impl Reply {
             .collect()
     }
     /// Arrival time of the frame holding the byte at `offset` of the body.
-    pub fn arrival_of_offset(&self, offset: usize) -> Instant {
+    pub(crate) fn arrival_of_offset(&self, offset: usize) -> Instant {
         let mut end = 0;
         for (t, b) in &self.frames {
             end += b.len();
@@ -75,7 +75,7 @@ impl Reply {
     }
 }
 
-pub fn parse_sse(text: &str) -> Vec<Event> {
+pub(crate) fn parse_sse(text: &str) -> Vec<Event> {
     text.split("\n\n")
         .filter(|b| !b.trim().is_empty())
         .map(|block| {
@@ -98,13 +98,13 @@ pub fn parse_sse(text: &str) -> Vec<Event> {
 }
 
 /// A kept-alive HTTP/1 connection.
-pub struct Conn {
+pub(crate) struct Conn {
     addr: SocketAddr,
     send: SendRequest<Full<Bytes>>,
 }
 
 impl Conn {
-    pub async fn open(addr: SocketAddr) -> Conn {
+    pub(crate) async fn open(addr: SocketAddr) -> Conn {
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         stream.set_nodelay(true).unwrap();
         let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -116,7 +116,7 @@ impl Conn {
         Conn { addr, send }
     }
 
-    pub async fn send(
+    pub(crate) async fn send(
         &mut self,
         method: Method,
         path: &str,
@@ -170,7 +170,7 @@ impl Conn {
 }
 
 /// One request on a new connection.
-pub async fn request(
+pub(crate) async fn request(
     addr: SocketAddr,
     method: Method,
     path: &str,
@@ -183,18 +183,18 @@ pub async fn request(
         .await
 }
 
-pub async fn post(addr: SocketAddr, path: &str, body: &Value) -> Reply {
+pub(crate) async fn post(addr: SocketAddr, path: &str, body: &Value) -> Reply {
     request(addr, Method::POST, path, &[], &body.to_string())
         .await
         .unwrap()
 }
 
-pub async fn get(addr: SocketAddr, path: &str) -> Reply {
+pub(crate) async fn get(addr: SocketAddr, path: &str) -> Reply {
     request(addr, Method::GET, path, &[], "").await.unwrap()
 }
 
 /// Content deltas (chat) of a streamed reply, in order.
-pub fn chat_content(r: &Reply) -> (String, String) {
+pub(crate) fn chat_content(r: &Reply) -> (String, String) {
     let mut content = String::new();
     let mut reasoning = String::new();
     for v in r.data_json() {
@@ -211,12 +211,12 @@ pub fn chat_content(r: &Reply) -> (String, String) {
 }
 
 /// Words of a generated text (each is one token).
-pub fn words(s: &str) -> usize {
+pub(crate) fn words(s: &str) -> usize {
     s.split_whitespace().count()
 }
 
 /// Prometheus text exposition: check every line, return `(name{labels}, value)` samples.
-pub fn parse_prometheus(text: &str) -> Vec<(String, f64)> {
+pub(crate) fn parse_prometheus(text: &str) -> Vec<(String, f64)> {
     let mut typed = std::collections::HashSet::new();
     let mut samples = Vec::new();
     for line in text.lines() {
@@ -264,14 +264,13 @@ pub fn parse_prometheus(text: &str) -> Vec<(String, f64)> {
 }
 
 /// Value of the first sample whose series starts with `prefix`.
-pub fn sample(samples: &[(String, f64)], prefix: &str) -> f64 {
+pub(crate) fn sample(samples: &[(String, f64)], prefix: &str) -> f64 {
     samples
         .iter()
         .find(|(s, _)| s.starts_with(prefix))
-        .map(|(_, v)| *v)
-        .unwrap_or_else(|| panic!("no sample {prefix}"))
+        .map_or_else(|| panic!("no sample {prefix}"), |(_, v)| *v)
 }
 
-pub fn dur_ms(d: Duration) -> f64 {
+pub(crate) fn dur_ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }

@@ -48,16 +48,15 @@ fn scrape_lines(scrape: &Scrape) -> Vec<GpuLine<'_>> {
             if !sample.value.is_finite() {
                 continue;
             }
-            let i = match lines.iter().position(|l| l.key == key) {
-                Some(i) => i,
-                None => {
-                    lines.push(GpuLine {
-                        key,
-                        sample,
-                        values: Map::new(),
-                    });
-                    lines.len() - 1
-                }
+            let i = if let Some(i) = lines.iter().position(|l| l.key == key) {
+                i
+            } else {
+                lines.push(GpuLine {
+                    key,
+                    sample,
+                    values: Map::new(),
+                });
+                lines.len() - 1
             };
             lines[i]
                 .values

@@ -166,7 +166,7 @@ pub fn write_files(
                 server::write_csv(report, options.benchmark_id.as_deref(), out)
             })?,
             ServerMetricsFormat::Jsonl => {
-                write_with(&path, |out| server::write_jsonl(report, out))?
+                write_with(&path, |out| server::write_jsonl(report, out))?;
             }
             #[cfg(feature = "parquet")]
             ServerMetricsFormat::Parquet => server_parquet::write_parquet(report, &path)?,

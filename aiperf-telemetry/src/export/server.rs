@@ -458,12 +458,7 @@ pub fn json(report: &TelemetryReport, benchmark_id: Option<&str>) -> Value {
 /// label names); families go by their smallest label, and within one, labels of a single
 /// series come first, labels shared by several series after (each group sorted).
 fn label_columns(label_sets: &[Vec<&str>]) -> Vec<String> {
-    let sets: Vec<&Vec<&str>> = label_sets.iter().filter(|s| !s.is_empty()).collect();
-    let mut all: Vec<&str> = sets.iter().flat_map(|s| s.iter().copied()).collect();
-    all.sort_unstable();
-    all.dedup();
-    // Union-find over label names.
-    let mut parent: Vec<usize> = (0..all.len()).collect();
+    // Union-find over label names: the root of `x`.
     fn find(parent: &mut [usize], x: usize) -> usize {
         let mut r = x;
         while parent[r] != r {
@@ -471,9 +466,14 @@ fn label_columns(label_sets: &[Vec<&str>]) -> Vec<String> {
         }
         r
     }
+    let sets: Vec<&Vec<&str>> = label_sets.iter().filter(|s| !s.is_empty()).collect();
+    let mut all: Vec<&str> = sets.iter().flat_map(|s| s.iter().copied()).collect();
+    all.sort_unstable();
+    all.dedup();
+    let mut parent: Vec<usize> = (0..all.len()).collect();
     let index = |l: &str| all.binary_search(&l).unwrap_or(0);
     for set in &sets {
-        let mut names: Vec<&str> = set.to_vec();
+        let mut names: Vec<&str> = (*set).clone();
         names.sort_unstable();
         for pair in names.windows(2) {
             let (a, b) = (
@@ -487,12 +487,11 @@ fn label_columns(label_sets: &[Vec<&str>]) -> Vec<String> {
     let mut roots: Vec<usize> = Vec::new();
     for (i, label) in all.iter().enumerate() {
         let root = find(&mut parent, i);
-        match roots.iter().position(|&r| r == root) {
-            Some(f) => families[f].push(label),
-            None => {
-                roots.push(root);
-                families.push(vec![label]);
-            }
+        if let Some(f) = roots.iter().position(|&r| r == root) {
+            families[f].push(label);
+        } else {
+            roots.push(root);
+            families.push(vec![label]);
         }
     }
     // `all` is sorted, so each family is sorted and its first label is its smallest.
@@ -500,8 +499,18 @@ fn label_columns(label_sets: &[Vec<&str>]) -> Vec<String> {
     let shared = |l: &str| sets.iter().filter(|s| s.contains(&l)).count() > 1;
     let mut out = Vec::new();
     for family in families {
-        out.extend(family.iter().filter(|l| !shared(l)).map(|l| l.to_string()));
-        out.extend(family.iter().filter(|l| shared(l)).map(|l| l.to_string()));
+        out.extend(
+            family
+                .iter()
+                .filter(|l| !shared(l))
+                .map(std::string::ToString::to_string),
+        );
+        out.extend(
+            family
+                .iter()
+                .filter(|l| shared(l))
+                .map(std::string::ToString::to_string),
+        );
     }
     out
 }
@@ -529,9 +538,9 @@ fn write_section(out: &mut impl Write, section: Section, rows: &[&Row<'_>]) -> i
     let columns = label_columns(&label_sets);
     let mut header: Vec<String> = ["Endpoint", "Type", "Metric", "Unit"]
         .iter()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
-    header.extend(keys.iter().map(|k| k.to_string()));
+    header.extend(keys.iter().map(std::string::ToString::to_string));
     header.extend(columns.iter().cloned());
     header.push("Description".into());
     if section == Section::Histogram {
@@ -673,7 +682,7 @@ pub fn write_csv(
     }
     let header: Vec<String> = ["Endpoint", "Metric", "Key", "Value", "Description"]
         .iter()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     csv_line(out, &header)?;
     for (metric, endpoint, help, mut labels) in info {

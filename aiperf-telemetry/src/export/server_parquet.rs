@@ -344,7 +344,8 @@ mod tests {
             .iter()
             .map(|f| f.name().clone())
             .collect();
-        let mut expected: Vec<String> = FIXED.iter().map(|s| s.to_string()).collect();
+        let mut expected: Vec<String> =
+            FIXED.iter().map(std::string::ToString::to_string).collect();
         // a label named like a fixed column gets a prefix
         expected.extend(["model".to_string(), "label_value".to_string()]);
         assert_eq!(names, expected);

@@ -191,19 +191,18 @@ fn group<'a, T: Default>(
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         key.sort_unstable();
-        let i = match index.get(&key) {
-            Some(&i) => i,
-            None => {
-                let labels = s
-                    .labels
-                    .iter()
-                    .filter(|(k, _)| k != skip)
-                    .cloned()
-                    .collect();
-                out.push(new(labels));
-                index.insert(key, out.len() - 1);
-                out.len() - 1
-            }
+        let i = if let Some(&i) = index.get(&key) {
+            i
+        } else {
+            let labels = s
+                .labels
+                .iter()
+                .filter(|(k, _)| k != skip)
+                .cloned()
+                .collect();
+            out.push(new(labels));
+            index.insert(key, out.len() - 1);
+            out.len() - 1
         };
         if let Some(t) = out.get_mut(i) {
             add(t, s);

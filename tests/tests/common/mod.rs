@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// The `aiperf` binary of this build, brought up to date once per test process (a no-op
 /// when `cargo test --workspace` already built it).
-pub fn aiperf_binary() -> PathBuf {
+pub(crate) fn aiperf_binary() -> PathBuf {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY
         .get_or_init(|| {
@@ -31,7 +31,7 @@ pub fn aiperf_binary() -> PathBuf {
 
 /// Runs `aiperf profile` with `args` plus `--ui-type none`, off the async runtime so an
 /// in-process mock server keeps serving.
-pub async fn profile(args: Vec<String>) -> Output {
+pub(crate) async fn profile(args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || {
         Command::new(aiperf_binary())
             .arg("profile")
@@ -45,19 +45,19 @@ pub async fn profile(args: Vec<String>) -> Output {
 }
 
 /// A command line's words (split on whitespace) as owned strings.
-pub fn args(line: &str) -> Vec<String> {
+pub(crate) fn args(line: &str) -> Vec<String> {
     line.split_whitespace().map(str::to_owned).collect()
 }
 
 /// A JSON file.
-pub fn read_json(path: &Path) -> Value {
+pub(crate) fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
 /// Every line of a JSONL file.
-pub fn read_jsonl(path: &Path) -> Vec<Value> {
+pub(crate) fn read_jsonl(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
@@ -66,14 +66,14 @@ pub fn read_jsonl(path: &Path) -> Vec<Value> {
 }
 
 /// A metric's statistic from `profile_export_aiperf.json`.
-pub fn stat(summary: &Value, tag: &str, stat: &str) -> f64 {
+pub(crate) fn stat(summary: &Value, tag: &str, stat: &str) -> f64 {
     summary[tag][stat]
         .as_f64()
         .unwrap_or_else(|| panic!("{tag}.{stat} missing in {summary}"))
 }
 
 /// Fails with the process output when it did not exit with `code`.
-pub fn assert_exit(output: &Output, code: i32) {
+pub(crate) fn assert_exit(output: &Output, code: i32) {
     assert_eq!(
         output.status.code(),
         Some(code),
@@ -85,7 +85,7 @@ pub fn assert_exit(output: &Output, code: i32) {
 
 /// A header of a request the mock server recorded (`--record-requests`), by name in any
 /// case.
-pub fn recorded_header<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
+pub(crate) fn recorded_header<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
     request["headers"]
         .as_object()
         .expect("recorded headers are an object")
@@ -95,7 +95,7 @@ pub fn recorded_header<'a>(request: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 /// The body of a request the mock server recorded, as JSON.
-pub fn recorded_body(request: &Value) -> Value {
+pub(crate) fn recorded_body(request: &Value) -> Value {
     match &request["body"] {
         Value::String(text) => serde_json::from_str(text).expect("the body is JSON"),
         other => other.clone(),
