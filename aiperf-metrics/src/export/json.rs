@@ -161,15 +161,25 @@ struct Prompts {
     osl: Option<Dist>,
 }
 
+/// The dataset as the Python AIPerf 0.13 echoes it: `synthetic` (entries and prompt
+/// lengths), `file` (path and format) or `public` (the dataset's name).
 #[derive(Serialize)]
-struct DatasetEcho {
+struct DatasetEcho<'a> {
     name: &'static str,
     #[serde(rename = "type")]
     kind: &'static str,
-    entries: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a std::path::Path>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dataset: Option<aiperf_core::config::PublicDataset>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    entries: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     random_seed: Option<u64>,
-    prompts: Prompts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompts: Option<Prompts>,
 }
 
 #[derive(Serialize)]
@@ -208,12 +218,54 @@ struct ArtifactsEcho {
 pub(crate) struct InputConfigEcho<'a> {
     models: Models<'a>,
     endpoint: EndpointEcho<'a>,
-    datasets: Vec<DatasetEcho>,
+    datasets: Vec<DatasetEcho<'a>>,
     phases: Vec<PhaseEcho>,
     artifacts: ArtifactsEcho,
     tokenizer: Named<'a>,
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     slos: std::collections::BTreeMap<&'a str, f64>,
+}
+
+fn dataset_echo(input: &aiperf_core::config::InputConfig) -> DatasetEcho<'_> {
+    let empty = DatasetEcho {
+        name: "main",
+        kind: "synthetic",
+        path: None,
+        format: None,
+        dataset: None,
+        entries: None,
+        random_seed: input.random_seed,
+        prompts: None,
+    };
+    if let Some(public) = input.public_dataset {
+        return DatasetEcho {
+            kind: "public",
+            dataset: Some(public),
+            ..empty
+        };
+    }
+    if let Some(path) = &input.input_file {
+        return DatasetEcho {
+            kind: "file",
+            path: Some(path),
+            format: input.custom_dataset_type.map(|t| t.as_str()),
+            ..empty
+        };
+    }
+    DatasetEcho {
+        entries: Some(input.dataset_entries()),
+        prompts: Some(Prompts {
+            isl: Dist {
+                mean: f64::from(input.isl_mean),
+                stddev: input.isl_stddev,
+            },
+            osl: input.osl_mean.map(|m| Dist {
+                mean: f64::from(m),
+                stddev: input.osl_stddev,
+            }),
+        }),
+        ..empty
+    }
 }
 
 pub(crate) fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
@@ -295,22 +347,7 @@ pub(crate) fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
             extra: &c.endpoint.extra_inputs,
             timeout: c.endpoint.request_timeout.as_secs_f64(),
         },
-        datasets: vec![DatasetEcho {
-            name: "main",
-            kind: "synthetic",
-            entries: c.input.dataset_entries(),
-            random_seed: c.input.random_seed,
-            prompts: Prompts {
-                isl: Dist {
-                    mean: f64::from(c.input.isl_mean),
-                    stddev: c.input.isl_stddev,
-                },
-                osl: c.input.osl_mean.map(|m| Dist {
-                    mean: f64::from(m),
-                    stddev: c.input.osl_stddev,
-                }),
-            },
-        }],
+        datasets: vec![dataset_echo(&c.input)],
         phases,
         artifacts: ArtifactsEcho {
             dir: crate::export::resolve_artifact_dir(c).display().to_string(),
@@ -404,4 +441,48 @@ pub fn write_json(summary: &Summary, out: &mut impl Write) -> Result<(), Metrics
 /// The summary JSON as a string.
 pub fn to_json_string(summary: &Summary) -> Result<String, MetricsError> {
     Ok(serde_json::to_string_pretty(&SummaryJson(summary))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use aiperf_core::config::{CustomDatasetType, PublicDataset};
+    use aiperf_core::BenchmarkConfig;
+
+    use super::*;
+    use crate::MetricsContext;
+
+    fn datasets_echo(change: impl FnOnce(&mut BenchmarkConfig)) -> serde_json::Value {
+        let mut config = BenchmarkConfig::default();
+        config.input.random_seed = Some(7);
+        change(&mut config);
+        let summary = Summary::new(config, MetricsContext::default());
+        serde_json::to_value(input_config(&summary)).unwrap()["datasets"].clone()
+    }
+
+    #[test]
+    fn the_dataset_echo_says_which_dataset_ran() {
+        let synthetic = datasets_echo(|_| {});
+        assert_eq!(synthetic[0]["type"], "synthetic");
+        assert_eq!(synthetic[0]["prompts"]["isl"]["mean"], 550.0);
+
+        let file = datasets_echo(|c| {
+            c.input.input_file = Some("trace.jsonl".into());
+            c.input.custom_dataset_type = Some(CustomDatasetType::MooncakeTrace);
+        });
+        assert_eq!(
+            file,
+            serde_json::json!([{
+                "name": "main", "type": "file", "path": "trace.jsonl",
+                "format": "mooncake_trace", "random_seed": 7
+            }])
+        );
+
+        let public = datasets_echo(|c| c.input.public_dataset = Some(PublicDataset::Sharegpt));
+        assert_eq!(
+            public,
+            serde_json::json!([{
+                "name": "main", "type": "public", "dataset": "sharegpt", "random_seed": 7
+            }])
+        );
+    }
 }
