@@ -46,7 +46,9 @@ async fn streaming_schedule_is_exact() {
         t[0], t[20], t[24]
     );
     // The first token may come a few ms late on a loaded machine; the later ones keep
-    // their 10 ms spacing from it (an absolute schedule, no drift).
+    // their 10 ms spacing from it (an absolute schedule, no drift). 12 ms of slack is what
+    // a saturated two-core machine needs to wake the reader; a drift of 0.6 ms per token
+    // would still fail at token 24.
     assert!(
         (50.0..80.0).contains(&t[0]),
         "first token at {:.2} ms",
@@ -54,12 +56,12 @@ async fn streaming_schedule_is_exact() {
     );
     let after_first = |k: usize| t[k] - t[0];
     assert!(
-        (after_first(20) - 200.0).abs() <= 8.0,
+        (after_first(20) - 200.0).abs() <= 12.0,
         "token 20 at {:.2} ms",
         t[20]
     );
     assert!(
-        (after_first(24) - 240.0).abs() <= 8.0,
+        (after_first(24) - 240.0).abs() <= 12.0,
         "token 24 at {:.2} ms",
         t[24]
     );
@@ -196,8 +198,8 @@ async fn jitter_is_seeded_and_spreads_itl() {
     let t = content_arrivals(&r);
     let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
     let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
-    let min = gaps.iter().cloned().fold(f64::MAX, f64::min);
-    let max = gaps.iter().cloned().fold(0.0, f64::max);
+    let min = gaps.iter().copied().fold(f64::MAX, f64::min);
+    let max = gaps.iter().copied().fold(0.0, f64::max);
     assert!((2.5..6.0).contains(&mean), "mean ITL {mean}");
     assert!(max - min > 3.0, "no spread: {min}..{max}");
 }

@@ -58,10 +58,16 @@ async fn every_request_succeeds_against_a_server_that_closes_after_each_response
             "{log}"
         );
     }
-    // One connection per answered request: none was ever answered twice, so every request
-    // that found its pooled connection closing went out again on a new one.
+    // No request was answered twice: every request that found its pooled connection
+    // closing went out again on a new one.
     let stats = server.stats();
     assert_eq!(stats.requests_total, 120);
-    assert_eq!(stats.connections_accepted, 120);
+    // Each answered request had a connection of its own. hyper's pool may open one more
+    // that carries nothing: a connect it started for a request that an idle connection
+    // served first.
+    assert!(
+        (120..=122).contains(&stats.connections_accepted),
+        "{stats:?}"
+    );
     server.shutdown().await;
 }
