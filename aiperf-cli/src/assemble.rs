@@ -1,7 +1,7 @@
 //! Turns parsed arguments into the runner's [`RunSpec`]: a validated benchmark
 //! configuration per sweep point and the options around the runs.
 
-use std::time::Duration;
+use aiperf_core::clock::saturating_secs;
 
 use aiperf_core::config::ExportLevel;
 use aiperf_core::{BenchmarkConfig, ValidatedConfig};
@@ -41,7 +41,7 @@ pub(crate) fn run_spec(
         });
     spec.telemetry = args.telemetry.to_options()?;
     spec.records = RecordOptions {
-        slice_duration: args.output.slice_duration.map(Duration::from_secs_f64),
+        slice_duration: args.output.slice_duration.map(saturating_secs),
         export_http_trace: args.output.export_http_trace,
     };
     spec.runs = multi_run_options(&args.runs);
@@ -75,7 +75,7 @@ fn transport_options(args: &ProfileArgs) -> TransportOptions {
 fn multi_run_options(runs: &RunsArgs) -> MultiRunOptions {
     MultiRunOptions {
         count: runs.num_profile_runs,
-        cooldown: Duration::from_secs_f64(runs.profile_run_cooldown_seconds),
+        cooldown: saturating_secs(runs.profile_run_cooldown_seconds),
         confidence_level: runs.confidence_level,
         warmup_only_before_first_run: runs.warmup_only_before_first_run(),
         consistent_seed: runs.consistent_seed(),
@@ -112,7 +112,7 @@ fn sweep_points(argv: &[String], args: &ProfileArgs) -> anyhow::Result<Option<Sw
             args::SweepType::Zip => SweepType::Zip,
         },
         points,
-        cooldown: Duration::from_secs_f64(args.runs.parameter_sweep_cooldown_seconds),
+        cooldown: saturating_secs(args.runs.parameter_sweep_cooldown_seconds),
     }))
 }
 
@@ -143,7 +143,7 @@ pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
     if !(timeout.is_finite() && timeout > 0.0) {
         anyhow::bail!("--request-timeout-seconds must be greater than 0, got {timeout}");
     }
-    endpoint.request_timeout = Duration::from_secs_f64(timeout);
+    endpoint.request_timeout = saturating_secs(timeout);
     endpoint.use_legacy_max_tokens = args.endpoint.use_legacy_max_tokens;
     endpoint.use_server_token_count = args.endpoint.use_server_token_count;
     args.endpoint.readiness()?;
@@ -216,6 +216,8 @@ fn parse_goodput(text: &str) -> anyhow::Result<Vec<(String, f64)>> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn assemble_from(args: &[&str]) -> anyhow::Result<ValidatedConfig> {
@@ -285,6 +287,23 @@ mod tests {
     fn an_unknown_endpoint_type_is_a_usage_error() {
         let err = assemble_from(&["-m", "m", "--endpoint-type", "nope"]).unwrap_err();
         assert!(err.to_string().contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn huge_durations_saturate_instead_of_panicking() {
+        let config = assemble_from(&[
+            "-m",
+            "m",
+            "--request-timeout-seconds",
+            "1e300",
+            "--benchmark-duration",
+            "1e300",
+            "--benchmark-grace-period",
+            "1e300",
+        ])
+        .unwrap();
+        assert_eq!(config.endpoint.request_timeout, Duration::MAX);
+        assert_eq!(config.grace_period(), Duration::MAX);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use aiperf_core::clock::saturating_secs;
+
 use aiperf_runner::TelemetryOptions;
 use aiperf_telemetry::export::ServerMetricsFormat;
 use anyhow::Context;
@@ -130,7 +132,7 @@ fn parse_interval(name: &str, value: &str) -> anyhow::Result<Duration> {
         .parse::<f64>()
         .ok()
         .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
+        .map(saturating_secs)
         .with_context(|| format!("{name}={value:?}: expected a positive number of seconds"))
 }
 

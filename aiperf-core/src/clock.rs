@@ -1,6 +1,27 @@
 //! One monotonic clock for every duration, plus a wall-clock anchor for artifacts.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// `secs` seconds as a [`Duration`], for values a user or a file gave: negative and NaN
+/// are zero, values beyond what a `Duration` holds saturate at [`Duration::MAX`]. Never
+/// panics, unlike `Duration::from_secs_f64`.
+pub fn saturating_secs(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
+}
+
+/// `start + offset`, or an instant a century ahead (never reached in a run) when the sum
+/// does not fit: a huge configured duration or trace timestamp waits "forever" instead of
+/// panicking.
+pub fn instant_after(start: Instant, offset: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 86_400);
+    start
+        .checked_add(offset)
+        .or_else(|| start.checked_add(CENTURY))
+        .unwrap_or(start)
+}
 
 /// Converts monotonic [`Instant`]s into the two numbers artifacts need.
 ///
@@ -80,6 +101,21 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_and_odd_seconds_saturate_instead_of_panicking() {
+        assert_eq!(saturating_secs(1.5), Duration::from_millis(1500));
+        assert_eq!(saturating_secs(1e300), Duration::MAX);
+        assert_eq!(saturating_secs(f64::INFINITY), Duration::MAX);
+        assert_eq!(saturating_secs(-3.0), Duration::ZERO);
+        assert_eq!(saturating_secs(f64::NAN), Duration::ZERO);
+        let now = Instant::now();
+        assert!(instant_after(now, Duration::MAX) > now + Duration::from_secs(3_000_000_000));
+        assert_eq!(
+            instant_after(now, Duration::from_secs(2)),
+            now + Duration::from_secs(2)
+        );
+    }
     use std::time::Duration;
 
     #[test]

@@ -1,7 +1,8 @@
 //! Command-line arguments, compatible with the Python AIPerf's names and aliases.
 
 use std::path::PathBuf;
-use std::time::Duration;
+
+use aiperf_core::clock::saturating_secs;
 
 use aiperf_endpoints::readiness::{Readiness, WaitMode};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -192,8 +193,8 @@ impl EndpointArgs {
             WaitModeArg::Both => WaitMode::Both,
         };
         Ok(Some(Readiness::new(
-            Duration::from_secs_f64(timeout),
-            Duration::from_secs_f64(interval),
+            saturating_secs(timeout),
+            saturating_secs(interval),
             mode,
         )?))
     }

@@ -282,7 +282,7 @@ impl BenchmarkConfig {
             .benchmark_grace_period
             .unwrap_or(DEFAULT_GRACE_PERIOD_SECS);
         if secs.is_finite() {
-            Duration::from_secs_f64(secs)
+            crate::clock::saturating_secs(secs)
         } else {
             Duration::MAX
         }

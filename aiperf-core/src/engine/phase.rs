@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::plan::{Cancellation, PhasePlan};
 use super::session::SessionStart;
 use super::{Progress, Shared, ToProcessor};
-use crate::clock::Clock;
+use crate::clock::{instant_after, saturating_secs, Clock};
 use crate::conversation::Conversation;
 use crate::dataset::ConversationSampler;
 use crate::record::Phase;
@@ -131,7 +131,7 @@ impl PhaseRunner {
             sent: AtomicU64::new(0),
             returned: AtomicU64::new(0),
             sessions_started: AtomicU64::new(0),
-            deadline: duration.map(|d| start + d),
+            deadline: duration.map(|d| instant_after(start, d)),
             prefill,
             turn_pacing: scheduler.turn_pacing(),
             cancellation: cancellation.map(|c| (c, Mutex::new(ChaCha8Rng::seed_from_u64(c.seed)))),
@@ -229,7 +229,7 @@ impl PhaseRunner {
                     Arrival::Planned(planned) => planned,
                     Arrival::WhenSlotFree | Arrival::Exhausted => break,
                 };
-                let due = timer_state.start + planned.at;
+                let due = instant_after(timer_state.start, planned.at);
                 if timer_state.deadline.is_some_and(|d| due >= d) {
                     break;
                 }
@@ -345,7 +345,8 @@ fn limited_slots(
     let steps = (limit - 1) as u32;
     let task = tokio::spawn(async move {
         for step in 1..=steps {
-            let at = start + ramp.mul_f64(f64::from(step) / f64::from(steps));
+            let share = f64::from(step) / f64::from(steps);
+            let at = instant_after(start, saturating_secs(ramp.as_secs_f64() * share));
             tokio::time::sleep_until(at.into()).await;
             raiser.add_permits(1);
         }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::clock::saturating_secs;
 use crate::config::{ArrivalPattern, BenchmarkConfig};
 use crate::conversation::Conversation;
 use crate::record::Phase;
@@ -213,7 +214,7 @@ fn profiling_plan(
         grace_period: config.grace_period(),
         cancellation: load.request_cancellation_rate.map(|percent| Cancellation {
             probability: percent / 100.0,
-            delay: Duration::from_secs_f64(load.request_cancellation_delay.unwrap_or(0.0)),
+            delay: saturating_secs(load.request_cancellation_delay.unwrap_or(0.0)),
             seed: derive_seed(seed, "timing.request.cancellation"),
         }),
         ..PhasePlan::new(Phase::Profiling, scheduler)
@@ -255,12 +256,12 @@ fn average_turns(conversations: &[Conversation]) -> usize {
 fn secs(value: Option<f64>) -> Option<Duration> {
     value
         .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
+        .map(saturating_secs)
 }
 
 fn secs_or_forever(value: f64) -> Duration {
     if value.is_finite() {
-        Duration::from_secs_f64(value.max(0.0))
+        saturating_secs(value)
     } else {
         Duration::MAX
     }
@@ -394,5 +395,39 @@ mod tests {
             TurnPacing::Gap(Duration::from_secs(2))
         );
         assert_eq!(plans[0].concurrency, None);
+    }
+
+    #[test]
+    fn huge_durations_and_timestamps_do_not_panic() {
+        let mut c = config();
+        c.load.benchmark_duration = Some(1e300);
+        c.load.benchmark_grace_period = Some(1e300);
+        c.load.concurrency = Some(4);
+        c.load.concurrency_ramp_duration = Some(1e300);
+        c.load.request_cancellation_rate = Some(10.0);
+        c.load.request_cancellation_delay = Some(1e300);
+        let c = c.validate().unwrap();
+        let plans = PhasePlan::from_config(&c).unwrap();
+        assert_eq!(plans[0].duration, Some(Duration::MAX));
+        assert_eq!(c.grace_period(), Duration::MAX);
+
+        // A trace entry at 1e25 ms replays "never" rather than overflowing.
+        let conversations = trace(&[&[0.0], &[1e25, 2e25]]);
+        let mut schedule = FixedSchedule::new(&conversations, 0.0).unwrap();
+        schedule.next_arrival();
+        let Arrival::Planned(late) = schedule.next_arrival() else {
+            panic!("a planned arrival")
+        };
+        assert_eq!(late.at, Duration::MAX);
+        let start = std::time::Instant::now();
+        let due = schedule
+            .turn_pacing()
+            .due(&conversations[1].turns[1], start, start, start);
+        assert!(due > start + Duration::from_secs(1_000_000_000));
+        let slow = Turn {
+            delay_ms: Some(1e25),
+            ..Turn::text("t")
+        };
+        assert!(TurnPacing::ThinkTime.due(&slow, start, start, start) > start);
     }
 }

@@ -1,8 +1,6 @@
 //! Trace replay (`--fixed-schedule`): sessions start at their trace timestamps.
 
-use std::time::Duration;
-
-use super::{Arrival, PlannedSession, ScheduleError, Scheduler, TurnPacing};
+use super::{saturating_secs, Arrival, PlannedSession, ScheduleError, Scheduler, TurnPacing};
 use crate::conversation::Conversation;
 
 /// Trace replay: each conversation starts at its first turn's timestamp minus time zero.
@@ -26,7 +24,7 @@ impl FixedSchedule {
                 ))
             })?;
             arrivals.push(PlannedSession {
-                at: Duration::from_secs_f64((timestamp - zero_ms).max(0.0) / 1000.0),
+                at: saturating_secs((timestamp - zero_ms) / 1000.0),
                 conversation: Some(index),
                 ..PlannedSession::default()
             });

@@ -6,6 +6,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma};
 
+use crate::clock::{instant_after, saturating_secs};
 use crate::config::ArrivalPattern;
 use crate::conversation::Turn;
 
@@ -81,14 +82,14 @@ impl TurnPacing {
         now: Instant,
     ) -> Instant {
         let think_time =
-            || now + Duration::from_secs_f64(turn.delay_ms.unwrap_or(0.0).max(0.0) / 1000.0);
+            || instant_after(now, saturating_secs(turn.delay_ms.unwrap_or(0.0) / 1000.0));
         match self {
             TurnPacing::ThinkTime => think_time(),
-            TurnPacing::Gap(gap) => (previous_due + gap).max(now),
+            TurnPacing::Gap(gap) => instant_after(previous_due, gap).max(now),
             TurnPacing::Timestamps { zero_ms } => match turn.timestamp_ms {
                 Some(timestamp) => {
-                    let offset = Duration::from_secs_f64((timestamp - zero_ms).max(0.0) / 1000.0);
-                    (phase_start + offset).max(now)
+                    let offset = saturating_secs((timestamp - zero_ms) / 1000.0);
+                    instant_after(phase_start, offset).max(now)
                 }
                 None => think_time(),
             },
@@ -222,7 +223,7 @@ impl RateScheduler {
 impl Scheduler for RateScheduler {
     fn next_arrival(&mut self) -> Arrival {
         self.elapsed_secs += self.next_gap();
-        Arrival::At(Duration::from_secs_f64(self.elapsed_secs))
+        Arrival::At(saturating_secs(self.elapsed_secs))
     }
 }
 

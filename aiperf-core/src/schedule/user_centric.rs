@@ -12,7 +12,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
-use super::{Arrival, PlannedSession, ScheduleError, Scheduler, TurnPacing};
+use super::{saturating_secs, Arrival, PlannedSession, ScheduleError, Scheduler, TurnPacing};
 
 /// A user waiting to start: (start offset, insertion order, turns to send or `None` for
 /// the whole conversation, user id). Ordered by start, then insertion.
@@ -42,8 +42,8 @@ impl UserCentricSchedule {
             return Err(ScheduleError("load.num_users must be at least 1".into()));
         }
         let users = num_users as u64;
-        let turn_gap = Duration::from_secs_f64(num_users as f64 / rate);
-        let stagger = Duration::from_secs_f64(1.0 / rate);
+        let turn_gap = saturating_secs(num_users as f64 / rate);
+        let stagger = saturating_secs(1.0 / rate);
         let lifetime = turns_per_user.saturating_sub(1).max(1) as u64;
         let mut schedule = Self {
             turn_gap,
@@ -67,7 +67,7 @@ impl UserCentricSchedule {
                 virtual_age % users
             };
             let order = (users - slot) as u32;
-            schedule.push(stagger * order, Some(turns as usize), user_id);
+            schedule.push(stagger.saturating_mul(order), Some(turns as usize), user_id);
         }
         let fresh = schedule.take_user_id();
         schedule.push(Duration::ZERO, None, fresh);
@@ -99,7 +99,8 @@ impl Scheduler for UserCentricSchedule {
         // The user's place is taken by a new one when its last turn would have gone.
         let lifetime = turns.unwrap_or(self.turns_per_user) as u32;
         let replacement = self.take_user_id();
-        self.push(at + self.turn_gap * lifetime, None, replacement);
+        let lifetime_gap = self.turn_gap.saturating_mul(lifetime);
+        self.push(at.saturating_add(lifetime_gap), None, replacement);
         Arrival::Planned(PlannedSession {
             at,
             conversation: None,
