@@ -158,7 +158,8 @@ fn redact_command_line(argv: &[String]) -> String {
             }
             _ => {
                 hide_next = is_secret_flag(arg);
-                redacted.push(arg.clone());
+                // Any URL, in any flag: a password in it is a secret too.
+                redacted.push(aiperf_core::url::redact_credentials(arg));
             }
         }
     }
@@ -193,12 +194,16 @@ mod tests {
             "--header={\"X\":\"y\"}",
             "-m",
             "m",
+            "--url=http://me:pw@h:1",
+            "--server-metrics",
+            "https://me:pw2@h:2/metrics",
         ]
         .map(String::from)
         .to_vec();
         assert_eq!(
             redact_command_line(&argv),
-            "aiperf profile --api-key *** -H Authorization:*** --header=*** -m m"
+            "aiperf profile --api-key *** -H Authorization:*** --header=*** -m m \
+             --url=http://***@h:1 --server-metrics https://***@h:2/metrics"
         );
     }
 }

@@ -19,6 +19,31 @@ pub fn with_default_scheme(url: &str) -> String {
     }
 }
 
+/// `url` with any credentials (`user:password@`) replaced by `***@`, for every place a URL
+/// is written or logged: a password in a URL is a secret like an API key.
+///
+/// ```
+/// use aiperf_core::url::redact_credentials;
+///
+/// assert_eq!(redact_credentials("http://u:pw@h:8000/v1"), "http://***@h:8000/v1");
+/// assert_eq!(redact_credentials("h:8000/a@b"), "h:8000/a@b");
+/// ```
+pub fn redact_credentials(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    let host_and_path = &rest[at + 1..];
+    match scheme {
+        Some(scheme) => format!("{scheme}://***@{host_and_path}"),
+        None => format!("***@{host_and_path}"),
+    }
+}
+
 /// Joins a base URL and an endpoint path the way the Python AIPerf does.
 ///
 /// - `http://` is prepended when `base` has no scheme;

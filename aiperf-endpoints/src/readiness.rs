@@ -28,6 +28,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use aiperf_core::url::redact_credentials;
 use aiperf_core::{
     build_request, CancellationToken, Endpoint, HttpMethod, HttpRequest, RawExchange, RequestInput,
     Transport, Turn,
@@ -83,7 +84,7 @@ pub enum ReadinessError {
     /// A timeout or interval of zero.
     #[error("the readiness timeout and probe interval must be greater than 0")]
     ZeroDuration,
-    /// A URL still failed its probe when the time was up.
+    /// A URL still failed its probe when the time was up (credentials in it hidden).
     #[error("{base} was not ready within {} s: {problem}", .timeout.as_secs_f64())]
     NotReady {
         /// The base URL.
@@ -129,9 +130,17 @@ impl fmt::Display for ReadinessEvent<'_> {
                 base,
                 model,
                 problem,
-            } => write!(f, "Waiting for {base} to serve {model}: {problem}"),
+            } => write!(
+                f,
+                "Waiting for {} to serve {model}: {problem}",
+                redact_credentials(base)
+            ),
             ReadinessEvent::Ready { base, probes } => {
-                write!(f, "{base} is ready (after {probes} probes)")
+                write!(
+                    f,
+                    "{} is ready (after {probes} probes)",
+                    redact_credentials(base)
+                )
             }
         }
     }
@@ -174,7 +183,9 @@ pub async fn wait_until_ready(
 ) -> Result<(), ReadinessError> {
     let deadline = Instant::now() + readiness.timeout;
     for (base, request_url) in target.base_urls.iter().zip(target.request_urls) {
-        let cancelled = || ReadinessError::Cancelled { base: base.clone() };
+        let cancelled = || ReadinessError::Cancelled {
+            base: redact_credentials(base),
+        };
         let mut attempts = 0u32;
         loop {
             attempts += 1;
@@ -193,7 +204,7 @@ pub async fn wait_until_ready(
             };
             if Instant::now() + readiness.interval > deadline {
                 return Err(ReadinessError::NotReady {
-                    base: base.clone(),
+                    base: redact_credentials(base),
                     timeout: readiness.timeout,
                     problem,
                 });

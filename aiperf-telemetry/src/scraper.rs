@@ -121,6 +121,8 @@ pub trait Sampler: Send + Sync + 'static {
 /// the sampler stays on it (the sampler's name remains the URL it was given).
 pub struct PrometheusSampler {
     url: String,
+    /// `url` without credentials: what results and logs show.
+    name: String,
     transport: Arc<dyn Transport>,
     /// The `/prometheus/metrics` URL, once it answered in place of `url`.
     switched: Mutex<Option<String>>,
@@ -131,7 +133,7 @@ pub struct PrometheusSampler {
 impl std::fmt::Debug for PrometheusSampler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PrometheusSampler")
-            .field("url", &self.url)
+            .field("url", &self.name)
             .finish_non_exhaustive()
     }
 }
@@ -139,8 +141,10 @@ impl std::fmt::Debug for PrometheusSampler {
 impl PrometheusSampler {
     /// A sampler of `url` (absolute, e.g. `http://localhost:9400/metrics`).
     pub fn new(url: impl Into<String>, transport: Arc<dyn Transport>) -> Self {
+        let url = url.into();
         PrometheusSampler {
-            url: url.into(),
+            name: aiperf_core::url::redact_credentials(&url),
+            url,
             transport,
             switched: Mutex::new(None),
             fallback_tried: AtomicBool::new(false),
@@ -213,7 +217,7 @@ impl PrometheusSampler {
 
 impl Sampler for PrometheusSampler {
     fn name(&self) -> &str {
-        &self.url
+        &self.name
     }
 
     fn sample(&self, timeout: Duration) -> BoxFuture<'_, Result<Sampled, SampleError>> {

@@ -44,7 +44,9 @@ pub struct BenchmarkConfig {
 pub struct EndpointConfig {
     /// Model names; the first is the primary model.
     pub models: Vec<String>,
-    /// Base URLs (scheme included).
+    /// Base URLs (scheme included). Serialised without credentials, as API keys are not
+    /// serialised at all.
+    #[serde(serialize_with = "serialize_redacted_urls")]
     pub urls: Vec<String>,
     /// Endpoint type, e.g. `chat` or `completions`.
     pub endpoint_type: String,
@@ -287,6 +289,13 @@ impl BenchmarkConfig {
             Duration::MAX
         }
     }
+}
+
+fn serialize_redacted_urls<S: serde::Serializer>(
+    urls: &[String],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(urls.iter().map(|url| crate::url::redact_credentials(url)))
 }
 
 pub(crate) fn out_of_range(

@@ -132,7 +132,7 @@ struct Models<'a> {
 
 #[derive(Serialize)]
 struct EndpointEcho<'a> {
-    urls: &'a [String],
+    urls: Vec<String>,
     #[serde(rename = "type")]
     kind: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -338,7 +338,12 @@ pub(crate) fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
                 .collect(),
         },
         endpoint: EndpointEcho {
-            urls: &c.endpoint.urls,
+            urls: c
+                .endpoint
+                .urls
+                .iter()
+                .map(|url| aiperf_core::url::redact_credentials(url))
+                .collect(),
             kind: &c.endpoint.endpoint_type,
             path: c.endpoint.custom_endpoint.as_deref(),
             streaming: c.endpoint.streaming,
