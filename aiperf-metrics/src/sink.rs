@@ -515,7 +515,7 @@ impl MetricsSink {
         single(MetricId::CompletedRequestCount, Some(completed as f64));
         single(
             MetricId::RequestErrorRate,
-            (completed > 0).then(|| t.errors as f64 / completed as f64 * 100.0),
+            (completed > 0).then(|| percent(t.errors, completed)),
         );
         let bench = match (t.min_start, t.max_end) {
             (Some(a), Some(b)) if b > a => Some((b - a) as f64 / 1e9),
@@ -623,6 +623,12 @@ impl MetricsSink {
         }
         Ok(summary)
     }
+}
+
+/// `part` of `whole` in percent, multiplied first so that exact shares stay exact (14 of
+/// 50 is 28, where dividing first gives 28.000000000000004).
+fn percent(part: u64, whole: u64) -> f64 {
+    part as f64 * 100.0 / whole as f64
 }
 
 /// The applicability context with the goodput flag set, and the goodput thresholds of
@@ -846,6 +852,7 @@ mod tests {
         );
         assert_eq!(summary.metric("error_request_count").unwrap().avg, 4.0);
         assert_eq!(summary.metric("request_error_rate").unwrap().avg, 80.0);
+        assert_eq!(percent(14, 50), 28.0);
         assert_eq!(summary.metric("total_error_isl").unwrap().avg, 7.0);
         assert_eq!(summary.metric("error_isl").unwrap().count, Some(4));
     }
