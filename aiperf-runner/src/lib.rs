@@ -29,8 +29,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Cargo features: `mock` (default) lets the URL [`MOCK_URL`] start the embedded mock
-//! server; `parquet` (default) writes the Parquet exports.
+//! Cargo features, all on by default: `mock` lets the URL [`MOCK_URL`] start the embedded
+//! mock server; `parquet` writes the Parquet exports; `hf-tokenizers` loads Hugging Face
+//! `tokenizer.json` files and hub repositories (without it, only the builtin tiktoken
+//! encodings); `media` synthesises images, audio and video in prompts; `templates` offers
+//! the `template` endpoint type.
 
 mod error;
 mod hooks;
