@@ -12,7 +12,7 @@ use aiperf_core::{
 };
 use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
 use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
-use aiperf_endpoints::{build_url, endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_endpoints::{endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::export::{export_paths, resolve_artifact_dir, write_summary_files};
 use aiperf_metrics::live::LiveStats;
 use aiperf_metrics::{MetricsSink, Summary};
@@ -73,7 +73,7 @@ impl Session {
                 },
             )?,
         };
-        let streaming = config.endpoint.streaming && endpoint.info().supports_streaming;
+        let streaming = config.streams_with(endpoint.info());
         if config.endpoint.streaming && !streaming {
             hooks.notice(&Notice::StreamingUnsupported {
                 endpoint: endpoint.info().name,
@@ -92,15 +92,18 @@ impl Session {
             streaming,
         };
 
-        let (headers, api_key_replaced) = session.headers(config);
+        let info = session.endpoint.info();
+        let (headers, api_key_replaced) =
+            info.request_headers(config.endpoint.api_key.as_deref(), &config.endpoint.headers);
         if api_key_replaced {
             hooks.notice(&Notice::ApiKeyHeaderReplaced);
         }
         if let Some(readiness) = readiness {
-            let base_urls = session.base_urls(config);
-            let request_urls = session.request_urls(config);
+            // What the runs will send: the session's server, the endpoint's streaming.
+            let adopted = session.adopt(&spec.benchmark)?;
+            let request_urls = adopted.request_urls(info);
             let target = Target {
-                base_urls: &base_urls,
+                base_urls: &adopted.endpoint.urls,
                 request_urls: &request_urls,
                 model: config.primary_model(),
                 endpoint: session.endpoint.as_ref(),
@@ -170,23 +173,6 @@ impl Session {
                 _ => url.clone(),
             })
             .collect()
-    }
-
-    /// The full URL each base URL's requests go to.
-    fn request_urls(&self, config: &BenchmarkConfig) -> Vec<String> {
-        let path = self.endpoint.info().path(self.streaming);
-        self.base_urls(config)
-            .iter()
-            .map(|base| build_url(base, config.endpoint.custom_endpoint.as_deref(), path))
-            .collect()
-    }
-
-    /// The headers every request carries, and whether an explicit one replaced the API
-    /// key's.
-    fn headers(&self, config: &BenchmarkConfig) -> (Vec<(String, String)>, bool) {
-        self.endpoint
-            .info()
-            .request_headers(config.endpoint.api_key.as_deref(), &config.endpoint.headers)
     }
 
     /// Runs the benchmark once and writes its artifacts to `artifact_dir` (`None`: the

@@ -272,6 +272,23 @@ impl BenchmarkConfig {
         Ok(())
     }
 
+    /// Whether requests ask for a streamed response: streaming is configured and the
+    /// endpoint `info` describes can stream.
+    pub fn streams_with(&self, info: &crate::EndpointInfo) -> bool {
+        self.endpoint.streaming && info.supports_streaming
+    }
+
+    /// The full URL each base URL's requests go to: the base URL joined to the custom
+    /// endpoint path, or to the endpoint's own path for the streaming it gets.
+    pub fn request_urls(&self, info: &crate::EndpointInfo) -> Vec<String> {
+        let path = info.path(self.streams_with(info));
+        self.endpoint
+            .urls
+            .iter()
+            .map(|base| crate::url::build_url(base, self.endpoint.custom_endpoint.as_deref(), path))
+            .collect()
+    }
+
     /// The primary model (the first one).
     pub fn primary_model(&self) -> &str {
         self.endpoint.models.first().map_or("", String::as_str)

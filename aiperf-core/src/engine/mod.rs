@@ -37,7 +37,6 @@ use crate::schedule::ScheduleError;
 use crate::seed::derive_seed;
 use crate::sink::{RecordSink, RunContext, SinkError};
 use crate::transport::{RawExchange, Transport};
-use crate::url::build_url;
 use crate::RunInfo;
 
 mod phase;
@@ -236,7 +235,7 @@ impl BenchmarkBuilder {
             return Err(EngineError::EmptyDataset);
         }
         let info = endpoint.info();
-        let streaming = self.config.endpoint.streaming && info.supports_streaming;
+        let streaming = self.config.streams_with(info);
         let config = if streaming == self.config.endpoint.streaming {
             self.config
         } else {
@@ -249,17 +248,7 @@ impl BenchmarkBuilder {
             self.phases
         };
         let endpoint_config = &config.endpoint;
-        let urls = endpoint_config
-            .urls
-            .iter()
-            .map(|base| {
-                build_url(
-                    base,
-                    endpoint_config.custom_endpoint.as_deref(),
-                    info.path(streaming),
-                )
-            })
-            .collect();
+        let urls = config.request_urls(info);
         let (headers, _) =
             info.request_headers(endpoint_config.api_key.as_deref(), &endpoint_config.headers);
         let seed = config.input.random_seed.unwrap_or_else(rand::random);
