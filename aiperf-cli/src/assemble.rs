@@ -69,6 +69,7 @@ fn transport_options(args: &ProfileArgs) -> TransportOptions {
         tls_ca_file: endpoint.tls_ca_file.clone(),
         tls_insecure_skip_verify: endpoint.tls_insecure_skip_verify || verify_off_by_env,
         http2: endpoint.http2,
+        max_response_bytes: endpoint.max_response_mib * 1024 * 1024,
     }
 }
 

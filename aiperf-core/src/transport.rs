@@ -140,6 +140,15 @@ pub enum TransportError {
     /// sending.
     #[error("Request cancelled {:.3}s after being sent", .0.as_secs_f64())]
     CancelledByClient(Duration),
+    /// The response body grew past the most one response may hold; the client stopped
+    /// reading and closed the connection.
+    #[error(
+        "the response body exceeded the limit of {limit} bytes; the client stopped reading it"
+    )]
+    ResponseTooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
 }
 
 impl TransportError {
@@ -155,6 +164,7 @@ impl TransportError {
             TransportError::Disconnected(_) => "ServerDisconnectedError",
             TransportError::Cancelled => "CancelledError",
             TransportError::CancelledByClient(_) => "RequestCancellationError",
+            TransportError::ResponseTooLarge { .. } => "ResponseTooLargeError",
         }
     }
 

@@ -332,12 +332,54 @@ impl Tokenizer {
     }
 
     /// The number of tokens `text` encodes to (no special tokens).
+    ///
+    /// Byte-pair encoding takes time that grows faster than linearly with the length of
+    /// one unbroken run of characters (a 50 MB response without a space took a minute).
+    /// So a run of more than [`LONGEST_RUN`] bytes without a change between space and
+    /// non-space is counted in pieces of that size: ordinary text is counted exactly, and
+    /// such a run within about one token per piece, in time linear in its length.
     pub fn count(&self, text: &str) -> usize {
-        match &self.backend {
-            Backend::Tiktoken { bpe, .. } => bpe.count_ordinary(text),
-            Backend::HuggingFace { .. } => self.encode(text).len(),
+        split_long_runs(text)
+            .map(|piece| match &self.backend {
+                Backend::Tiktoken { bpe, .. } => bpe.count_ordinary(piece),
+                Backend::HuggingFace { .. } => self.encode(piece).len(),
+            })
+            .sum()
+    }
+}
+
+/// Runs longer than this many bytes are counted in pieces (see [`Tokenizer::count`]).
+pub const LONGEST_RUN: usize = 1024;
+
+/// `text` cut inside every run of more than [`LONGEST_RUN`] bytes of only spaces or only
+/// non-spaces, at character boundaries; text without such runs comes back whole.
+fn split_long_runs(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let cut = first_cut(rest).unwrap_or(rest.len());
+        let (piece, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+/// Where the first run of `text` longer than [`LONGEST_RUN`] bytes is cut.
+fn first_cut(text: &str) -> Option<usize> {
+    let mut run_start = 0;
+    let mut run_is_space = None;
+    for (at, c) in text.char_indices() {
+        let is_space = c.is_whitespace();
+        if run_is_space != Some(is_space) {
+            run_start = at;
+            run_is_space = Some(is_space);
+        } else if at - run_start >= LONGEST_RUN {
+            return Some(at);
         }
     }
+    None
 }
 
 impl TokenCounter for Tokenizer {
@@ -359,6 +401,34 @@ mod tests {
         assert_eq!(t.decode(&ids), text);
         assert_eq!(t.count_tokens(text), ids.len());
         assert_eq!(t.tiktoken_encoding(), Some(TiktokenEncoding::O200kBase));
+    }
+
+    #[test]
+    fn ordinary_text_is_counted_whole_and_exactly() {
+        let t = Tokenizer::builtin();
+        let text = "The quick brown fox jumps over the lazy dog. ".repeat(2_000);
+        assert_eq!(split_long_runs(&text).count(), 1);
+        assert_eq!(t.count(&text), t.encode(&text).len());
+    }
+
+    #[test]
+    fn a_long_unbroken_run_is_counted_in_pieces_close_to_exact() {
+        let t = Tokenizer::builtin();
+        // Three runs: 3000 letters, 2500 spaces, a word; cut at 1024-byte steps inside
+        // the long ones, and only at character boundaries (é is two bytes).
+        let text = format!("{}{}end", "é".repeat(1500), " ".repeat(2500));
+        let pieces: Vec<&str> = split_long_runs(&text).collect();
+        assert_eq!(pieces.concat(), text);
+        assert_eq!(
+            pieces.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [1024, 1024, 952 + 1024, 1024, 452 + 3]
+        );
+        let exact = t.encode(&text).len();
+        let counted = t.count(&text);
+        assert!(
+            counted.abs_diff(exact) <= pieces.len(),
+            "{counted} vs {exact}"
+        );
     }
 
     #[test]

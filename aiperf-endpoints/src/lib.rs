@@ -110,7 +110,9 @@ pub use response::exchange_failure;
 pub use responses::ResponsesEndpoint;
 #[cfg(feature = "templates")]
 pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY, RESPONSE_FIELD_KEY};
-pub use transport::{HttpTransport, HttpTransportBuilder, TransportBuildError};
+pub use transport::{
+    HttpTransport, HttpTransportBuilder, TransportBuildError, DEFAULT_MAX_RESPONSE_BYTES,
+};
 
 #[cfg(test)]
 mod test_support;

@@ -53,6 +53,11 @@ fn compact(bytes: Bytes) -> Bytes {
     }
 }
 
+/// The most body bytes one response may hold (64 MiB): far above any real completion,
+/// embedding batch or generated image, and low enough that a server sending an endless
+/// body cannot exhaust the client's memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// How long an idle pooled connection is kept (the Python AIPerf keeps them 300 s).
 const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// TCP keep-alive idle time (the Python AIPerf sets `TCP_KEEPIDLE` 60).
@@ -117,6 +122,7 @@ pub struct HttpTransportBuilder {
     ca_file: Option<PathBuf>,
     insecure_skip_verify: bool,
     sticky_sessions: bool,
+    max_response_bytes: u64,
 }
 
 impl Default for HttpTransportBuilder {
@@ -130,6 +136,7 @@ impl Default for HttpTransportBuilder {
             ca_file: None,
             insecure_skip_verify: false,
             sticky_sessions: false,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -194,6 +201,16 @@ impl HttpTransportBuilder {
     #[must_use]
     pub fn sticky_sessions(mut self, sticky: bool) -> Self {
         self.sticky_sessions = sticky;
+        self
+    }
+
+    /// The most body bytes one response may hold (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`]). A response that grows past it ends with
+    /// [`TransportError::ResponseTooLarge`]: the client stops reading, closes the
+    /// connection and keeps the chunks read so far.
+    #[must_use]
+    pub fn max_response_bytes(mut self, limit: u64) -> Self {
+        self.max_response_bytes = limit;
         self
     }
 
@@ -379,11 +396,17 @@ impl HttpTransport {
                 )
             })
             .collect();
+        let limit = self.settings.max_response_bytes;
+        let mut body_bytes: u64 = 0;
         let error = loop {
             match within(deadline.as_ref(), body.frame()).await {
                 Ok(Some(Ok(frame))) => {
                     let at = Instant::now();
                     if let Ok(bytes) = frame.into_data() {
+                        body_bytes = body_bytes.saturating_add(bytes.len() as u64);
+                        if body_bytes > limit {
+                            break Some(TransportError::ResponseTooLarge { limit });
+                        }
                         if !bytes.is_empty() {
                             exchange.chunks.push(Chunk {
                                 at,

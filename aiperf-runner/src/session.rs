@@ -343,7 +343,10 @@ fn build_transport(options: &TransportOptions) -> Result<HttpTransport, RunError
         tracing::warn!("TLS certificate verification is off: any server certificate is accepted");
         builder = builder.insecure_skip_verify(true);
     }
-    Ok(builder.http2(options.http2).build()?)
+    Ok(builder
+        .http2(options.http2)
+        .max_response_bytes(options.max_response_bytes)
+        .build()?)
 }
 
 /// A `mock` URL starts the embedded mock server (TTFT 20 ms, ITL 5 ms, like the Python

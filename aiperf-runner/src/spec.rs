@@ -69,7 +69,7 @@ impl RunSpec {
 }
 
 /// How connections are made and kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TransportOptions {
     /// Which requests share a connection.
@@ -80,6 +80,22 @@ pub struct TransportOptions {
     pub tls_insecure_skip_verify: bool,
     /// Speak HTTP/2 (prior knowledge on `http://`, ALPN on `https://`).
     pub http2: bool,
+    /// The most body bytes one response may hold; a longer response fails with
+    /// `ResponseTooLargeError` (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`](aiperf_endpoints::DEFAULT_MAX_RESPONSE_BYTES), 64 MiB).
+    pub max_response_bytes: u64,
+}
+
+impl Default for TransportOptions {
+    fn default() -> Self {
+        Self {
+            connection_reuse: ConnectionReuse::default(),
+            tls_ca_file: None,
+            tls_insecure_skip_verify: false,
+            http2: false,
+            max_response_bytes: aiperf_endpoints::DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
 }
 
 /// Which requests share a connection.

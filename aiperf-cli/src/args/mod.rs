@@ -142,6 +142,12 @@ pub(crate) struct EndpointArgs {
     #[arg(long)]
     pub http2: bool,
 
+    /// The most one response body may hold, in MiB. A server that sends more (an endless
+    /// stream, say) fails that request with ResponseTooLargeError instead of filling the
+    /// client's memory.
+    #[arg(long = "max-response-mib", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub max_response_mib: u64,
+
     /// Send `max_tokens` instead of `max_completion_tokens` on chat requests.
     #[arg(long = "use-legacy-max-tokens")]
     pub use_legacy_max_tokens: bool,

@@ -21,6 +21,8 @@ enum Behaviour {
     Redirect,
     /// Reads the request and never answers.
     Silent,
+    /// A chunked body that never ends: 1 KiB chunks until the client goes away.
+    Endless,
     /// Promises 100 body bytes, sends 5 and closes.
     Truncated,
     /// Answers anything (even a TLS ClientHello) with plain HTTP and closes.
@@ -85,6 +87,10 @@ async fn connection(mut stream: TcpStream, behaviour: Behaviour, seen: Arc<Mutex
         };
         let written = match behaviour {
             Behaviour::SlowStream => slow_stream(&mut stream).await,
+            Behaviour::Endless => {
+                endless(&mut stream).await;
+                return;
+            }
             Behaviour::Ok => stream
                 .write_all(
                     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nKeep-Alive: timeout=5, max=100\r\n\
@@ -138,6 +144,17 @@ async fn slow_stream(stream: &mut TcpStream) -> std::io::Result<()> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     stream.write_all(b"0\r\n\r\n").await
+}
+
+/// Writes a chunked body until a write fails (the client closed the connection).
+async fn endless(stream: &mut TcpStream) {
+    let head =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    if stream.write_all(head).await.is_err() {
+        return;
+    }
+    let chunk = format!("400\r\n{}\r\n", "x".repeat(1024));
+    while stream.write_all(chunk.as_bytes()).await.is_ok() {}
 }
 
 /// Reads one request (head and Content-Length body); `None` when the client closed.
@@ -434,6 +451,47 @@ async fn a_reused_connection_that_answered_in_part_is_not_retried() {
     assert_eq!(second.retries, 0);
     assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
     assert_eq!(server.requests.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn an_endless_body_ends_at_the_response_limit_and_closes_the_connection() {
+    let server = server(Behaviour::Endless).await;
+    let transport = HttpTransport::builder()
+        .max_response_bytes(10_000)
+        .build()
+        .unwrap();
+    // No request timeout: only the limit can end this exchange.
+    let exchange = tokio::time::timeout(
+        Duration::from_secs(20),
+        transport.send(post(&server.url, None)),
+    )
+    .await
+    .expect("the limit ends the exchange");
+    assert_eq!(exchange.status, Some(200));
+    assert_eq!(
+        exchange.error,
+        Some(TransportError::ResponseTooLarge { limit: 10_000 })
+    );
+    assert_eq!(
+        exchange.error.as_ref().unwrap().type_name(),
+        "ResponseTooLargeError"
+    );
+    let kept: usize = exchange.chunks.iter().map(|c| c.bytes.len()).sum();
+    assert!(kept <= 10_000, "kept {kept} bytes");
+    // The connection was dropped, not returned to the pool half-read.
+    let _ = transport
+        .send(post(&server.url, Some(Duration::from_secs(5))))
+        .await;
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn the_default_response_limit_is_64_mib() {
+    assert_eq!(DEFAULT_MAX_RESPONSE_BYTES, 64 * 1024 * 1024);
+    assert_eq!(
+        HttpTransport::builder().max_response_bytes,
+        DEFAULT_MAX_RESPONSE_BYTES
+    );
 }
 
 #[tokio::test]
