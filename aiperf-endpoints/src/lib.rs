@@ -24,8 +24,8 @@
 //! `{code: status, type: reason phrase, message: the JSON body's error message or the body
 //! text}`; `event: error` or an in-band `{"error": …}` chunk gives `SSEResponseError`
 //! (502); a transport failure gives its [`TransportError`](aiperf_core::TransportError)
-//! type; a 2xx body that is not JSON gives `JSONDecodeError`, but only when nothing else in
-//! the exchange had content (one garbled chunk does not fail a good stream).
+//! type; a 2xx body or a stream event that is not JSON gives `JSONDecodeError` (its text
+//! is lost, so the request's token counts would be wrong).
 //!
 //! [`TemplateEndpoint`] needs the Cargo feature `templates` (on by default), which brings
 //! minijinja; without it `endpoint_for("template", …)` is an [`UnknownEndpoint`] that

@@ -105,7 +105,6 @@ pub(crate) fn parse_with(exchange: &RawExchange, format: impl Format) -> ParsedE
     let mut reader = Reader {
         format,
         parsed: ParsedExchange::default(),
-        malformed: None,
     };
     if is_event_stream(exchange) {
         reader.read_events(decode_chunks(&exchange.chunks));
@@ -116,9 +115,6 @@ pub(crate) fn parse_with(exchange: &RawExchange, format: impl Format) -> ParsedE
     let mut parsed = reader.parsed;
     if parsed.error.is_none() {
         parsed.error = exchange.error.as_ref().map(ErrorDetails::from);
-    }
-    if parsed.error.is_none() && !parsed.responses.iter().any(ParsedResponse::has_content) {
-        parsed.error = reader.malformed;
     }
     tracing::trace!(
         status,
@@ -246,8 +242,6 @@ fn is_event_stream(exchange: &RawExchange) -> bool {
 struct Reader<F> {
     format: F,
     parsed: ParsedExchange,
-    /// The first unparsable JSON payload, reported only if nothing had content.
-    malformed: Option<ErrorDetails>,
 }
 
 impl<F: Format> Reader<F> {
@@ -275,23 +269,26 @@ impl<F: Format> Reader<F> {
         }
     }
 
-    /// Reads one JSON payload; false when it carried an error (which ends the stream).
+    /// Reads one JSON payload; false when it carried an error or could not be read
+    /// (either ends the stream).
+    ///
+    /// A payload that cannot be read fails the request, streamed or not: its text is
+    /// lost, so the output token count and every metric built on it would be wrong. (The
+    /// Python AIPerf 0.13 skips such a stream event silently and counts the request as
+    /// good.)
     fn read_json(&mut self, payload: &[u8], at: Instant, error_kind: &str) -> bool {
         let piece = match self.format.read(payload) {
             Ok(piece) => piece,
             Err(unreadable) => {
-                tracing::debug!(?unreadable, "skipping a response this format cannot read");
-                if self.malformed.is_none() {
-                    self.malformed = Some(match unreadable {
-                        Unreadable::Json(error) => malformed(payload, &error),
-                        Unreadable::Invalid(message) => ErrorDetails {
-                            code: None,
-                            kind: Some("ValueError".into()),
-                            message,
-                        },
-                    });
-                }
-                return true;
+                self.parsed.error = Some(match unreadable {
+                    Unreadable::Json(error) => malformed(payload, &error),
+                    Unreadable::Invalid(message) => ErrorDetails {
+                        code: None,
+                        kind: Some("ValueError".into()),
+                        message,
+                    },
+                });
+                return false;
             }
         };
         if piece.is_error {
@@ -368,7 +365,7 @@ pub(crate) fn in_band_error(json: &Value, kind: &str) -> Option<ErrorDetails> {
     })
 }
 
-/// A payload that is not JSON (reported only when nothing else had content).
+/// A payload that is not JSON.
 fn malformed(payload: &[u8], error: &serde_json::Error) -> ErrorDetails {
     let text = String::from_utf8_lossy(payload);
     let mut snippet: String = text.chars().take(SNIPPET_CHARS).collect();

@@ -89,7 +89,7 @@ pub struct MetricsSink {
     slos: Vec<Slo>,
     dists: Vec<Option<Distribution>>,
     totals: Totals,
-    errors: HashMap<ErrorDetails, (u64, usize)>,
+    errors: HashMap<ErrorGroup, (u64, usize, ErrorDetails)>,
     lag: Distribution,
     late: u64,
     retries: u64,
@@ -160,6 +160,25 @@ impl std::fmt::Debug for MetricsSink {
             .field("valid", &self.totals.valid)
             .field("errors", &self.totals.errors)
             .finish_non_exhaustive()
+    }
+}
+
+/// What makes two errors one entry of the error summary: their type and code. Messages
+/// are not compared: they often embed a snippet of the response or a request id, and
+/// 2,000 malformed bodies would otherwise be 2,000 entries. The first message seen is
+/// kept as the entry's sample.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ErrorGroup {
+    code: Option<u16>,
+    kind: Option<String>,
+}
+
+impl ErrorGroup {
+    fn of(error: &ErrorDetails) -> Self {
+        Self {
+            code: error.code,
+            kind: error.kind.clone(),
+        }
     }
 }
 
@@ -475,7 +494,10 @@ impl MetricsSink {
                 .clone()
                 .unwrap_or_else(ErrorDetails::invalid_result);
             let next = self.errors.len();
-            self.errors.entry(error).or_insert((0, next)).0 += 1;
+            self.errors
+                .entry(ErrorGroup::of(&error))
+                .or_insert((0, next, error))
+                .0 += 1;
         }
         for (def, value) in &metrics.values {
             match value {
@@ -593,8 +615,8 @@ impl MetricsSink {
         // catalogue order
         results.sort_by_key(|(id, _)| *id);
 
-        let mut errors: Vec<(ErrorDetails, (u64, usize))> = self.errors.into_iter().collect();
-        errors.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.1 .1.cmp(&b.1 .1)));
+        let mut errors: Vec<(u64, usize, ErrorDetails)> = self.errors.into_values().collect();
+        errors.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let schedule_lag = self.lag.stats().map(|s| ScheduleLag {
             p50_ms: s.p50(),
             p99_ms: s.p99(),
@@ -608,7 +630,7 @@ impl MetricsSink {
         summary.metrics = results.into_iter().map(|(_, r)| r).collect();
         summary.errors = errors
             .into_iter()
-            .map(|(error, (count, _))| ErrorCount { error, count })
+            .map(|(count, _, error)| ErrorCount { error, count })
             .collect();
         summary.schedule_lag = schedule_lag;
         summary.connection_retries = self.retries;
@@ -833,7 +855,9 @@ mod tests {
         s.process(&streamed(0, 10, 10, 2)).unwrap();
         s.process(&failed(0, "x y", 500, "boom")).unwrap();
         s.process(&failed(0, "x y z", 429, "slow down")).unwrap();
-        s.process(&failed(0, "x", 500, "boom")).unwrap();
+        // Same type and code, another message: one entry, the first message its sample.
+        s.process(&failed(0, "x", 500, "boom at request 17"))
+            .unwrap();
         s.process(&record(
             0,
             "q",
@@ -845,6 +869,7 @@ mod tests {
         let e = summary.error_summary();
         assert_eq!(e.len(), 3);
         assert_eq!((e[0].error.code, e[0].count), (Some(500), 2));
+        assert_eq!(e[0].error.message, "boom");
         assert_eq!((e[1].error.code, e[1].count), (Some(429), 1));
         assert_eq!(
             e[2].error.kind.as_deref(),

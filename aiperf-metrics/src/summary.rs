@@ -133,12 +133,13 @@ impl MetricResult {
     }
 }
 
-/// One distinct error and how many requests failed with it.
+/// One kind of error (its type and code) and how many requests failed with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorCount {
-    /// The error.
+    /// The error: its type and code, and the message of the first request that failed
+    /// with it (a sample; later messages may differ).
     pub error: ErrorDetails,
-    /// How many records carried it.
+    /// How many records carried an error of this type and code.
     pub count: u64,
 }
 
@@ -162,7 +163,7 @@ pub struct ScheduleLag {
 pub struct Summary {
     /// Every metric that produced a value, in catalogue order.
     pub metrics: Vec<MetricResult>,
-    /// Distinct errors with counts, most frequent first.
+    /// Errors grouped by type and code, with counts, most frequent first.
     pub errors: Vec<ErrorCount>,
     /// Schedule lag of the profiling requests.
     pub schedule_lag: Option<ScheduleLag>,

@@ -466,7 +466,7 @@ fn an_in_band_error_chunk_is_an_sse_error() {
 }
 
 #[test]
-fn malformed_json_fails_only_an_exchange_without_content() {
+fn malformed_json_fails_the_exchange_streamed_or_not() {
     let garbage = stream(&["data: {not json\n\n"]);
     let error = chat(EndpointOptions::default())
         .parse(&garbage)
@@ -474,13 +474,31 @@ fn malformed_json_fails_only_an_exchange_without_content() {
         .unwrap();
     assert_eq!(error.kind.as_deref(), Some("JSONDecodeError"));
     assert!(error.message.ends_with(": {not json"), "{}", error.message);
+    // One garbled event in a good stream: its text is lost, so the request fails, and
+    // the responses before it are kept as for any failure mid-stream.
     let mixed = stream(&[
-        "data: {not json\n\n",
         "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\n",
+        "data: {\"choices\":[{\"delta\":{\"cont\n\n",
+        "data: {\"choices\":[{\"delta\":{\"content\":\"more\"}}]}\n\n",
     ]);
     let parsed = chat(EndpointOptions::default()).parse(&mixed);
-    assert_eq!(parsed.error, None);
-    assert_eq!(parsed.responses, [response(&mixed, 1, "ok", "")]);
+    assert_eq!(parsed.responses, [response(&mixed, 0, "ok", "")]);
+    let error = parsed.error.unwrap();
+    assert_eq!(error.kind.as_deref(), Some("JSONDecodeError"));
+    assert!(
+        error.message.ends_with(r#": {"choices":[{"delta":{"cont"#),
+        "{}",
+        error.message
+    );
+    let whole = RawExchange {
+        content_type: Some("application/json".into()),
+        ..stream(&["{\"choices\": [oops"])
+    };
+    let error = chat(EndpointOptions::default())
+        .parse(&whole)
+        .error
+        .unwrap();
+    assert_eq!(error.kind.as_deref(), Some("JSONDecodeError"));
 }
 
 #[test]
