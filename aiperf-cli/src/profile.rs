@@ -11,7 +11,7 @@ use aiperf_metrics::catalogue::ConsoleGroup;
 use aiperf_metrics::export::console;
 use aiperf_metrics::live::LiveStats;
 use aiperf_metrics::sweep::SweepSummary;
-use aiperf_runner::{Notice, RunHooks, RunReport, RunSpec, RunWatch};
+use aiperf_runner::{Notice, Outcome, RunHooks, RunReport, RunSpec, RunWatch};
 
 use crate::args::{ProfileArgs, UiType};
 use crate::ui::{self, LiveDisplay};
@@ -160,11 +160,19 @@ impl ConsoleHooks {
                  finished."
             );
         }
-        if summary.request_count() == 0 && summary.error_count() > 0 {
-            println!(
-                "All {} request(s) failed: see the Error Summary above.",
-                summary.error_count()
-            );
+        if run.outcome == Outcome::AllFailed {
+            match (summary.error_count(), summary.cancelled_in_flight) {
+                (failed, 0) => {
+                    println!("All {failed} request(s) failed: see the Error Summary above.");
+                }
+                (0, cut_off) => println!(
+                    "No request completed: all {cut_off} were still in flight when the run ended."
+                ),
+                (failed, cut_off) => println!(
+                    "No request succeeded: {failed} failed (see the Error Summary above) and \
+                     {cut_off} were still in flight when the run ended."
+                ),
+            }
         }
     }
 }

@@ -636,6 +636,10 @@ impl MetricsSink {
         summary.connection_retries = self.retries;
         summary.was_cancelled = run.was_cancelled;
         summary.is_complete = !run.was_cancelled;
+        if let Some(profiling) = run.phase(Phase::Profiling) {
+            summary.cancelled_in_flight = profiling.cancelled;
+            summary.grace_period_expired = profiling.grace_expired;
+        }
         summary.start_time_ns = window.and_then(|w| wall(w.0));
         summary.end_time_ns = window.and_then(|w| wall(w.1));
         summary.cli_command = self.cli_command;

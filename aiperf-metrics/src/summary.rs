@@ -174,6 +174,12 @@ pub struct Summary {
     pub was_cancelled: bool,
     /// True when the profiling phase ran to its stop condition.
     pub is_complete: bool,
+    /// Profiling requests still in flight when the run ended early, which have no record
+    /// and are in no metric: cut off when the grace period after `--benchmark-duration`
+    /// expired, or abandoned when the run was cancelled.
+    pub cancelled_in_flight: u64,
+    /// True when the grace period after the duration expired with requests in flight.
+    pub grace_period_expired: bool,
     /// Short random id of this benchmark (12 hex digits).
     pub benchmark_id: String,
     /// Unix ns of the start of the measurement window.
@@ -240,6 +246,8 @@ impl Summary {
             connection_retries: 0,
             was_cancelled: false,
             is_complete: true,
+            cancelled_in_flight: 0,
+            grace_period_expired: false,
             benchmark_id: new_benchmark_id(),
             start_time_ns: None,
             end_time_ns: None,

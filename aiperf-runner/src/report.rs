@@ -15,7 +15,8 @@ pub enum Outcome {
     Completed,
     /// A run completed but missed at least one SLO.
     SlosMissed,
-    /// Every request of a run failed (its files still hold the error summary).
+    /// No request of a run succeeded: every one failed, or was still in flight when the
+    /// grace period ended (its files still hold the error summary).
     AllFailed,
     /// Fewer than two runs of a multi-run succeeded, or a sweep point failed.
     RunsFailed,

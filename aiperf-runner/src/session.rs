@@ -319,7 +319,9 @@ impl Session {
 fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
     if summary.was_cancelled {
         Outcome::Cancelled
-    } else if summary.request_count() == 0 && summary.error_count() > 0 {
+    } else if summary.request_count() == 0
+        && summary.error_count() + summary.cancelled_in_flight > 0
+    {
         Outcome::AllFailed
     } else if !slos_met {
         Outcome::SlosMissed

@@ -358,6 +358,48 @@ async fn a_run_where_every_request_fails_writes_its_error_summary_and_exits_1() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duration_run_where_nothing_returns_reports_the_requests_cut_off_and_exits_1() {
+    // The server accepts every request and holds its answer for a minute.
+    let server = MockServer::start(MockConfig {
+        fast: true,
+        faults: FaultConfig {
+            slow_headers_rate: 100.0,
+            slow_headers_ms: 60_000.0,
+            ..FaultConfig::default()
+        },
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --concurrency 3 --benchmark-duration 1 --benchmark-grace-period 1",
+        url = server.url()
+    ));
+    argv.extend(artifact_args(dir.path()));
+    let output = profile(argv).await;
+    assert_exit(&output, 1);
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    assert_eq!(
+        summary["cancelled_in_flight"],
+        serde_json::json!({"count": 3, "cause": "grace_period_expired"})
+    );
+    assert_eq!(summary["error_summary"], serde_json::json!([]));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(
+            "Cancelled In Flight: 3 requests were still waiting for the server when the grace \
+             period after the benchmark duration ended"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("No request completed: all 3 were still in flight when the run ended."),
+        "{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_server_is_an_error_summary_not_a_crash() {
     // Bind and drop a listener so the port is (almost certainly) closed.
     let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -207,6 +207,25 @@ pub fn error_table(summary: &Summary) -> Option<TextTable> {
     Some(table)
 }
 
+/// What happened to requests still in flight when the run ended early.
+fn cancelled_line(summary: &Summary) -> String {
+    let n = summary.cancelled_in_flight;
+    let requests = if n == 1 {
+        "request was"
+    } else {
+        "requests were"
+    };
+    if summary.grace_period_expired {
+        format!(
+            "Cancelled In Flight: {n} {requests} still waiting for the server when the grace period after the benchmark duration ended; they are in no metric (a longer --benchmark-grace-period lets them finish)\n"
+        )
+    } else {
+        format!(
+            "Cancelled In Flight: {n} {requests} in flight when the run was cancelled; they are in no metric\n"
+        )
+    }
+}
+
 /// The whole console output.
 pub fn render_console(summary: &Summary) -> String {
     let mut out = String::new();
@@ -251,6 +270,9 @@ pub fn render_console(summary: &Summary) -> String {
     if summary.lacks_cache_reporting() {
         out.push_str(crate::CACHE_REPORTING_HINT);
         out.push('\n');
+    }
+    if summary.cancelled_in_flight > 0 {
+        out.push_str(&cancelled_line(summary));
     }
     if summary.connection_retries > 0 {
         out.push_str(&format!(

@@ -83,6 +83,13 @@ impl<'a> From<&'a MetricResult> for MetricJson<'a> {
     }
 }
 
+/// Requests cut off in flight (our addition: the Python AIPerf drops them silently).
+#[derive(Serialize)]
+struct CancelledJson {
+    count: u64,
+    cause: &'static str,
+}
+
 #[derive(Serialize)]
 struct ErrorJson<'a> {
     error_details: ErrorDetailsJson<'a>,
@@ -402,6 +409,19 @@ impl Serialize for SummaryJson<'_> {
             })
             .collect();
         map.serialize_entry("error_summary", &errors)?;
+        if s.cancelled_in_flight > 0 {
+            map.serialize_entry(
+                "cancelled_in_flight",
+                &CancelledJson {
+                    count: s.cancelled_in_flight,
+                    cause: if s.grace_period_expired {
+                        "grace_period_expired"
+                    } else {
+                        "run_cancelled"
+                    },
+                },
+            )?;
+        }
         if let Some(t) = s.start_time_ns {
             map.serialize_entry("start_time", &crate::export::iso_time(t))?;
         }
