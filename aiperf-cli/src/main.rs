@@ -1,8 +1,8 @@
 //! The `aiperf` command-line tool: a thin composition of the aiperf-rs library crates.
 //!
-//! Exit status: 0 when the run completed, 1 when it failed or every request failed (for
-//! `--num-profile-runs`: fewer than two runs succeeded; for a sweep: a point failed),
-//! 2 for a usage or configuration error, 3 when the run missed an `--slo`, 4 when
+//! Exit status: 0 when the run completed, 1 when it failed, no request succeeded or the
+//! client ran out of open files (for `--num-profile-runs`: fewer than two runs
+//! succeeded; for a sweep: a point failed), 2 for a usage or configuration error, 3 when the run missed an `--slo`, 4 when
 //! `aiperf compare` found a regression beyond a `--fail-on-regression` limit, 130 when
 //! Ctrl-C cut the run short.
 
@@ -113,7 +113,7 @@ fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitC
     match result {
         Ok(report) => match report.outcome {
             Outcome::Completed => ExitCode::SUCCESS,
-            Outcome::AllFailed | Outcome::RunsFailed => ExitCode::FAILURE,
+            Outcome::AllFailed | Outcome::RunsFailed | Outcome::ClientLimited => ExitCode::FAILURE,
             Outcome::SlosMissed => ExitCode::from(3),
             Outcome::Cancelled => ExitCode::from(profile::cancel_status()),
         },

@@ -63,6 +63,11 @@ impl RunHooks for ConsoleHooks {
             Notice::StreamingUnsupported { endpoint } => {
                 tracing::warn!("the {endpoint} endpoint does not stream; --streaming is ignored");
             }
+            Notice::OpenFileLimit { needed, limit } => tracing::warn!(
+                "--concurrency needs about {needed} open files but this process may open \
+                 {limit} (ulimit -n, already raised to the hard limit): requests beyond that \
+                 will fail as ClientResourceError"
+            ),
             Notice::ApiKeyHeaderReplaced => tracing::warn!(
                 "a header given with -H replaces the one --api-key would send; the --api-key \
                  value is not used"
@@ -158,6 +163,14 @@ impl ConsoleHooks {
             println!(
                 "The profile run was cancelled early: the results cover the requests that \
                  finished."
+            );
+        }
+        if run.outcome == Outcome::ClientLimited {
+            println!(
+                "{} request(s) failed because this client ran out of open files \
+                 (ClientResourceError): the results do not measure the server. Raise the \
+                 limit (ulimit -n) or lower --concurrency.",
+                summary.client_resource_errors()
             );
         }
         if run.outcome == Outcome::AllFailed {

@@ -115,7 +115,7 @@ pub use tokens::TokenCounter;
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{
     BoxFuture, Chunk, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl, SessionKey,
-    Transport, TransportError,
+    Transport, TransportError, CLIENT_RESOURCE_ERROR,
 };
 
 /// What happened in a run, phase by phase (filled by the engine).

@@ -140,6 +140,10 @@ pub enum TransportError {
     /// sending.
     #[error("Request cancelled {:.3}s after being sent", .0.as_secs_f64())]
     CancelledByClient(Duration),
+    /// The client itself ran out of a resource (open files) while sending: the failure
+    /// says nothing about the server.
+    #[error("the client ran out of resources: {0}")]
+    ClientResources(String),
     /// The response body grew past the most one response may hold; the client stopped
     /// reading and closed the connection.
     #[error(
@@ -150,6 +154,10 @@ pub enum TransportError {
         limit: u64,
     },
 }
+
+/// The error type of requests the client could not send for want of its own resources
+/// (open files): such a run does not measure the server.
+pub const CLIENT_RESOURCE_ERROR: &str = "ClientResourceError";
 
 impl TransportError {
     /// A short type name for error summaries, in the spirit of the Python AIPerf's
@@ -165,6 +173,7 @@ impl TransportError {
             TransportError::Cancelled => "CancelledError",
             TransportError::CancelledByClient(_) => "RequestCancellationError",
             TransportError::ResponseTooLarge { .. } => "ResponseTooLargeError",
+            TransportError::ClientResources(_) => CLIENT_RESOURCE_ERROR,
         }
     }
 

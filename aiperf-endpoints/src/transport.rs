@@ -584,13 +584,28 @@ fn to_hyper(
 /// Maps a client error to the transport error it stands for.
 fn classify(error: &hyper_util::client::legacy::Error) -> TransportError {
     let message = chain(error);
-    if is_tls(error) {
+    if out_of_descriptors(error) {
+        TransportError::ClientResources(message)
+    } else if is_tls(error) {
         TransportError::Tls(message)
     } else if error.is_connect() {
         TransportError::Connect(message)
     } else {
         TransportError::Disconnected(message)
     }
+}
+
+/// True when the process or the system ran out of file descriptors (`EMFILE`, `ENFILE`:
+/// 24 and 23 on Linux, macOS and the BSDs) somewhere in the chain.
+fn out_of_descriptors(error: &(dyn std::error::Error + 'static)) -> bool {
+    const ENFILE: i32 = 23;
+    const EMFILE: i32 = 24;
+    causes(error).any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+            .is_some_and(|code| code == EMFILE || code == ENFILE)
+    })
 }
 
 /// True when a rustls error is somewhere in the chain.

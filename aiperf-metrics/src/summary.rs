@@ -286,6 +286,16 @@ impl Summary {
         self.errors.iter().map(|e| e.count).sum()
     }
 
+    /// Requests the client could not send for want of its own resources (open files):
+    /// a run with any does not measure the server.
+    pub fn client_resource_errors(&self) -> u64 {
+        self.errors
+            .iter()
+            .filter(|e| e.error.kind.as_deref() == Some(aiperf_core::CLIENT_RESOURCE_ERROR))
+            .map(|e| e.count)
+            .sum()
+    }
+
     /// Distinct errors with counts.
     pub fn error_summary(&self) -> &[ErrorCount] {
         &self.errors

@@ -125,6 +125,15 @@ pub enum Notice<'a> {
     /// An explicit header has the name the API key's header would have, so it replaces
     /// it and the API key is not sent.
     ApiKeyHeaderReplaced,
+    /// The planned concurrency needs more open files than the process may hold, even
+    /// with its soft limit raised to the hard one: requests beyond it will fail on the
+    /// client's side (`ClientResourceError`).
+    OpenFileLimit {
+        /// About how many descriptors the run needs.
+        needed: u64,
+        /// The limit in force.
+        limit: u64,
+    },
     /// The ShareGPT dataset is downloaded into the cache (once).
     DownloadingShareGpt {
         /// Where it is saved.
@@ -192,6 +201,11 @@ impl fmt::Display for Notice<'_> {
             Notice::ApiKeyHeaderReplaced => f.write_str(
                 "an explicit header replaces the one the API key would send; the API key is \
                  not used",
+            ),
+            Notice::OpenFileLimit { needed, limit } => write!(
+                f,
+                "the planned concurrency needs about {needed} open files but this process may \
+                 open {limit}: requests beyond that will fail as ClientResourceError"
             ),
             Notice::DownloadingShareGpt { path, timeout } => write!(
                 f,

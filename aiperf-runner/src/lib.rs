@@ -35,6 +35,7 @@
 //! encodings); `media` synthesises images, audio and video in prompts; `templates` offers
 //! the `template` endpoint type.
 
+mod descriptors;
 mod error;
 mod hooks;
 mod inputs;

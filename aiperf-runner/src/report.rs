@@ -15,6 +15,9 @@ pub enum Outcome {
     Completed,
     /// A run completed but missed at least one SLO.
     SlosMissed,
+    /// Some requests failed because the client ran out of its own resources (open
+    /// files, `ClientResourceError`): the run does not measure the server.
+    ClientLimited,
     /// No request of a run succeeded: every one failed, or was still in flight when the
     /// grace period ended (its files still hold the error summary).
     AllFailed,

@@ -20,7 +20,7 @@ use aiperf_metrics::{MetricsSink, Summary};
 use crate::hooks::{Notice, PhaseTargets, RunHooks, RunWatch};
 use crate::report::{Outcome, RunFiles, RunReport};
 use crate::spec::{ConnectionReuse, RunSpec, TransportOptions};
-use crate::{inputs, telemetry, workload, RunError, RunParts};
+use crate::{descriptors, inputs, telemetry, workload, RunError, RunParts};
 
 /// What the runs of one invocation share.
 pub(crate) struct Session {
@@ -61,6 +61,16 @@ impl Session {
         let tokenizer = load_run_tokenizer(config, transport.as_ref()).await?;
         let mock = start_embedded_mock_if_asked(config, &tokenizer).await?;
         let mock_url = mock.as_ref().map(aiperf_mock_server::MockServer::url);
+        let sweep_points = spec.sweep.iter().flat_map(|sweep| &sweep.points);
+        let most_needed = std::iter::once(config)
+            .chain(sweep_points.map(|point| &*point.benchmark))
+            .filter_map(|config| descriptors::needed(config, mock_url.is_some()))
+            .max();
+        if let (Some(needed), Some(limit)) = (most_needed, descriptors::raise_open_file_limit()) {
+            if needed > limit {
+                hooks.notice(&Notice::OpenFileLimit { needed, limit });
+            }
+        }
         let own_endpoint = parts.endpoint.is_some();
         let endpoint = match parts.endpoint {
             Some(endpoint) => endpoint,
@@ -323,6 +333,8 @@ fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
         && summary.error_count() + summary.cancelled_in_flight > 0
     {
         Outcome::AllFailed
+    } else if summary.client_resource_errors() > 0 {
+        Outcome::ClientLimited
     } else if !slos_met {
         Outcome::SlosMissed
     } else {

@@ -399,6 +399,85 @@ async fn a_duration_run_where_nothing_returns_reports_the_requests_cut_off_and_e
     );
 }
 
+/// Runs `aiperf profile` under `sh -c 'ulimit …; exec aiperf …'`.
+#[cfg(unix)]
+async fn profile_with_ulimit(ulimit: &'static str, argv: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit {ulimit} && exec \"$0\" \"$@\""))
+            .arg(common::aiperf_binary())
+            .arg("profile")
+            .args(&argv)
+            .args(["--ui-type", "none"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_out_of_open_files_is_the_clients_failure_said_before_sending() {
+    let server = MockServer::start(MockConfig::with_timing(300.0, 1.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // 120 concurrent connections cannot fit in 100 descriptors, and the hard limit is
+    // 100 too: the run says so, then counts the failures as the client's.
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --concurrency 120 --request-count 120 --isl 8 --osl 2",
+        url = server.url()
+    ));
+    argv.extend(artifact_args(dir.path()));
+    let output = profile_with_ulimit("-n 100", argv).await;
+    assert_exit(&output, 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--concurrency needs about 184 open files but this process may open 100"),
+        "{stderr}"
+    );
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    let errors = summary["error_summary"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["error_details"]["type"], "ClientResourceError");
+    let failed = errors[0]["count"].as_u64().unwrap();
+    let succeeded = stat(&summary, "request_count", "avg") as u64;
+    assert!(
+        failed > 0 && succeeded > 0,
+        "{failed} failed, {succeeded} succeeded"
+    );
+    assert_eq!(failed + succeeded, 120);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "{failed} request(s) failed because this client ran out of open files"
+        )),
+        "{stdout}"
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_low_soft_open_file_limit_is_raised_to_the_hard_one() {
+    let server = MockServer::start(MockConfig::with_timing(300.0, 1.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --concurrency 120 --request-count 120 --isl 8 --osl 2",
+        url = server.url()
+    ));
+    argv.extend(artifact_args(dir.path()));
+    // Only the soft limit is low; the hard one (this machine's) leaves room.
+    let output = profile_with_ulimit("-S -n 100", argv).await;
+    assert_exit(&output, 0);
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    assert_eq!(summary["error_summary"], serde_json::json!([]));
+    assert_eq!(stat(&summary, "request_count", "avg"), 120.0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_server_is_an_error_summary_not_a_crash() {
     // Bind and drop a listener so the port is (almost certainly) closed.
