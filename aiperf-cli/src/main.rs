@@ -113,7 +113,10 @@ fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitC
     match result {
         Ok(report) => match report.outcome {
             Outcome::Completed => ExitCode::SUCCESS,
-            Outcome::AllFailed | Outcome::RunsFailed | Outcome::ClientLimited => ExitCode::FAILURE,
+            Outcome::AllFailed
+            | Outcome::RunsFailed
+            | Outcome::ClientLimited
+            | Outcome::ExportFailed => ExitCode::FAILURE,
             Outcome::SlosMissed => ExitCode::from(3),
             Outcome::Cancelled => ExitCode::from(profile::cancel_status()),
         },

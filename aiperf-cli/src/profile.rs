@@ -159,7 +159,13 @@ impl ConsoleHooks {
             println!("Log File: {}", log_file.display());
         }
         let summary = &run.summary;
-        if summary.was_cancelled {
+        if let Some(failure) = &summary.export_failure {
+            eprintln!(
+                "error: {failure}. Sending stopped at the first failed write; every line \
+                 written before it is whole, and the summary above covers the requests that \
+                 finished."
+            );
+        } else if summary.was_cancelled {
             println!(
                 "The profile run was cancelled early: the results cover the requests that \
                  finished."

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use aiperf_core::sink::SinkError;
 use aiperf_core::{
-    BenchmarkConfig, Clock, EndpointInfo, ErrorDetails, Phase, PhaseStats, RecordSink,
-    RequestRecord, RunContext, RunInfo, TokenCounter,
+    BenchmarkConfig, CancellationToken, Clock, EndpointInfo, ErrorDetails, Phase, PhaseStats,
+    RecordSink, RequestRecord, RunContext, RunInfo, TokenCounter,
 };
 
 use crate::catalogue::{
@@ -107,6 +107,10 @@ pub struct MetricsSink {
     phase_index: u32,
     slices: Option<Box<Slices>>,
     live: Option<Arc<LiveStats>>,
+    /// The first error writing a per-record export; nothing is written after it.
+    export_failure: Option<String>,
+    /// Cancelled at the first export failure, to stop sending.
+    stop_on_export_failure: Option<CancellationToken>,
 }
 
 /// `--slice-duration`: a sink per slice of the profiling phase, by slice index.
@@ -275,7 +279,19 @@ impl MetricsSink {
             cli_command: None,
             slices: None,
             live: None,
+            export_failure: None,
+            stop_on_export_failure: None,
         }
+    }
+
+    /// Cancels `stop` when writing a per-record export fails (a full disk), so the run
+    /// stops sending requests whose records could not be kept. Without it the run goes
+    /// on and only the summary counts the rest. Either way every complete line written
+    /// so far stays, and the summary reports the failure ([`Summary::export_failure`]).
+    #[must_use]
+    pub fn stop_sending_on_export_failure(mut self, stop: CancellationToken) -> Self {
+        self.stop_on_export_failure = Some(stop);
+        self
     }
 
     /// Also summarises each `width` of the profiling phase on its own (`--slice-duration`):
@@ -381,8 +397,12 @@ impl MetricsSink {
     /// Processes one record (what [`RecordSink::on_record`] does), with typed errors.
     pub fn process(&mut self, record: &RequestRecord) -> Result<(), MetricsError> {
         if record.credit.phase == Phase::Warmup {
-            for writer in &mut self.writers {
-                writer.write_warmup_record(record)?;
+            let written = self
+                .writers
+                .iter_mut()
+                .try_for_each(|writer| writer.write_warmup_record(record));
+            if let Err(error) = written {
+                self.export_failed(error);
             }
             return Ok(());
         }
@@ -412,10 +432,31 @@ impl MetricsSink {
             self.slices = Some(slices);
         }
         self.absorb(record, &tokens, &metrics);
-        for writer in &mut self.writers {
-            writer.write_record(record, &metrics, self.phase_index)?;
+        let phase_index = self.phase_index;
+        let written = self
+            .writers
+            .iter_mut()
+            .try_for_each(|writer| writer.write_record(record, &metrics, phase_index));
+        if let Err(error) = written {
+            self.export_failed(error);
         }
         Ok(())
+    }
+
+    /// The first write error of a per-record export: close every export (each keeps
+    /// what it wrote), write nothing more, and stop sending when asked to. The records
+    /// still reach the summary.
+    fn export_failed(&mut self, error: MetricsError) {
+        tracing::error!("{error}: no more records are written");
+        for writer in std::mem::take(&mut self.writers) {
+            if let Err(error) = writer.finish() {
+                tracing::debug!(%error, "closing an export after a write error");
+            }
+        }
+        self.export_failure.get_or_insert_with(|| error.to_string());
+        if let Some(stop) = &self.stop_on_export_failure {
+            stop.cancel();
+        }
     }
 
     /// Adds one profiling record's computed metrics to the totals and distributions.
@@ -515,7 +556,10 @@ impl MetricsSink {
     /// Computes the summary (what [`RecordSink::finish`] does), with typed errors.
     pub fn summarize(mut self, run: &RunInfo) -> Result<Summary, MetricsError> {
         for writer in std::mem::take(&mut self.writers) {
-            writer.finish()?;
+            if let Err(error) = writer.finish() {
+                tracing::error!("{error}");
+                self.export_failure.get_or_insert_with(|| error.to_string());
+            }
         }
         let slices = self.slices.take();
         let ctx = self.ctx;
@@ -634,6 +678,7 @@ impl MetricsSink {
             .collect();
         summary.schedule_lag = schedule_lag;
         summary.connection_retries = self.retries;
+        summary.export_failure = self.export_failure.take();
         summary.was_cancelled = run.was_cancelled;
         summary.is_complete = !run.was_cancelled;
         if let Some(profiling) = run.phase(Phase::Profiling) {

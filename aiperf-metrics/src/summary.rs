@@ -180,6 +180,10 @@ pub struct Summary {
     pub cancelled_in_flight: u64,
     /// True when the grace period after the duration expired with requests in flight.
     pub grace_period_expired: bool,
+    /// The first error writing a per-record export (`profile_export.jsonl` on a full
+    /// disk, say), naming the file and the OS error. Nothing was written after it; every
+    /// line written before it is whole.
+    pub export_failure: Option<String>,
     /// Short random id of this benchmark (12 hex digits).
     pub benchmark_id: String,
     /// Unix ns of the start of the measurement window.
@@ -248,6 +252,7 @@ impl Summary {
             is_complete: true,
             cancelled_in_flight: 0,
             grace_period_expired: false,
+            export_failure: None,
             benchmark_id: new_benchmark_id(),
             start_time_ns: None,
             end_time_ns: None,

@@ -23,6 +23,11 @@ pub enum Outcome {
     AllFailed,
     /// Fewer than two runs of a multi-run succeeded, or a sweep point failed.
     RunsFailed,
+    /// An artifact could not be written (a full disk): sending stopped at the first
+    /// failed write, the summary covers what finished, and
+    /// [`Summary::export_failure`](aiperf_metrics::Summary::export_failure) names the
+    /// file and the OS error.
+    ExportFailed,
     /// The cancellation token stopped the run; what finished was written.
     Cancelled,
 }

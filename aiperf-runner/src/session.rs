@@ -232,8 +232,12 @@ impl Session {
             &conversations,
         )?;
 
+        // Stops this run's sending at the first failed write of a record export, without
+        // cancelling the whole invocation.
+        let stop = self.cancel.child_token();
         let mut sink =
-            MetricsSink::new(&config, endpoint.info(), Arc::new(self.tokenizer.clone()))?;
+            MetricsSink::new(&config, endpoint.info(), Arc::new(self.tokenizer.clone()))?
+                .stop_sending_on_export_failure(stop.clone());
         if let Some(command_line) = &spec.command_line {
             tracing::info!("CLI command: {command_line}");
             sink = sink.with_cli_command(command_line.clone());
@@ -270,7 +274,7 @@ impl Session {
             .endpoint(Arc::clone(endpoint))
             .transport(self.transport.clone())
             .conversations(conversations, workload.sampling)
-            .cancel_token(self.cancel.clone())
+            .cancel_token(stop)
             .progress(Arc::clone(&progress))
             .sink(sink)?;
 
@@ -291,15 +295,35 @@ impl Session {
             );
         }
         // Finish right after the run: counters take the scrapes just after the window's end.
+        // A file that cannot be written (a full disk) is reported with the summary, which
+        // still reaches the hooks and the console.
         let telemetry = match running_telemetry {
-            Some(running) => Some(running.finish(&summary, &artifact_dir).await?),
+            Some(running) => match running.finish(&summary, &artifact_dir).await {
+                Ok(telemetry) => Some(telemetry),
+                Err(error) => {
+                    tracing::error!("{error}");
+                    summary
+                        .export_failure
+                        .get_or_insert_with(|| error.to_string());
+                    None
+                }
+            },
             None => None,
         };
         if let Some(telemetry) = &telemetry {
             summary.additions = telemetry.additions.clone();
         }
-        write_summary_files(&summary, &paths)?;
-        tracing::info!("Wrote {} and {}", paths.csv.display(), paths.json.display());
+        match write_summary_files(&summary, &paths) {
+            Ok(()) => {
+                tracing::info!("Wrote {} and {}", paths.csv.display(), paths.json.display());
+            }
+            Err(error) => {
+                tracing::error!("{error}");
+                summary
+                    .export_failure
+                    .get_or_insert_with(|| error.to_string());
+            }
+        }
 
         let slo_report = (!spec.slos.is_empty()).then(|| summary.check_slos(&spec.slos));
         let slos_met = slo_report
@@ -327,7 +351,9 @@ impl Session {
 }
 
 fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
-    if summary.was_cancelled {
+    if summary.export_failure.is_some() {
+        Outcome::ExportFailed
+    } else if summary.was_cancelled {
         Outcome::Cancelled
     } else if summary.request_count() == 0
         && summary.error_count() + summary.cancelled_in_flight > 0

@@ -399,13 +399,13 @@ async fn a_duration_run_where_nothing_returns_reports_the_requests_cut_off_and_e
     );
 }
 
-/// Runs `aiperf profile` under `sh -c 'ulimit …; exec aiperf …'`.
+/// Runs `aiperf profile` under `sh -c 'SETUP && exec aiperf …'` (resource limits).
 #[cfg(unix)]
-async fn profile_with_ulimit(ulimit: &'static str, argv: Vec<String>) -> std::process::Output {
+async fn profile_in_shell(setup: &'static str, argv: Vec<String>) -> std::process::Output {
     tokio::task::spawn_blocking(move || {
         Command::new("sh")
             .arg("-c")
-            .arg(format!("ulimit {ulimit} && exec \"$0\" \"$@\""))
+            .arg(format!("{setup} && exec \"$0\" \"$@\""))
             .arg(common::aiperf_binary())
             .arg("profile")
             .args(&argv)
@@ -431,7 +431,7 @@ async fn running_out_of_open_files_is_the_clients_failure_said_before_sending() 
         url = server.url()
     ));
     argv.extend(artifact_args(dir.path()));
-    let output = profile_with_ulimit("-n 100", argv).await;
+    let output = profile_in_shell("ulimit -n 100", argv).await;
     assert_exit(&output, 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -471,11 +471,55 @@ async fn a_low_soft_open_file_limit_is_raised_to_the_hard_one() {
     ));
     argv.extend(artifact_args(dir.path()));
     // Only the soft limit is low; the hard one (this machine's) leaves room.
-    let output = profile_with_ulimit("-S -n 100", argv).await;
+    let output = profile_in_shell("ulimit -S -n 100", argv).await;
     assert_exit(&output, 0);
     let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
     assert_eq!(summary["error_summary"], serde_json::json!([]));
     assert_eq!(stat(&summary, "request_count", "avg"), 120.0);
+}
+
+/// A full disk, as the process sees it: files may not grow past 200 KiB (`ulimit -f`
+/// counts 512-byte blocks in POSIX sh), and the signal that would kill the process is
+/// ignored, so writes fail with EFBIG as they would with ENOSPC.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_error_stops_sending_keeps_whole_lines_and_exits_1_with_the_summary() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {url} --concurrency 4 --request-count 2000 --isl 16 --osl 4",
+        url = server.url()
+    ));
+    argv.extend(artifact_args(dir.path()));
+    let output = profile_in_shell("trap '' XFSZ && ulimit -f 400", argv).await;
+    assert_exit(&output, 1);
+    let jsonl = dir.path().join("profile_export.jsonl");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "error: cannot write {}: File too large (os error 27). Sending stopped at the \
+             first failed write",
+            jsonl.display()
+        )),
+        "{stderr}"
+    );
+    // The summary reached the console and its files (they are small enough to fit).
+    assert!(String::from_utf8_lossy(&output.stdout).contains("NVIDIA AIPerf | LLM Metrics"));
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    let finished = stat(&summary, "request_count", "avg") as u64;
+    assert!(
+        finished < 1000,
+        "sending went on: {finished} requests finished"
+    );
+    // Every line kept is whole; the batch that did not fit is cut back.
+    let text = std::fs::read_to_string(&jsonl).unwrap();
+    assert!(text.ends_with('\n'));
+    let lines = read_jsonl(&jsonl).len() as u64;
+    assert!(
+        lines > 0 && lines < finished,
+        "{lines} lines, {finished} requests"
+    );
+    assert!(server.stats().requests_total < 1000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

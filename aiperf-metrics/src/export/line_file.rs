@@ -1,8 +1,12 @@
 //! The file under the JSON Lines exports: one line per record, written as records
 //! finish, flushed every few lines so that a run that dies loses little.
+//!
+//! Only whole lines are ever handed to the operating system, and a write that fails (a
+//! full disk) is cut back to the last whole line, so the file stays valid JSON Lines
+//! whatever happens.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::MetricsError;
@@ -10,10 +14,15 @@ use crate::MetricsError;
 /// A JSON Lines file being appended to; errors name the file.
 #[derive(Debug)]
 pub(crate) struct LineFile {
-    out: BufWriter<File>,
+    file: File,
     path: PathBuf,
+    /// Whole lines not yet written.
+    buffer: Vec<u8>,
+    /// Lines in `buffer`.
     pending: usize,
     flush_every: usize,
+    /// Bytes known to be in the file: always the end of a whole line.
+    written: u64,
 }
 
 impl LineFile {
@@ -24,30 +33,86 @@ impl LineFile {
         }
         let file = File::create(path).map_err(|e| MetricsError::io(path, e))?;
         Ok(Self {
-            out: BufWriter::new(file),
+            file,
             path: path.to_path_buf(),
+            buffer: Vec::new(),
             pending: 0,
             flush_every,
+            written: 0,
         })
     }
 
     /// Appends `line` and its newline.
     pub(crate) fn append(&mut self, line: &[u8]) -> Result<(), MetricsError> {
-        let io = |e| MetricsError::io(&self.path, e);
-        self.out.write_all(line).map_err(io)?;
-        self.out.write_all(b"\n").map_err(io)?;
+        self.buffer.extend_from_slice(line);
+        self.buffer.push(b'\n');
         self.pending += 1;
         if self.pending >= self.flush_every {
-            self.out.flush().map_err(io)?;
-            self.pending = 0;
+            self.flush()?;
         }
         Ok(())
     }
 
-    /// Flushes and closes the file.
+    /// Writes the buffered lines. On failure the file is cut back to its last whole line
+    /// and the buffered lines are dropped.
+    fn flush(&mut self) -> Result<(), MetricsError> {
+        let result = self.file.write_all(&self.buffer);
+        let lines = std::mem::take(&mut self.buffer);
+        self.pending = 0;
+        match result {
+            Ok(()) => {
+                self.written += lines.len() as u64;
+                Ok(())
+            }
+            Err(error) => {
+                if let Err(cut) = self.file.set_len(self.written) {
+                    tracing::warn!(
+                        path = %self.path.display(),
+                        %cut,
+                        "cannot cut the file back to its last whole line"
+                    );
+                }
+                Err(MetricsError::io(&self.path, error))
+            }
+        }
+    }
+
+    /// Writes what is buffered and closes the file.
     pub(crate) fn finish(mut self) -> Result<(), MetricsError> {
-        self.out
-            .flush()
-            .map_err(|e| MetricsError::io(&self.path, e))
+        self.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_reach_the_file_every_few_and_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/records.jsonl");
+        let mut file = LineFile::create(&path, 2).unwrap();
+        file.append(b"{\"a\":1}").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+        file.append(b"{\"a\":2}").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"a\":2}\n"
+        );
+        file.append(b"{\"a\":3}").unwrap();
+        file.finish().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_failed_write_names_the_file_and_the_os_error() {
+        let mut file = LineFile::create(Path::new("/dev/full"), 1).unwrap();
+        let error = file.append(b"{}").unwrap_err().to_string();
+        assert!(error.contains("/dev/full"), "{error}");
+        assert!(error.contains("No space left on device"), "{error}");
     }
 }
