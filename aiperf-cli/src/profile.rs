@@ -210,22 +210,31 @@ pub(crate) fn cancel_status() -> u8 {
 }
 
 /// Ctrl-C, SIGTERM (`docker stop`, Kubernetes, Slurm, `timeout`) and SIGHUP all end the
-/// run the same way: stop sending, write everything for what finished.
+/// run the same way: stop sending, write everything for what finished. A second signal
+/// exits at once, whatever is still being written.
 fn spawn_signal_handler(cancel: CancellationToken) {
     tokio::spawn(async move {
-        let Some(status) = first_signal().await else {
+        let Some(status) = next_signal().await else {
             return;
         };
         CANCEL_STATUS.store(status, Ordering::Relaxed);
-        eprintln!("\nCancelling: writing the results of the requests that finished…");
+        eprintln!(
+            "\nCancelling: writing the results of the requests that finished… (again to \
+             exit at once)"
+        );
         cancel.cancel();
+        if let Some(status) = next_signal().await {
+            eprintln!("Interrupted again: exiting now; the artifacts may be incomplete.");
+            crate::logging::flush();
+            std::process::exit(i32::from(status));
+        }
     });
 }
 
-/// Waits for the first of Ctrl-C, SIGTERM and SIGHUP; its exit status, or `None` when
+/// Waits for the next of Ctrl-C, SIGTERM and SIGHUP; its exit status, or `None` when
 /// no handler could be installed.
 #[cfg(unix)]
-async fn first_signal() -> Option<u8> {
+async fn next_signal() -> Option<u8> {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut hangup)) = (
         signal(SignalKind::terminate()),
@@ -241,6 +250,6 @@ async fn first_signal() -> Option<u8> {
 }
 
 #[cfg(not(unix))]
-async fn first_signal() -> Option<u8> {
+async fn next_signal() -> Option<u8> {
     tokio::signal::ctrl_c().await.ok().map(|()| 130)
 }

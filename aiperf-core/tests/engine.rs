@@ -155,6 +155,57 @@ async fn cancelling_keeps_finished_records_and_returns_promptly() {
     assert!((6..=12).contains(&records.len()), "{}", records.len());
 }
 
+/// Takes 100 ms per record, like a sink tokenizing huge responses.
+#[derive(Default)]
+struct SlowSink(Vec<RequestRecord>);
+
+impl RecordSink for SlowSink {
+    type Output = Vec<RequestRecord>;
+
+    fn on_record(&mut self, record: RequestRecord) -> Result<(), SinkError> {
+        std::thread::sleep(Duration::from_millis(100));
+        self.0.push(record);
+        Ok(())
+    }
+
+    fn finish(self, _: &RunInfo) -> Result<Self::Output, SinkError> {
+        Ok(self.0)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_during_slow_processing_ends_within_the_processing_budget() {
+    // Requests finish at once; their records take 100 ms each to process, so a backlog
+    // of up to 256 builds (25 s of processing) by the time of the cancel at 300 ms.
+    let cancel = CancellationToken::new();
+    let canceller = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        canceller.cancel();
+    });
+    let started = Instant::now();
+    let records = Benchmark::builder(&common::config())
+        .endpoint(Arc::new(Echo))
+        .transport(Arc::new(SlowEcho::default()))
+        .conversations(dataset(5), SamplingStrategy::Sequential)
+        .cancel_token(cancel)
+        .phase(closed_loop(Phase::Profiling, 4, 1_000))
+        .sink(SlowSink::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    let elapsed = started.elapsed();
+    // 0.3 s of sending, 2 s of processing what finished, and whatever one record and a
+    // loaded machine add; without the budget this takes 25 s.
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    assert!(
+        (3..=40).contains(&records.len()),
+        "{} records processed",
+        records.len()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn later_turns_carry_the_history_with_the_servers_replies() {
     let conversation = Conversation {

@@ -325,6 +325,7 @@ impl<S: RecordSink> Benchmark<S> {
             Arc::clone(&self.shared.endpoint),
             clock,
             Arc::clone(&self.progress),
+            self.cancel.clone(),
         );
         let sampler = Arc::new(Mutex::new(self.sampler));
         let mut info = RunInfo {
@@ -365,6 +366,11 @@ impl<S: RecordSink> Benchmark<S> {
     }
 }
 
+/// How long the processing thread goes on with records that finished before a
+/// cancellation; what is left after that is skipped, so a cancelled run ends promptly
+/// even when records are slow to process (huge responses).
+pub const PROCESSING_AFTER_CANCEL: Duration = Duration::from_secs(2);
+
 /// Parses exchanges into records and feeds the sink, on its own thread so that parsing
 /// and token counting never compete with the async runtime that sends requests.
 fn spawn_processor<S: RecordSink>(
@@ -373,15 +379,26 @@ fn spawn_processor<S: RecordSink>(
     endpoint: Arc<dyn Endpoint>,
     clock: Clock,
     progress: Arc<Progress>,
+    cancel: CancellationToken,
 ) -> std::thread::JoinHandle<Result<S, SinkError>> {
     std::thread::spawn(move || {
         let mut failure = None;
         // Records of an earlier phase that finish late (a warmup request still in flight
         // when profiling began) do not count toward the current phase's progress.
         let mut current_phase = None;
+        let mut stop_processing_at = None;
+        let mut skipped = 0_u64;
         while let Some(message) = rx.blocking_recv() {
             if failure.is_some() {
                 continue; // drain so senders never block; the first error is reported
+            }
+            if cancel.is_cancelled() {
+                let stop_at = *stop_processing_at
+                    .get_or_insert_with(|| Instant::now() + PROCESSING_AFTER_CANCEL);
+                if Instant::now() >= stop_at && matches!(message, ToProcessor::Finished(_)) {
+                    skipped += 1;
+                    continue;
+                }
             }
             let delivered = match message {
                 ToProcessor::PhaseStarted(phase, at) => {
@@ -404,6 +421,13 @@ fn spawn_processor<S: RecordSink>(
             if let Err(error) = delivered {
                 failure = Some(error);
             }
+        }
+        if skipped > 0 {
+            tracing::warn!(
+                "cancelled: {skipped} finished requests were left unprocessed (processing \
+                 stops {} s after a cancellation)",
+                PROCESSING_AFTER_CANCEL.as_secs()
+            );
         }
         match failure {
             Some(error) => Err(error),
