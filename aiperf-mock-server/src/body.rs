@@ -291,6 +291,11 @@ impl TokenStream {
                         self.writer.malformed(&mut buf);
                         return frame(buf);
                     }
+                    FaultKind::Oversized => {
+                        let padding = self.guard.state.cfg.faults.oversized_bytes;
+                        push_padding(&mut buf, usize::try_from(padding).unwrap_or(0));
+                        return frame(buf);
+                    }
                     FaultKind::Stall => {
                         if let Some(s) = &mut self.schedule {
                             s.shift(f.stall);
@@ -340,6 +345,15 @@ impl TokenStream {
 fn push_ping(out: &mut Vec<u8>) {
     let now = crate::routes::unix_now();
     out.extend_from_slice(format!(": ping - {now}\r\n\r\n").as_bytes());
+}
+
+/// An SSE comment of `bytes` bytes in all (clients skip comments).
+fn push_padding(out: &mut Vec<u8>, bytes: usize) {
+    let filler = bytes.saturating_sub(4);
+    out.reserve(bytes);
+    out.extend_from_slice(b": ");
+    out.resize(out.len() + filler, b'x');
+    out.extend_from_slice(b"\n\n");
 }
 
 /// Index of the first event that starts at or after token `k`.

@@ -157,6 +157,12 @@ impl MockConfig {
                 )));
             }
         }
+        if self.faults.oversized_bytes > MAX_OVERSIZED_BYTES {
+            return Err(MockError::InvalidConfig(format!(
+                "--oversized-bytes must be at most {MAX_OVERSIZED_BYTES}, got {}",
+                self.faults.oversized_bytes
+            )));
+        }
         for (name, v) in self.faults.rates() {
             if !v.is_finite() || !(0.0..=100.0).contains(&v) {
                 return Err(MockError::InvalidConfig(format!(
@@ -247,6 +253,9 @@ impl Quirks {
 
 /// Fault injection: each rate is a percentage (0–100) of inference requests.
 ///
+/// The most padding an oversized response carries (1 GiB).
+const MAX_OVERSIZED_BYTES: u64 = 1 << 30;
+
 /// A request gets at most one fault. One uniform draw per request, derived from a hash of
 /// `(seed, request sequence number)`, is compared against the cumulative rates in the order of
 /// the fields below, so every fault happens at exactly its configured rate as long as the rates
@@ -277,11 +286,15 @@ pub struct FaultConfig {
     pub slow_headers_rate: f64,
     /// Length of the head delay, ms (default 1000).
     pub slow_headers_ms: f64,
+    /// Pad the response with `oversized_bytes` (a client's response-size bound).
+    pub oversized_rate: f64,
+    /// Padding of an oversized response, bytes (default 2 MiB, at most 1 GiB).
+    pub oversized_bytes: u64,
 }
 
 impl FaultConfig {
     /// The rates with their flag names, in decision order.
-    pub fn rates(&self) -> [(&'static str, f64); 8] {
+    pub fn rates(&self) -> [(&'static str, f64); 9] {
         [
             ("error-rate", self.error_rate),
             ("rate-limit-rate", self.rate_limit_rate),
@@ -291,6 +304,7 @@ impl FaultConfig {
             ("sse-error-rate", self.sse_error_rate),
             ("stall-rate", self.stall_rate),
             ("slow-headers-rate", self.slow_headers_rate),
+            ("oversized-rate", self.oversized_rate),
         ]
     }
 }
@@ -310,6 +324,8 @@ impl Default for FaultConfig {
             stall_ms: 1000.0,
             slow_headers_rate: 0.0,
             slow_headers_ms: 1000.0,
+            oversized_rate: 0.0,
+            oversized_bytes: 2 * 1024 * 1024,
         }
     }
 }

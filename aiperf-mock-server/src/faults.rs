@@ -21,11 +21,14 @@ pub enum FaultKind {
     Stall,
     /// The response head is delayed by `slow_headers_ms`.
     SlowHeaders,
+    /// The response carries `oversized_bytes` of padding: an SSE comment mid-stream, or
+    /// whitespace before a JSON body (valid, only huge).
+    Oversized,
 }
 
 impl FaultKind {
     /// Every kind, in decision order.
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::Error,
         FaultKind::RateLimit,
         FaultKind::Unavailable,
@@ -34,6 +37,7 @@ impl FaultKind {
         FaultKind::SseError,
         FaultKind::Stall,
         FaultKind::SlowHeaders,
+        FaultKind::Oversized,
     ];
 
     /// Label used in `/metrics` (`kind="…"`).
@@ -47,6 +51,7 @@ impl FaultKind {
             FaultKind::SseError => "sse_error",
             FaultKind::Stall => "stall",
             FaultKind::SlowHeaders => "slow_headers",
+            FaultKind::Oversized => "oversized",
         }
     }
 

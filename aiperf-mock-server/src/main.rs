@@ -138,6 +138,12 @@ struct Args {
     /// Head delay, ms.
     #[arg(long, env = "MOCK_SERVER_SLOW_HEADERS_MS", default_value_t = 1000.0)]
     slow_headers_ms: f64,
+    /// % of responses padded to be oversized (an SSE comment, or whitespace before JSON).
+    #[arg(long, env = "MOCK_SERVER_OVERSIZED_RATE", default_value_t = 0.0)]
+    oversized_rate: f64,
+    /// Padding of an oversized response, bytes.
+    #[arg(long, env = "MOCK_SERVER_OVERSIZED_BYTES", default_value_t = 2 * 1024 * 1024)]
+    oversized_bytes: u64,
     /// Number of fake DCGM exporters (/dcgm1/metrics … /dcgmN/metrics).
     #[arg(long, env = "MOCK_SERVER_DCGM_INSTANCES", default_value_t = 2)]
     dcgm_instances: u32,
@@ -247,6 +253,8 @@ impl Args {
                 stall_ms: self.stall_ms,
                 slow_headers_rate: self.slow_headers_rate,
                 slow_headers_ms: self.slow_headers_ms,
+                oversized_rate: self.oversized_rate,
+                oversized_bytes: self.oversized_bytes,
             },
             dcgm: DcgmConfig {
                 instances: self.dcgm_instances,

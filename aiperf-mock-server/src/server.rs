@@ -532,6 +532,13 @@ async fn inference(
                     let cut = body.slice(..body.len() / 2);
                     return Ok(json_response(StatusCode::OK, cut));
                 }
+                Some(FaultKind::Oversized) => {
+                    state.stats.count_fault(FaultKind::Oversized);
+                    let padding = usize::try_from(cfg.faults.oversized_bytes).unwrap_or(0);
+                    let mut padded = vec![b' '; padding];
+                    padded.extend_from_slice(&body);
+                    return Ok(json_response(StatusCode::OK, padded.into()));
+                }
                 _ => {}
             }
             if let Some(plan) = &plan {

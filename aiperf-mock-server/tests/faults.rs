@@ -36,6 +36,9 @@ fn observed(r: &Result<Reply, String>) -> Option<FaultKind> {
     if r.error.is_some() {
         return Some(FaultKind::Drop);
     }
+    if r.frames.iter().map(|(_, bytes)| bytes.len()).sum::<usize>() >= 32 * 1024 {
+        return Some(FaultKind::Oversized);
+    }
     let events = r.events();
     if events.iter().any(|e| e.event.as_deref() == Some("error")) {
         return Some(FaultKind::SseError);
@@ -69,6 +72,7 @@ fn with_rate(kind: FaultKind, rate: f64) -> FaultConfig {
     let mut f = FaultConfig {
         stall_ms: 40.0,
         slow_headers_ms: 40.0,
+        oversized_bytes: 64 * 1024,
         ..FaultConfig::default()
     };
     match kind {
@@ -80,6 +84,7 @@ fn with_rate(kind: FaultKind, rate: f64) -> FaultConfig {
         FaultKind::SseError => f.sse_error_rate = rate,
         FaultKind::Stall => f.stall_rate = rate,
         FaultKind::SlowHeaders => f.slow_headers_rate = rate,
+        FaultKind::Oversized => f.oversized_rate = rate,
     }
     f
 }

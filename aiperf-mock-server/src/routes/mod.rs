@@ -222,7 +222,8 @@ impl Ctx {
                 k @ (FaultKind::Drop
                 | FaultKind::Malformed
                 | FaultKind::SseError
-                | FaultKind::Stall),
+                | FaultKind::Stall
+                | FaultKind::Oversized),
             ) => Some((k, faults.drop_after_tokens, ms(faults.stall_ms))),
             _ => None,
         };
