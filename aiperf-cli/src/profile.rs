@@ -72,6 +72,9 @@ impl RunHooks for ConsoleHooks {
                 "a header given with -H replaces the one --api-key would send; the --api-key \
                  value is not used"
             ),
+            Notice::LongWaits { .. } => tracing::warn!(
+                "{notice}; each may wait up to --request-timeout-seconds (6 h by default)"
+            ),
             Notice::ReplayingTimestamps => eprintln!(
                 "The input trace has timestamps: replaying them (--no-fixed-schedule to not)."
             ),
@@ -108,6 +111,7 @@ impl RunHooks for ConsoleHooks {
                 .unwrap_or_else(|| Arc::new(LiveStats::new())),
             targets: watch.targets,
             cancel: watch.cancel.clone(),
+            long_wait: watch.long_wait,
         };
         self.display = ui::spawn(self.ui_type, watched);
     }

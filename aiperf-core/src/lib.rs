@@ -101,7 +101,9 @@ pub use endpoint::{
     build_request, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo,
     ParsedExchange, ParsedResponse, RequestInput, Usage,
 };
-pub use engine::{Benchmark, BenchmarkBuilder, Cancellation, EngineError, PhasePlan, Progress};
+pub use engine::{
+    Benchmark, BenchmarkBuilder, Cancellation, EngineError, InFlight, PhasePlan, Progress, Waiting,
+};
 pub use record::{
     Credit, ErrorDetails, HttpTiming, Phase, RawCapture, RequestRecord, TimedResponse,
 };

@@ -10,7 +10,8 @@ use aiperf_core::config::{ArrivalPattern, ExportLevel};
 use aiperf_core::sink::SinkError;
 use aiperf_core::{
     Benchmark, CancellationToken, ClosedLoop, CollectRecords, Conversation, Phase, PhasePlan,
-    RateScheduler, RecordSink, RequestRecord, RunContext, RunInfo, SamplingStrategy, Turn,
+    Progress, RateScheduler, RecordSink, RequestRecord, RunContext, RunInfo, SamplingStrategy,
+    Turn,
 };
 
 mod common;
@@ -153,6 +154,43 @@ async fn cancelling_keeps_finished_records_and_returns_promptly() {
     assert!(started.elapsed() < Duration::from_secs(2));
     // About 5 rounds of 2 finished before the cancel at 275 ms.
     assert!((6..=12).contains(&records.len()), "{}", records.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_on_the_wire_show_how_long_they_have_waited() {
+    let transport = Arc::new(SlowEcho {
+        latency: Duration::from_secs(3),
+        ..SlowEcho::default()
+    });
+    let progress = Arc::new(Progress::default());
+    let benchmark = Benchmark::builder(&common::config())
+        .endpoint(Arc::new(Echo))
+        .transport(transport)
+        .conversations(dataset(5), SamplingStrategy::Sequential)
+        .progress(Arc::clone(&progress))
+        .phase(closed_loop(Phase::Profiling, 3, 3))
+        .sink(CollectRecords::default())
+        .unwrap();
+    let started = Instant::now();
+    let run = tokio::spawn(benchmark.run());
+    // However late a loaded machine sends them, the three wait 3 s on the wire.
+    let waiting = loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let waiting = progress
+            .in_flight
+            .waiting_longer_than(Duration::from_millis(300));
+        if let Some(waiting) = waiting.filter(|w| w.count == 3) {
+            break waiting;
+        }
+        assert!(started.elapsed() < Duration::from_secs(2), "{waiting:?}");
+    };
+    assert!(waiting.longest > Duration::from_millis(300));
+    assert!(progress
+        .in_flight
+        .waiting_longer_than(Duration::from_secs(60))
+        .is_none());
+    assert_eq!(run.await.unwrap().unwrap().len(), 3);
+    assert!(progress.in_flight.is_empty());
 }
 
 /// Takes 100 ms per record, like a sink tokenizing huge responses.

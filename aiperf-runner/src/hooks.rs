@@ -71,6 +71,9 @@ pub struct RunWatch {
     pub targets: PhaseTargets,
     /// Cancels the run (what finished is still written).
     pub cancel: CancellationToken,
+    /// Requests on the wire longer than this are worth showing
+    /// ([`RunSpec::long_wait`](crate::RunSpec::long_wait)).
+    pub long_wait: Duration,
 }
 
 /// What ends the warmup and the profiling phase.
@@ -133,6 +136,16 @@ pub enum Notice<'a> {
         needed: u64,
         /// The limit in force.
         limit: u64,
+    },
+    /// Requests have been on the wire longer than [`RunSpec::long_wait`](crate::RunSpec):
+    /// said once per such interval while any are.
+    LongWaits {
+        /// How many.
+        count: usize,
+        /// How long the oldest has waited.
+        longest: Duration,
+        /// The threshold.
+        threshold: Duration,
     },
     /// The ShareGPT dataset is downloaded into the cache (once).
     DownloadingShareGpt {
@@ -207,6 +220,17 @@ impl fmt::Display for Notice<'_> {
                 "the planned concurrency needs about {needed} open files but this process may \
                  open {limit}: requests beyond that will fail as ClientResourceError"
             ),
+            Notice::LongWaits {
+                count,
+                longest,
+                threshold,
+            } => write!(
+                f,
+                "{count} request(s) have waited more than {} s for the server (the longest \
+                 {} s)",
+                seconds(*threshold),
+                seconds(*longest)
+            ),
             Notice::DownloadingShareGpt { path, timeout } => write!(
                 f,
                 "Downloading ShareGPT to {} (once; up to {} s)…",
@@ -247,4 +271,10 @@ impl fmt::Display for Notice<'_> {
             ),
         }
     }
+}
+
+/// Seconds to one decimal, without a trailing `.0`: `0.3`, `60`, `1.2`.
+fn seconds(duration: Duration) -> String {
+    let tenths = (duration.as_secs_f64() * 10.0).round() / 10.0;
+    format!("{tenths}")
 }

@@ -55,7 +55,7 @@ pub use hooks::{NoHooks, Notice, PhaseTargets, RunHooks, RunWatch, StopCondition
 pub use report::{AggregateReport, Outcome, Report, RunFiles, RunReport, SweepReport};
 pub use spec::{
     ConnectionReuse, MultiRunOptions, ReadinessOptions, RecordOptions, RunSpec, Sweep, SweepPoint,
-    SweepType, TelemetryOptions, TransportOptions, CONSISTENT_SEED, MOCK_URL,
+    SweepType, TelemetryOptions, TransportOptions, CONSISTENT_SEED, DEFAULT_LONG_WAIT, MOCK_URL,
 };
 pub use workload::WorkloadError;
 

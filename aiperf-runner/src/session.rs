@@ -279,12 +279,13 @@ impl Session {
             .sink(sink)?;
 
         hooks.sending(&RunWatch {
-            progress,
+            progress: Arc::clone(&progress),
             live,
             targets: PhaseTargets::from_config(&config),
             cancel: self.cancel.clone(),
+            long_wait: spec.long_wait,
         });
-        let result = benchmark.run().await;
+        let result = watch_long_waits(benchmark.run(), &progress, spec.long_wait, hooks).await;
         hooks.sending_ended();
         let mut summary = result?;
         if summary.connection_retries > 0 {
@@ -347,6 +348,34 @@ impl Session {
             gpu_tables,
             slo_report,
         })
+    }
+}
+
+/// Runs `run`, reporting every `threshold` the requests that have been on the wire
+/// longer than that.
+async fn watch_long_waits<T>(
+    run: impl std::future::Future<Output = T>,
+    progress: &Progress,
+    threshold: Duration,
+    hooks: &mut dyn RunHooks,
+) -> T {
+    tokio::pin!(run);
+    let mut checks = tokio::time::interval(threshold.max(Duration::from_millis(10)));
+    checks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    checks.tick().await; // the first tick is immediate
+    loop {
+        tokio::select! {
+            output = &mut run => return output,
+            _ = checks.tick() => {
+                if let Some(waiting) = progress.in_flight.waiting_longer_than(threshold) {
+                    hooks.notice(&Notice::LongWaits {
+                        count: waiting.count,
+                        longest: waiting.longest,
+                        threshold,
+                    });
+                }
+            }
+        }
     }
 }
 

@@ -47,6 +47,18 @@ pub struct RunSpec {
     /// The command line recorded in the artifacts (secrets already hidden).
     #[serde(default)]
     pub command_line: Option<String>,
+    /// Requests on the wire longer than this are reported, once per such interval while
+    /// any are ([`Notice::LongWaits`](crate::Notice::LongWaits)), so a server that
+    /// accepts and never answers shows long before the request timeout (default 60 s).
+    #[serde(default = "default_long_wait")]
+    pub long_wait: Duration,
+}
+
+/// The default of [`RunSpec::long_wait`].
+pub const DEFAULT_LONG_WAIT: Duration = Duration::from_secs(60);
+
+fn default_long_wait() -> Duration {
+    DEFAULT_LONG_WAIT
 }
 
 impl RunSpec {
@@ -64,6 +76,7 @@ impl RunSpec {
             sweep: None,
             slos: Vec::new(),
             command_line: None,
+            long_wait: DEFAULT_LONG_WAIT,
         }
     }
 }

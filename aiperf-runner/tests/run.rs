@@ -156,6 +156,61 @@ async fn a_missed_slo_and_a_cancelled_run_are_outcomes_not_errors() {
 }
 
 #[tokio::test]
+async fn requests_waiting_longer_than_the_threshold_are_said_while_they_wait() {
+    // Every response head comes 1.5 s late; waits over 300 ms are reported every 300 ms.
+    let server = MockServer::start(MockConfig {
+        faults: aiperf_mock_server::FaultConfig {
+            slow_headers_rate: 100.0,
+            slow_headers_ms: 1500.0,
+            ..aiperf_mock_server::FaultConfig::default()
+        },
+        ..MockConfig::fast()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&server.url(), dir.path());
+    config.load.request_count = Some(3);
+    let mut spec = spec(config);
+    spec.long_wait = Duration::from_millis(300);
+    let mut hooks = Recorder::default();
+    let report = run(&spec, &mut hooks, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, Outcome::Completed);
+    let waits: Vec<&String> = hooks
+        .calls
+        .iter()
+        .filter(|call| call.contains("waited more than"))
+        .collect();
+    assert!(!waits.is_empty(), "{:?}", hooks.calls);
+    assert!(
+        waits.iter().all(|call| call
+            .contains(" request(s) have waited more than 0.3 s for the server (the longest ")),
+        "{waits:?}"
+    );
+    assert!(
+        waits
+            .iter()
+            .any(|call| call.starts_with("notice: 3 request(s)")),
+        "{waits:?}"
+    );
+    // Each is said between sending and its end.
+    let sending = hooks.calls.iter().position(|c| c == "sending").unwrap();
+    let ended = hooks
+        .calls
+        .iter()
+        .position(|c| c == "sending_ended")
+        .unwrap();
+    let first_wait = hooks
+        .calls
+        .iter()
+        .position(|c| c.contains("waited"))
+        .unwrap();
+    assert!(sending < first_wait && first_wait < ended);
+}
+
+#[tokio::test]
 async fn a_multi_run_aggregates_and_a_sweep_summarises() {
     let server = mock().await;
     let dir = tempfile::tempdir().unwrap();

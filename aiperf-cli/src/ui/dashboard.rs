@@ -12,6 +12,7 @@ use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use aiperf_core::Waiting;
 use aiperf_metrics::live::{LiveSnapshot, Percentiles};
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -68,6 +69,10 @@ pub(super) struct DashboardState {
     pub warnings: Vec<String>,
     /// Ctrl-C was pressed: the run is winding down.
     pub cancelling: bool,
+    /// Requests on the wire longer than `long_wait`, if any.
+    pub long_waits: Option<Waiting>,
+    /// The threshold of `long_waits`.
+    pub long_wait: Duration,
 }
 
 /// Draws `state` over the whole frame.
@@ -216,7 +221,20 @@ fn render_counters(frame: &mut Frame, area: Rect, state: &DashboardState) {
         Line::from(vec![Span::raw(format!("{name:<11}")), value])
     };
     let lines = vec![
-        line("In flight", Span::raw(in_flight.to_string())),
+        line(
+            "In flight",
+            match state.long_waits {
+                Some(waiting) => Span::styled(
+                    format!(
+                        "{in_flight} ({} over {}s!)",
+                        waiting.count,
+                        state.long_wait.as_secs()
+                    ),
+                    warning,
+                ),
+                None => Span::raw(in_flight.to_string()),
+            },
+        ),
         line("Sent", Span::raw(state.sent.to_string())),
         line("Completed", Span::raw(state.completed.to_string())),
         line("Errors", Span::raw(state.errors.to_string())),
@@ -365,6 +383,8 @@ pub(super) fn run(watched: &Watched, stop: &AtomicBool) {
             cpu: cpu_use,
             warnings: logging::recent_warnings(),
             cancelling: watched.cancel.is_cancelled(),
+            long_waits: progress.in_flight.waiting_longer_than(watched.long_wait),
+            long_wait: watched.long_wait,
         };
         if let Err(error) = terminal.draw(|frame| render(frame, &state)) {
             tracing::warn!("cannot draw the dashboard: {error}");
@@ -432,6 +452,8 @@ mod tests {
             }),
             warnings: vec!["warning: the server closed a connection".into()],
             cancelling: false,
+            long_waits: None,
+            long_wait: Duration::from_secs(60),
         }
     }
 
@@ -533,6 +555,11 @@ mod tests {
             }),
             warnings: Vec::new(),
             cancelling: true,
+            long_waits: Some(Waiting {
+                count: 8,
+                longest: Duration::from_secs(75),
+            }),
+            long_wait: Duration::from_secs(60),
         };
         let terminal = draw(&state, 80, 24);
         let lines = lines(&terminal);
@@ -543,6 +570,11 @@ mod tests {
         assert_eq!(
             lines[1],
             "│████████████████████                5/20 s                                    │"
+        );
+        assert!(
+            lines[9].ends_with("││In flight  8 (8 over 60s!)  │"),
+            "{}",
+            lines[9]
         );
         assert_eq!(
             lines[10],

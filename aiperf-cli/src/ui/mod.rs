@@ -42,6 +42,8 @@ pub(crate) struct Watched {
     pub targets: PhaseTargets,
     /// Ctrl-C on the dashboard cancels the run through it.
     pub cancel: CancellationToken,
+    /// Requests on the wire longer than this are shown as waiting.
+    pub long_wait: Duration,
 }
 
 /// A running display; [`finish`](Self::finish) (or dropping it) stops it and gives the

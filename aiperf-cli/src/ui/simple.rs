@@ -1,10 +1,11 @@
 //! `--ui-type simple`: one progress bar per phase (warmup, profiling) on stderr, with the
-//! phase's request rate and error count.
+//! phase's request rate, error count and the requests waiting unusually long.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use aiperf_core::Waiting;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{StopCondition, Watched, REFRESH};
@@ -42,12 +43,13 @@ impl PhaseBar {
         }
     }
 
-    fn update_now(&self, completed: u64, errors: u64) {
-        self.update(completed, errors, self.since.elapsed());
+    fn update_now(&self, completed: u64, errors: u64, waits: &str) {
+        self.update(completed, errors, self.since.elapsed(), waits);
     }
 
-    /// Shows `completed` requests (`errors` of them failed) `elapsed` into the phase.
-    fn update(&self, completed: u64, errors: u64, elapsed: Duration) {
+    /// Shows `completed` requests (`errors` of them failed) `elapsed` into the phase, and
+    /// `waits` (see [`long_waits`]).
+    fn update(&self, completed: u64, errors: u64, elapsed: Duration, waits: &str) {
         match self.target {
             StopCondition::Requests(_) => self.bar.set_position(completed),
             StopCondition::Seconds(secs) => self
@@ -56,12 +58,19 @@ impl PhaseBar {
             StopCondition::Open => self.bar.tick(),
         }
         let rate = completed as f64 / elapsed.as_secs_f64().max(1e-3);
-        let rate_and_errors = format!("{rate:.1} req/s, {errors} errors");
+        let rate_and_errors = format!("{rate:.1} req/s, {errors} errors{waits}");
         self.bar.set_message(match self.target {
             StopCondition::Requests(_) => rate_and_errors,
             _ => format!("{completed} done, {rate_and_errors}"),
         });
     }
+}
+
+/// `, N waiting > T s` while requests have been on the wire longer than `threshold`.
+pub(super) fn long_waits(waiting: Option<Waiting>, threshold: Duration) -> String {
+    waiting.map_or_else(String::new, |w| {
+        format!(", {} waiting > {} s", w.count, threshold.as_secs())
+    })
 }
 
 /// Draws until `stop` is set; the finished bars stay on screen as last drawn (`abandon`,
@@ -79,15 +88,19 @@ pub(super) fn run(watched: &Watched, stop: &AtomicBool) {
         let progress = &watched.progress;
         let completed = progress.completed.load(Ordering::Relaxed);
         let errors = progress.errors.load(Ordering::Relaxed);
+        let waits = long_waits(
+            progress.in_flight.waiting_longer_than(watched.long_wait),
+            watched.long_wait,
+        );
         if progress.profiling.load(Ordering::Relaxed) {
             if let Some(finished) = warmup.take() {
                 finished.bar.abandon();
             }
             profiling
                 .get_or_insert_with(|| PhaseBar::new(&bars, "Profiling", watched.targets.profiling))
-                .update_now(completed, errors);
+                .update_now(completed, errors, &waits);
         } else if let Some(warmup) = &warmup {
-            warmup.update_now(completed, errors);
+            warmup.update_now(completed, errors, &waits);
         }
         if done {
             for phase in [warmup, profiling].into_iter().flatten() {
@@ -114,16 +127,27 @@ mod tests {
     fn a_phase_bar_shows_its_count_rate_and_errors() {
         let bars = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
         let profiling = PhaseBar::new(&bars, "Profiling", StopCondition::Requests(100));
-        profiling.update(40, 2, Duration::from_secs(2));
+        profiling.update(40, 2, Duration::from_secs(2), "");
         assert_eq!(profiling.bar.length(), Some(100));
         assert_eq!(profiling.bar.position(), 40);
         assert_eq!(profiling.bar.prefix(), "Profiling");
         assert_eq!(profiling.bar.message(), "20.0 req/s, 2 errors");
 
         let timed = PhaseBar::new(&bars, "Warming up", StopCondition::Seconds(9.5));
-        timed.update(7, 0, Duration::from_millis(12_500));
+        let waits = long_waits(
+            Some(Waiting {
+                count: 3,
+                longest: Duration::from_secs(75),
+            }),
+            Duration::from_secs(60),
+        );
+        timed.update(7, 0, Duration::from_millis(12_500), &waits);
         assert_eq!(timed.bar.length(), Some(10));
         assert_eq!(timed.bar.position(), 10, "capped at the phase's length");
-        assert_eq!(timed.bar.message(), "7 done, 0.6 req/s, 0 errors");
+        assert_eq!(
+            timed.bar.message(),
+            "7 done, 0.6 req/s, 0 errors, 3 waiting > 60 s"
+        );
+        assert_eq!(long_waits(None, Duration::from_secs(60)), "");
     }
 }

@@ -17,6 +17,7 @@
 //! shows as lower throughput (and schedule lag in open loop), instead of memory growing
 //! without bound. The wait comes after the exchange ended, so no latency is affected.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -62,6 +63,83 @@ pub struct Progress {
     pub errors: AtomicU64,
     /// True while the profiling phase runs (false during warmup).
     pub profiling: AtomicBool,
+    /// The requests on the wire, by when they were sent: what shows a stalled server.
+    pub in_flight: InFlight,
+}
+
+/// The requests on the wire and when each was sent. Registering one costs an
+/// uncontended lock, taken before the request is handed to the transport and after its
+/// exchange ended, never between the stamps.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    sent_at: Mutex<HashMap<u64, Instant>>,
+    next_id: AtomicU64,
+}
+
+/// Requests that have waited longer than a threshold ([`InFlight::waiting_longer_than`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waiting {
+    /// How many.
+    pub count: usize,
+    /// How long the oldest has waited.
+    pub longest: Duration,
+}
+
+impl InFlight {
+    /// Registers a request sent now; it leaves when the guard drops (its exchange ended,
+    /// or its task was cancelled).
+    fn enter(&self) -> OnTheWire<'_> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(id, Instant::now());
+        OnTheWire {
+            in_flight: self,
+            id,
+        }
+    }
+
+    /// The requests sent more than `threshold` ago that have not ended; `None` when there
+    /// are none.
+    pub fn waiting_longer_than(&self, threshold: Duration) -> Option<Waiting> {
+        let now = Instant::now();
+        let sent_at = self.lock();
+        let waits = sent_at
+            .values()
+            .map(|at| now.saturating_duration_since(*at))
+            .filter(|waited| *waited > threshold);
+        let (count, longest) = waits.fold((0, Duration::ZERO), |(n, longest), waited| {
+            (n + 1, longest.max(waited))
+        });
+        (count > 0).then_some(Waiting { count, longest })
+    }
+
+    /// How many requests are on the wire.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// True when no request is on the wire.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Instant>> {
+        // The map stays consistent whatever panicked while holding it.
+        self.sent_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A request registered in [`InFlight`] until it drops.
+struct OnTheWire<'a> {
+    in_flight: &'a InFlight,
+    id: u64,
+}
+
+impl Drop for OnTheWire<'_> {
+    fn drop(&mut self) {
+        self.in_flight.lock().remove(&self.id);
+    }
 }
 
 impl Progress {

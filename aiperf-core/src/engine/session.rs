@@ -191,6 +191,7 @@ impl PhaseRunner {
                 last: last_turn,
             }),
         };
+        let on_the_wire = self.progress.in_flight.enter();
         let send = shared.transport.send_controlled(request, control);
         let exchange = match (prefill_slot, first_chunk) {
             (Some(slot), Some(first_chunk)) => {
@@ -207,6 +208,7 @@ impl PhaseRunner {
             }
             _ => send.await,
         };
+        drop(on_the_wire);
         let reply = want_reply.then(|| {
             shared
                 .endpoint
