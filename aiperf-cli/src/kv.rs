@@ -2,13 +2,17 @@
 
 use serde_json::{Map, Value};
 
-/// A malformed `key:value` item.
+/// A malformed item: what is accepted, what was given, and what is wrong with it.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{flag} item {item:?} is not `key:value` or a JSON object{detail}")]
+#[error(
+    "{flag} takes a JSON object ({{\"key\": value, …}}) or comma-separated key:value \
+     pairs{given}: {problem}"
+)]
 pub(crate) struct KvError {
     flag: &'static str,
-    item: String,
-    detail: String,
+    /// `, got "…"`, or nothing when the items may hold secrets.
+    given: String,
+    problem: String,
 }
 
 /// Parses the items of `flag`: each is a JSON object (starts with `{`) or comma-separated
@@ -19,34 +23,46 @@ pub(crate) fn parse_key_values(
     flag: &'static str,
     items: &[String],
 ) -> Result<Map<String, Value>, KvError> {
+    parse(flag, items, true)
+}
+
+/// [`parse_key_values`]; errors quote the item only when `quote` (never for secrets).
+fn parse(flag: &'static str, items: &[String], quote: bool) -> Result<Map<String, Value>, KvError> {
     let mut map = Map::new();
     for item in items {
         let trimmed = item.trim();
+        let error = |problem: String| KvError {
+            flag,
+            given: if quote {
+                format!(", got {item:?}")
+            } else {
+                String::new()
+            },
+            problem,
+        };
+        let pair_text = |pair: &str| {
+            if quote {
+                format!("{:?}", pair.trim())
+            } else {
+                "an item".to_owned()
+            }
+        };
         if trimmed.starts_with('{') {
-            let object: Map<String, Value> =
-                serde_json::from_str(trimmed).map_err(|e| KvError {
-                    flag,
-                    item: item.clone(),
-                    detail: format!(": {e}"),
-                })?;
+            let object: Map<String, Value> = serde_json::from_str(trimmed)
+                .map_err(|e| error(format!("it is not a valid JSON object ({e})")))?;
             map.extend(object);
             continue;
         }
+        if trimmed.starts_with('[') && serde_json::from_str::<Value>(trimmed).is_ok() {
+            return Err(error("a JSON array is not an object".into()));
+        }
         for pair in trimmed.split(',').filter(|p| !p.trim().is_empty()) {
             let Some((key, value)) = pair.split_once(':') else {
-                return Err(KvError {
-                    flag,
-                    item: item.clone(),
-                    detail: format!(" (no `:` in {pair:?})"),
-                });
+                return Err(error(format!("{} has no ':'", pair_text(pair))));
             };
             let key = key.trim();
             if key.is_empty() {
-                return Err(KvError {
-                    flag,
-                    item: item.clone(),
-                    detail: " (empty key)".into(),
-                });
+                return Err(error(format!("{} has an empty key", pair_text(pair))));
             }
             map.insert(key.to_owned(), coerce(value.trim()));
         }
@@ -56,7 +72,7 @@ pub(crate) fn parse_key_values(
 
 /// Header pairs from `--header` items; JSON values that are not strings are rendered as JSON.
 pub(crate) fn parse_headers(items: &[String]) -> Result<Vec<(String, String)>, KvError> {
-    Ok(parse_key_values("--header", items)?
+    Ok(parse("--header", items, false)?
         .into_iter()
         .map(|(name, value)| {
             let value = match value {
@@ -138,12 +154,55 @@ mod tests {
         assert_eq!(parse(&["url:http://x:1"]), json!({"url": "http://x:1"}));
     }
 
+    fn error(flag: &'static str, item: &str) -> String {
+        parse_key_values(flag, &[item.to_owned()])
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
-    fn a_pair_without_colon_is_an_error_naming_the_flag() {
-        let err = parse_key_values("--header", &["oops".into()]).unwrap_err();
+    fn a_bad_header_item_is_not_quoted_as_it_may_hold_a_secret() {
+        let err = parse_headers(&["Authorization Bearer sk-1".into()]).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "--header item \"oops\" is not `key:value` or a JSON object (no `:` in \"oops\")"
+            "--header takes a JSON object ({\"key\": value, …}) or comma-separated key:value \
+             pairs: an item has no ':'"
+        );
+    }
+
+    #[test]
+    fn a_pair_without_colon_is_an_error_naming_the_flag() {
+        assert_eq!(
+            error("--extra-inputs", "oops"),
+            "--extra-inputs takes a JSON object ({\"key\": value, …}) or comma-separated \
+             key:value pairs, got \"oops\": \"oops\" has no ':'"
+        );
+        assert_eq!(
+            error("--extra-inputs", "a:1, b"),
+            "--extra-inputs takes a JSON object ({\"key\": value, …}) or comma-separated \
+             key:value pairs, got \"a:1, b\": \"b\" has no ':'"
+        );
+        assert_eq!(
+            error("--extra-inputs", ":1"),
+            "--extra-inputs takes a JSON object ({\"key\": value, …}) or comma-separated \
+             key:value pairs, got \":1\": \":1\" has an empty key"
+        );
+    }
+
+    #[test]
+    fn a_json_array_says_an_object_was_expected() {
+        assert_eq!(
+            error("--extra-inputs", "[1,2]"),
+            "--extra-inputs takes a JSON object ({\"key\": value, …}) or comma-separated \
+             key:value pairs, got \"[1,2]\": a JSON array is not an object"
+        );
+        let bad_json = error("--extra-inputs", "{\"a\":}");
+        assert!(
+            bad_json.ends_with(
+                "got \"{\\\"a\\\":}\": it is not a valid JSON object (expected value at line 1 \
+                 column 6)"
+            ),
+            "{bad_json}"
         );
     }
 

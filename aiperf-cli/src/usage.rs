@@ -72,8 +72,10 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
         fields
     });
 
-/// Each configuration field a `profile` flag sets, as the library's messages name it.
-const FIELD_FLAGS: [(&str, &str); 73] = [
+/// Each configuration field a `profile` flag sets, as the library's messages name it
+/// (`telemetry.*`: the run specification's telemetry options).
+const FIELD_FLAGS: [(&str, &str); 77] = [
+    ("endpoint.api_key", "--api-key"),
     ("load.arrival_pattern", "--arrival-pattern"),
     ("load.arrival_smoothness", "--arrival-smoothness"),
     ("input.audio.depths", "--audio-depths"),
@@ -91,6 +93,8 @@ const FIELD_FLAGS: [(&str, &str); 73] = [
     ),
     ("input.custom_dataset_type", "--custom-dataset-type"),
     ("input.sampling_strategy", "--dataset-sampling-strategy"),
+    ("telemetry.gpu_urls", "--gpu-telemetry"),
+    ("endpoint.headers", "--header"),
     ("endpoint.extra_inputs", "--extra-inputs"),
     ("load.fixed_schedule.enabled=false", "--no-fixed-schedule"),
     ("load.fixed_schedule.enabled", "--fixed-schedule"),
@@ -167,6 +171,7 @@ const FIELD_FLAGS: [(&str, &str); 73] = [
     ),
     ("endpoint.request_timeout", "--request-timeout-seconds"),
     ("input.sequence_distribution", "--seq-dist"),
+    ("telemetry.server_urls", "--server-metrics"),
     ("input.session.delay_ratio", "--session-delay-ratio"),
     ("input.session.delay_mean_ms", "--session-turn-delay-mean"),
     (
@@ -230,8 +235,21 @@ mod tests {
             rate: 1.0,
             num_users: 1,
         });
-        let config = serde_json::to_value(config).unwrap();
+        let mut config = serde_json::to_value(config).unwrap();
+        config["telemetry"] =
+            serde_json::to_value(aiperf_runner::TelemetryOptions::default()).unwrap();
+        // Secrets are never serialised, so they are not in the JSON; this pattern stops
+        // compiling if they are renamed.
+        let secrets = ["endpoint.api_key", "endpoint.headers"];
+        let aiperf_core::config::EndpointConfig {
+            api_key: _,
+            headers: _,
+            ..
+        } = aiperf_core::config::EndpointConfig::default();
         for (field, flag) in FIELD_FLAGS {
+            if secrets.contains(&field) {
+                continue;
+            }
             let path = field.trim_end_matches("=false");
             let mut value = &config;
             for key in path.split('.') {

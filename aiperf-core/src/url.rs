@@ -9,14 +9,98 @@
 ///
 /// assert_eq!(with_default_scheme(" localhost:8000 "), "http://localhost:8000");
 /// assert_eq!(with_default_scheme("https://h/v1"), "https://h/v1");
+/// assert_eq!(with_default_scheme("  "), "");
 /// ```
+///
+/// An empty `url` stays empty, so that [`check_url`] reports it as empty rather than as
+/// `http://` without a host.
 pub fn with_default_scheme(url: &str) -> String {
     let url = url.trim();
-    if url.contains("://") {
+    if url.is_empty() || url.contains("://") {
         url.to_owned()
     } else {
         format!("http://{url}")
     }
+}
+
+/// Why a URL cannot be sent to. The variants never quote the URL: the caller does, with
+/// [`redact_credentials`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlProblem {
+    /// Nothing but whitespace.
+    #[error("the URL is empty")]
+    Empty,
+    /// A character no URL holds (whitespace or a control character).
+    #[error("it contains {0:?}, which a URL cannot hold")]
+    Character(char),
+    /// A scheme other than `http` or `https`.
+    #[error("the scheme must be http or https, got `{0}`")]
+    Scheme(String),
+    /// No host between the scheme and the path.
+    #[error("there is no host")]
+    NoHost,
+    /// A bracketed IPv6 host without its closing bracket, or text after it.
+    #[error("the IPv6 host must be written `[address]` or `[address]:port`")]
+    Ipv6Host,
+    /// A port that is not a number from 1 to 65535 (what follows the host's `:`).
+    #[error("the port must be a number from 1 to 65535, got `{0}`")]
+    Port(String),
+}
+
+/// Checks that `url` (read as [`with_default_scheme`] reads it) can be sent to: not
+/// empty, no whitespace or control character, an `http` or `https` scheme, a host, and a
+/// port from 1 to 65535 when one is given.
+///
+/// ```
+/// use aiperf_core::url::{check_url, UrlProblem};
+///
+/// assert_eq!(check_url("localhost:8000"), Ok(()));
+/// assert_eq!(check_url("https://u:pw@[::1]:443/v1?x=1"), Ok(()));
+/// assert_eq!(check_url("ftp://h"), Err(UrlProblem::Scheme("ftp".into())));
+/// assert_eq!(check_url("http://h:99999"), Err(UrlProblem::Port("99999".into())));
+/// ```
+pub fn check_url(url: &str) -> Result<(), UrlProblem> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Err(UrlProblem::Empty);
+    }
+    if let Some(c) = url.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(UrlProblem::Character(c));
+    }
+    let full = with_default_scheme(url);
+    let (scheme, rest) = full.split_once("://").unwrap_or(("http", &full));
+    if !(scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")) {
+        return Err(UrlProblem::Scheme(scheme.to_owned()));
+    }
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_and_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, after)| after);
+    let (host, port) = match host_and_port.strip_prefix('[') {
+        Some(bracketed) => {
+            let (host, after) = bracketed.split_once(']').ok_or(UrlProblem::Ipv6Host)?;
+            let port = match after {
+                "" => None,
+                _ => Some(after.strip_prefix(':').ok_or(UrlProblem::Ipv6Host)?),
+            };
+            (host, port)
+        }
+        None => match host_and_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_and_port, None),
+        },
+    };
+    if host.is_empty() {
+        return Err(UrlProblem::NoHost);
+    }
+    if let Some(port) = port {
+        let in_range = port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u32>().is_ok_and(|p| (1..=65_535).contains(&p));
+        if !in_range {
+            return Err(UrlProblem::Port(port.to_owned()));
+        }
+    }
+    Ok(())
 }
 
 /// `url` with any credentials (`user:password@`) replaced by `***@`, for every place a URL
@@ -86,7 +170,47 @@ pub fn build_url(base: &str, path_override: Option<&str>, default_path: &str) ->
 
 #[cfg(test)]
 mod tests {
-    use super::build_url;
+    use super::{build_url, check_url, UrlProblem};
+
+    #[test]
+    fn urls_that_cannot_be_sent_to_are_rejected_with_the_reason() {
+        for good in [
+            "http://localhost:8000",
+            "HTTPS://h/v1/",
+            "localhost:8000",
+            "mock",
+            "http://u:p@h:1/x?y=z#f",
+            "http://[::1]:65535",
+            "http://[::1]",
+            "http://h/a:b@c",
+        ] {
+            assert_eq!(check_url(good), Ok(()), "{good}");
+        }
+        let cases = [
+            ("", UrlProblem::Empty),
+            ("  ", UrlProblem::Empty),
+            ("ftp://h", UrlProblem::Scheme("ftp".into())),
+            ("http://", UrlProblem::NoHost),
+            ("http:///v1", UrlProblem::NoHost),
+            ("http://u:p@:80", UrlProblem::NoHost),
+            ("http://h:99999", UrlProblem::Port("99999".into())),
+            ("h:0", UrlProblem::Port("0".into())),
+            ("http://h:", UrlProblem::Port(String::new())),
+            ("http://h:+80", UrlProblem::Port("+80".into())),
+            ("http://h:8o", UrlProblem::Port("8o".into())),
+            ("http://[::1", UrlProblem::Ipv6Host),
+            ("http://[::1]x", UrlProblem::Ipv6Host),
+            ("http://my host", UrlProblem::Character(' ')),
+            ("http://h/a\r\nb", UrlProblem::Character('\r')),
+        ];
+        for (url, problem) in cases {
+            assert_eq!(check_url(url), Err(problem), "{url:?}");
+        }
+        assert_eq!(
+            UrlProblem::Port("99999".into()).to_string(),
+            "the port must be a number from 1 to 65535, got `99999`"
+        );
+    }
 
     const CHAT: &str = "/v1/chat/completions";
 

@@ -69,6 +69,7 @@ pub mod resolve;
 pub mod seed;
 pub mod seq_dist;
 pub mod synthetic;
+mod text_file;
 pub mod tokenizer;
 pub mod trace_analysis;
 

@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -143,9 +143,8 @@ pub fn load_sharegpt(
     osl_given: bool,
     tokenizer: &Tokenizer,
 ) -> Result<Vec<Conversation>, DatasetFileError> {
-    let file = File::open(path).map_err(|e| DatasetFileError::io(path, e))?;
-    let mut deserializer =
-        serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, file));
+    let file = crate::text_file::open(path, 1 << 20).map_err(|e| DatasetFileError::io(path, e))?;
+    let mut deserializer = serde_json::Deserializer::from_reader(file);
     let json_error = |e: serde_json::Error| {
         DatasetFileError::file(
             path,

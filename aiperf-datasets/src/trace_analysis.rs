@@ -511,6 +511,10 @@ pub fn analyze_trace_reader<R: BufRead>(
     block_size: u64,
 ) -> Result<AnalysisStats, TraceError> {
     let mut analyzer = TraceAnalyzer::new(block_size)?;
+    crate::text_file::skip_bom(&mut reader).map_err(|source| TraceError::Io {
+        path: PathBuf::from(file),
+        source,
+    })?;
     let mut buffer = String::new();
     let mut line = 0usize;
     loop {

@@ -116,6 +116,9 @@ pub(crate) fn parse_with(exchange: &RawExchange, format: impl Format) -> ParsedE
     if parsed.error.is_none() {
         parsed.error = exchange.error.as_ref().map(ErrorDetails::from);
     }
+    if parsed.error.is_none() && !parsed.responses.iter().any(ParsedResponse::has_content) {
+        parsed.error = unexpected_content_type(exchange);
+    }
     tracing::trace!(
         status,
         responses = parsed.responses.len(),
@@ -236,6 +239,58 @@ fn is_event_stream(exchange: &RawExchange) -> bool {
         .flat_map(|chunk| chunk.bytes.iter())
         .find(|byte| !byte.is_ascii_whitespace());
     !matches!(first, Some(b'{' | b'['))
+}
+
+/// A 2xx response with nothing this endpoint could read whose content type is neither
+/// JSON nor an event stream (a proxy's HTML error page, say): what it is, rather than
+/// "no content". `None` without a content type or for an expected one.
+fn unexpected_content_type(exchange: &RawExchange) -> Option<ErrorDetails> {
+    let content_type = exchange.content_type.as_deref()?.trim();
+    let lower = content_type.to_ascii_lowercase();
+    if lower.contains("json") || lower.contains("text/event-stream") {
+        return None;
+    }
+    let body = exchange.body();
+    let text = String::from_utf8_lossy(&body);
+    let snippet = one_line_snippet(&text);
+    let content_type = content_type.escape_debug();
+    Some(ErrorDetails {
+        code: None,
+        kind: Some("UnexpectedContentTypeError".into()),
+        message: if snippet.is_empty() {
+            format!(
+                "the server answered with content type {content_type} and an empty body, \
+                 not JSON or an event stream"
+            )
+        } else {
+            format!(
+                "the server answered with content type {content_type}, not JSON or an event \
+                 stream: {snippet}"
+            )
+        },
+    })
+}
+
+/// `text` on one line (every run of whitespace a single space), at most
+/// [`SNIPPET_CHARS`] characters, `…` where it was cut.
+fn one_line_snippet(text: &str) -> String {
+    let mut snippet = String::new();
+    let mut count = 0;
+    let mut cut = false;
+    'words: for (i, word) in text.split_whitespace().enumerate() {
+        for c in (i > 0).then_some(' ').into_iter().chain(word.chars()) {
+            if count == SNIPPET_CHARS {
+                cut = true;
+                break 'words;
+            }
+            snippet.push(if c.is_control() { '\u{fffd}' } else { c });
+            count += 1;
+        }
+    }
+    if cut {
+        snippet.push('…');
+    }
+    snippet
 }
 
 /// Collects responses and errors.
@@ -406,5 +461,62 @@ mod tests {
             ..exchange(200, None, &[])
         };
         assert_eq!(exchange_failure(&silent), Some(no_response()));
+    }
+
+    #[test]
+    fn an_html_page_with_status_200_is_reported_as_such() {
+        let page =
+            "<!DOCTYPE html>\n<html>\n  <body>\r\n\t<h1>502 Bad   Gateway</h1></body>\n</html>\n";
+        let parsed = parse_exchange(
+            &exchange(200, Some("text/html; charset=utf-8"), &[page]),
+            |_| Extracted::default(),
+        );
+        assert!(parsed.responses.is_empty());
+        assert_eq!(
+            parsed.error,
+            Some(ErrorDetails {
+                code: None,
+                kind: Some("UnexpectedContentTypeError".into()),
+                message: "the server answered with content type text/html; charset=utf-8, not \
+                          JSON or an event stream: <!DOCTYPE html> <html> <body> <h1>502 Bad \
+                          Gateway</h1></body> </html>"
+                    .into(),
+            })
+        );
+    }
+
+    #[test]
+    fn a_long_unexpected_body_is_cut_to_one_short_line() {
+        let body = format!("{}\n{}", "a".repeat(150), "b".repeat(150));
+        let parsed = parse_exchange(&exchange(200, Some("text/plain"), &[&body]), |_| {
+            Extracted::default()
+        });
+        let message = parsed.error.unwrap().message;
+        let snippet = message.split_once("stream: ").unwrap().1;
+        assert_eq!(snippet, format!("{} {}…", "a".repeat(150), "b".repeat(49)));
+        let empty = parse_exchange(&exchange(200, Some("text/html"), &[]), |_| {
+            Extracted::default()
+        });
+        assert_eq!(
+            empty.error.unwrap().message,
+            "the server answered with content type text/html and an empty body, not JSON or \
+             an event stream"
+        );
+    }
+
+    #[test]
+    fn expected_content_types_and_readable_bodies_keep_their_own_reports() {
+        // JSON without content: the engine's "no content" error, not this one.
+        let parsed = parse_exchange(&exchange(200, Some("application/json"), &["{}"]), |_| {
+            Extracted::default()
+        });
+        assert_eq!(parsed.error, None);
+        // A mislabelled body that reads fine is a response.
+        let parsed = parse_exchange(&exchange(200, Some("text/plain"), &["{}"]), |_| Extracted {
+            text: "hi".into(),
+            reasoning: String::new(),
+        });
+        assert_eq!(parsed.error, None);
+        assert_eq!(parsed.responses.len(), 1);
     }
 }

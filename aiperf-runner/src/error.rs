@@ -79,6 +79,7 @@ impl RunError {
                 ErrorKind::Usage
             }
             RunError::NotReady(ReadinessError::ZeroDuration) => ErrorKind::Usage,
+            RunError::Tokenizer(error) => tokenizer_kind(error),
             _ => ErrorKind::Failure,
         }
     }
@@ -86,5 +87,56 @@ impl RunError {
     pub(crate) fn write(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| RunError::Write { path, source }
+    }
+}
+
+/// A tokenizer that cannot be loaded is a configuration problem (`--tokenizer` or the
+/// model names a missing path, an invalid file, an unknown name, or a hub repository that
+/// cannot be had here): the message says what to pass instead. Writing the cache and
+/// encoding are failures of the run.
+fn tokenizer_kind(error: &TokenizerError) -> ErrorKind {
+    match error {
+        TokenizerError::PathNotFound { .. }
+        | TokenizerError::NoTokenizerJsonInDir { .. }
+        | TokenizerError::InvalidFile { .. }
+        | TokenizerError::InvalidName { .. }
+        | TokenizerError::InvalidRevision { .. }
+        | TokenizerError::Offline { .. }
+        | TokenizerError::NotCachedNoTransport { .. }
+        | TokenizerError::Download { .. }
+        | TokenizerError::NoCacheDir { .. }
+        | TokenizerError::HuggingFaceDisabled { .. } => ErrorKind::Usage,
+        TokenizerError::CacheWrite { .. }
+        | TokenizerError::Encode { .. }
+        | TokenizerError::Decode { .. } => ErrorKind::Failure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tokenizer_that_cannot_be_loaded_is_a_usage_error() {
+        let missing = RunError::from(TokenizerError::PathNotFound {
+            path: "/nope/tokenizer.json".into(),
+        });
+        assert_eq!(missing.kind(), ErrorKind::Usage);
+        let invalid = RunError::from(TokenizerError::InvalidFile {
+            path: "t.json".into(),
+            reason: "expected value".into(),
+        });
+        assert_eq!(invalid.kind(), ErrorKind::Usage);
+        let offline = RunError::from(TokenizerError::Offline {
+            repo: "org/name".into(),
+            revision: "main".into(),
+            looked_for: "x".into(),
+        });
+        assert_eq!(offline.kind(), ErrorKind::Usage);
+        let encode = RunError::from(TokenizerError::Encode {
+            tokenizer: "t".into(),
+            reason: "r".into(),
+        });
+        assert_eq!(encode.kind(), ErrorKind::Failure);
     }
 }

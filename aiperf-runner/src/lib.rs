@@ -80,6 +80,7 @@ pub async fn run_with(
     hooks: &mut dyn RunHooks,
     cancel: CancellationToken,
 ) -> Result<Report, RunError> {
+    spec.telemetry.check()?;
     let Some(session) = session::Session::start(spec, parts, hooks, cancel).await? else {
         return Ok(Report::cancelled());
     };

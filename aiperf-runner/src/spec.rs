@@ -7,7 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aiperf_core::ValidatedConfig;
+use aiperf_core::config::check_urls;
+use aiperf_core::{ConfigError, ValidatedConfig};
 use aiperf_endpoints::readiness::{Readiness, ReadinessError, WaitMode};
 use aiperf_metrics::slo::Slo;
 use aiperf_telemetry::export::ServerMetricsFormat;
@@ -160,6 +161,20 @@ pub struct TelemetryOptions {
     pub gpu_interval: Option<Duration>,
     /// Time between server-metrics scrapes (`None`: the collector's default).
     pub server_interval: Option<Duration>,
+}
+
+impl TelemetryOptions {
+    /// Every URL that will be scraped can be sent to (read as `--url` values are: `http://`
+    /// is added when missing). [`run`](crate::run) checks this before anything is sent.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.gpu {
+            check_urls("telemetry.gpu_urls", &self.gpu_urls)?;
+        }
+        if self.server_metrics {
+            check_urls("telemetry.server_urls", &self.server_urls)?;
+        }
+        Ok(())
+    }
 }
 
 impl Default for TelemetryOptions {

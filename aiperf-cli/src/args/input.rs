@@ -9,13 +9,16 @@ use aiperf_core::config::{
 use aiperf_core::SamplingStrategy;
 use clap::{Args, ValueEnum};
 
+use super::{count, count_at_least_one};
+
 /// What is sent.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Input")]
 pub(crate) struct InputArgs {
     /// Mean input sequence length of synthetic prompts, in tokens. A comma list
     /// (128,512) runs a sweep.
-    #[arg(long = "isl", visible_aliases = ["prompt-input-tokens-mean", "synthetic-input-tokens-mean"],
+    #[arg(long = "isl", value_parser = count::<u32>,
+          visible_aliases = ["prompt-input-tokens-mean", "synthetic-input-tokens-mean"],
           default_value_t = 550)]
     pub isl: u32,
 
@@ -27,7 +30,8 @@ pub(crate) struct InputArgs {
 
     /// Mean output length: each request asks for this many tokens. Unset: no limit is sent.
     /// A comma list runs a sweep.
-    #[arg(long = "osl", visible_aliases = ["prompt-output-tokens-mean", "output-tokens-mean"])]
+    #[arg(long = "osl", value_parser = count_at_least_one::<u32>,
+          visible_aliases = ["prompt-output-tokens-mean", "output-tokens-mean"])]
     pub osl: Option<u32>,
 
     /// Standard deviation of the output length. A comma list runs a sweep.
@@ -43,12 +47,12 @@ pub(crate) struct InputArgs {
     pub seq_dist: Option<String>,
 
     /// Text contents per request (embeddings, rankings and completions take a list).
-    #[arg(short = 'b', long = "prompt-batch-size",
+    #[arg(short = 'b', long = "prompt-batch-size", value_parser = count::<usize>,
           visible_aliases = ["batch-size-text", "batch-size"], default_value_t = 1)]
     pub prompt_batch_size: usize,
 
     /// Number of random prefixes; one is prepended to the first turn of each conversation.
-    #[arg(long = "num-prefix-prompts",
+    #[arg(long = "num-prefix-prompts", value_parser = count::<usize>,
           visible_aliases = ["prompt-prefix-pool-size", "prefix-prompt-pool-size"],
           default_value_t = 0)]
     pub prefix_pool_size: usize,
@@ -56,28 +60,31 @@ pub(crate) struct InputArgs {
     /// Tokens per prefix prompt.
     #[arg(
         long = "prefix-prompt-length",
+        value_parser = count::<u32>,
         visible_alias = "prompt-prefix-length",
         default_value_t = 0
     )]
     pub prefix_length: u32,
 
     /// Tokens of one system prompt shared by every conversation.
-    #[arg(long = "shared-system-prompt-length")]
+    #[arg(long = "shared-system-prompt-length", value_parser = count_at_least_one::<u32>)]
     pub shared_system_prompt_length: Option<u32>,
 
     /// Tokens of a distinct leading user message per conversation (needs
     /// --num-dataset-entries).
-    #[arg(long = "user-context-prompt-length")]
+    #[arg(long = "user-context-prompt-length", value_parser = count_at_least_one::<u32>)]
     pub user_context_prompt_length: Option<u32>,
 
     /// Number of distinct synthetic conversations (reused as the benchmark runs).
     /// Default: 100.
-    #[arg(long = "num-dataset-entries", visible_alias = "num-prompts")]
+    #[arg(long = "num-dataset-entries", value_parser = count_at_least_one::<usize>,
+          visible_alias = "num-prompts")]
     pub num_dataset_entries: Option<usize>,
 
     /// Mean turns per synthetic conversation.
     #[arg(
         long = "session-turns-mean",
+        value_parser = count::<u32>,
         visible_alias = "conversation-turn-mean",
         default_value_t = 1
     )]
@@ -86,6 +93,7 @@ pub(crate) struct InputArgs {
     /// Standard deviation of the turns per conversation.
     #[arg(
         long = "session-turns-stddev",
+        value_parser = count::<u32>,
         visible_alias = "conversation-turn-stddev",
         default_value_t = 0
     )]
@@ -136,7 +144,7 @@ pub(crate) struct InputArgs {
     pub dataset_sampling_strategy: Option<SamplingStrategyArg>,
 
     /// Tokens per trace hash_ids block (default: mooncake 512, bailian 16).
-    #[arg(long = "isl-block-size",
+    #[arg(long = "isl-block-size", value_parser = count_at_least_one::<u32>,
           visible_aliases = ["prompt-input-tokens-block-size", "synthetic-input-tokens-block-size"])]
     pub isl_block_size: Option<u32>,
 
@@ -144,7 +152,7 @@ pub(crate) struct InputArgs {
     pub media: MediaArgs,
 
     /// Seed for every random choice: the same seed gives the same prompts and schedule.
-    #[arg(long = "random-seed")]
+    #[arg(long = "random-seed", value_parser = count::<u64>)]
     pub random_seed: Option<u64>,
 
     /// Tokenizer: `builtin` (offline), a tiktoken encoding, a path to tokenizer.json or a
@@ -333,6 +341,7 @@ pub(crate) struct MediaArgs {
     /// Images per request.
     #[arg(
         long = "image-batch-size",
+        value_parser = count::<usize>,
         visible_alias = "batch-size-image",
         default_value_t = 1
     )]
@@ -350,6 +359,7 @@ pub(crate) struct MediaArgs {
     /// Audio clips per request.
     #[arg(
         long = "audio-batch-size",
+        value_parser = count::<usize>,
         visible_alias = "batch-size-audio",
         default_value_t = 1
     )]
@@ -358,31 +368,33 @@ pub(crate) struct MediaArgs {
     #[arg(long = "audio-format", value_enum, default_value_t = AudioFormatArg::Wav)]
     pub audio_format: AudioFormatArg,
     /// Bit depths to draw from (8, 16, 24, 32).
-    #[arg(long = "audio-depths", num_args = 1.., value_delimiter = ',', default_value = "16")]
+    #[arg(long = "audio-depths", value_parser = count::<u16>,
+          num_args = 1.., value_delimiter = ',', default_value = "16")]
     pub audio_depths: Vec<u16>,
     /// Sample rates in kHz to draw from.
     #[arg(long = "audio-sample-rates", num_args = 1.., value_delimiter = ',',
           default_value = "16")]
     pub audio_sample_rates: Vec<f64>,
     /// Audio channels (1 or 2).
-    #[arg(long = "audio-num-channels", default_value_t = 1)]
+    #[arg(long = "audio-num-channels", value_parser = count::<u16>, default_value_t = 1)]
     pub audio_num_channels: u16,
 
     /// Video frame width (with --video-height; needs ffmpeg).
-    #[arg(long = "video-width")]
+    #[arg(long = "video-width", value_parser = count::<u32>)]
     pub video_width: Option<u32>,
     /// Video frame height (with --video-width).
-    #[arg(long = "video-height")]
+    #[arg(long = "video-height", value_parser = count::<u32>)]
     pub video_height: Option<u32>,
     /// Video length in seconds.
     #[arg(long = "video-duration", default_value_t = 5.0)]
     pub video_duration: f64,
     /// Video frames per second.
-    #[arg(long = "video-fps", default_value_t = 4)]
+    #[arg(long = "video-fps", value_parser = count::<u32>, default_value_t = 4)]
     pub video_fps: u32,
     /// Videos per request.
     #[arg(
         long = "video-batch-size",
+        value_parser = count::<usize>,
         visible_alias = "batch-size-video",
         default_value_t = 1
     )]

@@ -6,13 +6,15 @@ use aiperf_core::config::{
 };
 use clap::{Args, ValueEnum};
 
+use super::{count, count_at_least_one};
+
 /// How the load is applied and when the benchmark stops.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Load")]
 pub(crate) struct LoadArgs {
     /// Maximum sessions in flight (closed loop); with --request-rate, a cap. A comma
     /// list (1,2,4) runs a parameter sweep, one point per value (see --sweep-type).
-    #[arg(long)]
+    #[arg(long, value_parser = count_at_least_one::<usize>)]
     pub concurrency: Option<usize>,
 
     /// Raise the concurrency limit from 1 to --concurrency over this many seconds.
@@ -21,7 +23,7 @@ pub(crate) struct LoadArgs {
 
     /// Maximum requests waiting for their first token (streaming only). A comma list
     /// runs a sweep.
-    #[arg(long = "prefill-concurrency")]
+    #[arg(long = "prefill-concurrency", value_parser = count_at_least_one::<usize>)]
     pub prefill_concurrency: Option<usize>,
 
     /// Raise the prefill limit from 1 to --prefill-concurrency over this many seconds.
@@ -50,11 +52,13 @@ pub(crate) struct LoadArgs {
 
     /// Stop after this many requests (default 10 when no stop condition is given). A
     /// comma list runs a sweep.
-    #[arg(long = "request-count", visible_alias = "num-requests")]
+    #[arg(long = "request-count", value_parser = count_at_least_one::<u64>,
+          visible_alias = "num-requests")]
     pub request_count: Option<u64>,
 
     /// Stop starting sessions after this many; started sessions send all their turns.
-    #[arg(long = "num-sessions", visible_aliases = ["conversation-num", "num-conversations"])]
+    #[arg(long = "num-sessions", value_parser = count_at_least_one::<u64>,
+          visible_aliases = ["conversation-num", "num-conversations"])]
     pub num_sessions: Option<u64>,
 
     /// Stop sending after this many seconds. A comma list runs a sweep.
@@ -83,11 +87,11 @@ pub(crate) struct LoadArgs {
     pub fixed_schedule_auto_offset: bool,
 
     /// Replay only entries at or after this many ms; time zero is the offset.
-    #[arg(long = "fixed-schedule-start-offset")]
+    #[arg(long = "fixed-schedule-start-offset", value_parser = count::<u64>)]
     pub fixed_schedule_start_offset: Option<u64>,
 
     /// Replay only entries at or before this many ms.
-    #[arg(long = "fixed-schedule-end-offset")]
+    #[arg(long = "fixed-schedule-end-offset", value_parser = count::<u64>)]
     pub fixed_schedule_end_offset: Option<u64>,
 
     /// Aggregate requests per second of --num-users simulated users, each sending its next
@@ -96,7 +100,7 @@ pub(crate) struct LoadArgs {
     pub user_centric_rate: Option<f64>,
 
     /// Simulated users of --user-centric-rate. A comma list runs a sweep.
-    #[arg(long = "num-users")]
+    #[arg(long = "num-users", value_parser = count_at_least_one::<usize>)]
     pub num_users: Option<usize>,
 
     /// Percent of requests the client cancels on purpose (0 < x <= 100).
@@ -108,7 +112,8 @@ pub(crate) struct LoadArgs {
     pub request_cancellation_delay: Option<f64>,
 
     /// Requests to send before measuring; their results are discarded.
-    #[arg(long = "warmup-request-count", visible_alias = "num-warmup-requests")]
+    #[arg(long = "warmup-request-count", value_parser = count_at_least_one::<u64>,
+          visible_alias = "num-warmup-requests")]
     pub warmup_request_count: Option<u64>,
 
     /// Seconds of warmup before measuring.
@@ -116,15 +121,15 @@ pub(crate) struct LoadArgs {
     pub warmup_duration: Option<f64>,
 
     /// Sessions to run as warmup.
-    #[arg(long = "num-warmup-sessions")]
+    #[arg(long = "num-warmup-sessions", value_parser = count_at_least_one::<u64>)]
     pub num_warmup_sessions: Option<u64>,
 
     /// Warmup concurrency (default --concurrency).
-    #[arg(long = "warmup-concurrency")]
+    #[arg(long = "warmup-concurrency", value_parser = count_at_least_one::<usize>)]
     pub warmup_concurrency: Option<usize>,
 
     /// Warmup prefill concurrency (default --prefill-concurrency).
-    #[arg(long = "warmup-prefill-concurrency")]
+    #[arg(long = "warmup-prefill-concurrency", value_parser = count_at_least_one::<usize>)]
     pub warmup_prefill_concurrency: Option<usize>,
 
     /// Warmup request rate (default --request-rate; closed loop without either).

@@ -28,6 +28,9 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Run a benchmark against a server and write its metrics.
+    // A negative number is a value (refused by its flag's parser with the rule), not an
+    // unknown short flag.
+    #[command(allow_negative_numbers = true)]
     Profile(Box<ProfileArgs>),
     /// Analyze a mooncake trace for ISL/OSL distributions and prefix-cache hit rates.
     AnalyzeTrace(AnalyzeTraceArgs),
@@ -42,6 +45,41 @@ pub(crate) enum Command {
     /// Draw charts (PNG and SVG) and a self-contained report.html from one run's artifacts,
     /// or compare several runs (a sweep, a multi-run folder, or several directories).
     Plot(PlotArgs),
+}
+
+/// A whole number, 0 or more: a negative one is refused with that rule rather than
+/// "invalid digit".
+pub(crate) fn count<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    whole_number(text, "must be 0 or more")
+}
+
+/// A whole number the configuration requires to be at least 1: a negative one is refused
+/// here with that rule, 0 by the configuration's validation in the same words.
+pub(crate) fn count_at_least_one<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    whole_number(text, "must be at least 1")
+}
+
+fn whole_number<T>(text: &str, rule: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let trimmed = text.trim();
+    let negative = trimmed
+        .strip_prefix('-')
+        .is_some_and(|digits| digits.parse::<f64>().is_ok());
+    if negative {
+        return Err(rule.to_owned());
+    }
+    trimmed.parse().map_err(|error: T::Err| error.to_string())
 }
 
 /// `aiperf profile`.

@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod http;
 mod input;
 mod load;
 mod validated;
 
+pub use http::{check_header, check_urls, HeaderProblem};
 pub use input::{
     AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions, InputConfig,
     ModelSelectionStrategy, PromptOptions, PublicDataset, RankingsOptions, SeqDistPair,
@@ -169,6 +171,34 @@ pub enum ConfigError {
         /// The other.
         second: &'static str,
     },
+    /// A URL that cannot be sent to.
+    #[error("invalid {field} {url:?}: {problem}")]
+    InvalidUrl {
+        /// The field holding it.
+        field: &'static str,
+        /// The URL as given, credentials replaced by `***`.
+        url: String,
+        /// What is wrong.
+        problem: crate::url::UrlProblem,
+    },
+    /// A header that cannot be sent; its value is never quoted.
+    #[error("invalid {field} {name:?}: {problem}")]
+    InvalidHeader {
+        /// The field holding it.
+        field: &'static str,
+        /// The header's name.
+        name: String,
+        /// What is wrong.
+        problem: HeaderProblem,
+    },
+    /// A secret sent as a header value (an API key) that cannot be one; never quoted.
+    #[error("invalid {field}: {problem}")]
+    InvalidSecret {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        problem: HeaderProblem,
+    },
     /// A rule that needs a sentence of its own.
     #[error("{0}")]
     Rule(&'static str),
@@ -185,6 +215,7 @@ impl BenchmarkConfig {
         if self.endpoint.urls.is_empty() {
             return Err(ConfigError::NoUrl);
         }
+        http::check_endpoint(&self.endpoint)?;
         positive(
             "endpoint.request_timeout",
             self.endpoint.request_timeout.as_secs_f64(),

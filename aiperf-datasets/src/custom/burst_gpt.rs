@@ -2,8 +2,7 @@
 //! `Response tokens`; other columns ignored). Every row is an independent single-turn
 //! session with a synthetic prompt.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
 
 use aiperf_core::{Conversation, Turn};
@@ -21,8 +20,8 @@ pub(crate) fn load(
     prompts: &mut HashIdPrompts,
     seed: u64,
 ) -> Result<Vec<Conversation>, DatasetFileError> {
-    let file = File::open(path).map_err(|e| DatasetFileError::io(path, e))?;
-    let mut lines = BufReader::new(file).lines().enumerate();
+    let file = crate::text_file::open(path, 1 << 16).map_err(|e| DatasetFileError::io(path, e))?;
+    let mut lines = file.lines().enumerate();
     let csv_error = |line: usize, message: String| {
         DatasetFileError::file(path, DatasetFileErrorKind::Csv, message).at_line(line)
     };

@@ -2,8 +2,7 @@
 //! folder is a random pool, a CSV with the BurstGPT columns a BurstGPT trace, otherwise
 //! the keys of the first non-blank line decide.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
 
 use aiperf_core::config::CustomDatasetType;
@@ -72,8 +71,8 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
 
 /// The first non-blank line of the file.
 fn first_line(path: &Path) -> Result<String, DatasetFileError> {
-    let file = File::open(path).map_err(|e| DatasetFileError::io(path, e))?;
-    for line in BufReader::new(file).lines() {
+    let file = crate::text_file::open(path, 8192).map_err(|e| DatasetFileError::io(path, e))?;
+    for line in file.lines() {
         let line = line.map_err(|e| DatasetFileError::io(path, e))?;
         if !line.trim().is_empty() {
             return Ok(line.trim().to_string());

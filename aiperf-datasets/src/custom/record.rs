@@ -1,8 +1,7 @@
 //! Reading JSONL records: each non-blank line a JSON object, its fields taken one by one
 //! with typed errors, and whatever is left over rejected as unknown keys.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -15,9 +14,9 @@ pub(crate) fn for_each_record<'p>(
     path: &'p Path,
     mut visit: impl FnMut(Record<'p>) -> Result<(), DatasetFileError>,
 ) -> Result<(), DatasetFileError> {
-    let file = File::open(path).map_err(|e| DatasetFileError::io(path, e))?;
+    let file = crate::text_file::open(path, 1 << 16).map_err(|e| DatasetFileError::io(path, e))?;
     let mut any = false;
-    for (index, line) in BufReader::new(file).lines().enumerate() {
+    for (index, line) in file.lines().enumerate() {
         let line_no = index + 1;
         let text = line.map_err(|e| DatasetFileError::io(path, e).at_line(line_no))?;
         let text = text.trim();
