@@ -132,6 +132,16 @@ fn wrong_types() {
         .0,
         "FILE:1: turns[1].delay: expected a number of milliseconds (>= 0), got a number"
     );
+    assert_eq!(
+        mooncake("{\"input_length\": 3, \"timestamp\": 1e25}\n"),
+        "FILE:1: timestamp: 10000000000000000000000000 milliseconds is out of range: at most \
+         2^53 (9007199254740992), about 285,000 years"
+    );
+    assert_eq!(
+        mooncake("{\"input_length\": 3, \"delay\": 1e25}\n"),
+        "FILE:1: delay: 10000000000000000000000000 milliseconds is out of range: at most \
+         2^53 (9007199254740992), about 285,000 years"
+    );
 }
 
 #[test]

@@ -8,6 +8,11 @@ use serde_json::{Map, Value};
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 
+/// The largest timestamp or delay a dataset may give, in ms: 2^53, beyond which a
+/// double no longer holds whole milliseconds (and a replay would wait for ever).
+/// Absolute Unix timestamps in milliseconds or even microseconds stay well below it.
+const MAX_MS: f64 = 9_007_199_254_740_992.0;
+
 /// Streams the non-blank lines of a JSONL file, parsed as objects, into `visit` (so a
 /// large trace is never held twice). An empty file is an error.
 pub(crate) fn for_each_record<'p>(
@@ -170,7 +175,15 @@ impl<'p> Record<'p> {
         match self.take(key) {
             None => Ok(None),
             Some(value) => match value.as_f64() {
-                Some(ms) if ms.is_finite() && ms >= 0.0 => Ok(Some(ms)),
+                Some(ms) if ms.is_finite() && (0.0..=MAX_MS).contains(&ms) => Ok(Some(ms)),
+                Some(ms) if ms > MAX_MS => Err(self.error(
+                    key,
+                    DatasetFileErrorKind::WrongType,
+                    format!(
+                        "{ms} milliseconds is out of range: at most 2^53 ({MAX_MS}), about \
+                         285,000 years"
+                    ),
+                )),
                 _ => Err(self.wrong_type(key, "a number of milliseconds (>= 0)", &value)),
             },
         }
