@@ -145,7 +145,7 @@ pub enum TransportError {
     #[error("the client ran out of resources: {0}")]
     ClientResources(String),
     /// The response body grew past the most one response may hold; the client stopped
-    /// reading and closed the connection.
+    /// reading, closed the connection and dropped what it had read.
     #[error(
         "the response body exceeded the limit of {limit} bytes; the client stopped reading it"
     )]

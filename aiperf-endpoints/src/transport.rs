@@ -207,7 +207,7 @@ impl HttpTransportBuilder {
     /// The most body bytes one response may hold (default
     /// [`DEFAULT_MAX_RESPONSE_BYTES`]). A response that grows past it ends with
     /// [`TransportError::ResponseTooLarge`]: the client stops reading, closes the
-    /// connection and keeps the chunks read so far.
+    /// connection and drops what it read.
     #[must_use]
     pub fn max_response_bytes(mut self, limit: u64) -> Self {
         self.max_response_bytes = limit;
@@ -405,6 +405,9 @@ impl HttpTransport {
                     if let Ok(bytes) = frame.into_data() {
                         body_bytes = body_bytes.saturating_add(bytes.len() as u64);
                         if body_bytes > limit {
+                            // Nothing of it can be measured; holding it until the record is
+                            // processed would cost the memory the limit protects.
+                            exchange.chunks = Vec::new();
                             break Some(TransportError::ResponseTooLarge { limit });
                         }
                         if !bytes.is_empty() {
