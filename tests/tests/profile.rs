@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use aiperf_mock_server::{decide_fault, FaultConfig, FaultKind, MockConfig, MockServer};
 use common::{args, assert_exit, profile, read_json, read_jsonl, stat};
+use serde_json::Value;
 
 /// Seeds the example JSON check: keys every `profile_export_aiperf.json` carries.
 const SUMMARY_KEYS: [&str; 9] = [
@@ -417,28 +418,36 @@ async fn profile_in_shell(setup: &'static str, argv: Vec<String>) -> std::proces
     .unwrap()
 }
 
+/// 120 concurrent requests, each held 300 ms by the mock, under the shell's `ulimit`:
+/// the output and the summary.
 #[cfg(unix)]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn running_out_of_open_files_is_the_clients_failure_said_before_sending() {
+async fn run_120_concurrent_under(ulimit: &'static str) -> (std::process::Output, Value) {
     let server = MockServer::start(MockConfig::with_timing(300.0, 1.0))
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    // 120 concurrent connections cannot fit in 100 descriptors, and the hard limit is
-    // 100 too: the run says so, then counts the failures as the client's.
     let mut argv = args(&format!(
         "-m mock-model --url {url} --concurrency 120 --request-count 120 --isl 8 --osl 2",
         url = server.url()
     ));
     argv.extend(artifact_args(dir.path()));
-    let output = profile_in_shell("ulimit -n 100", argv).await;
+    let output = profile_in_shell(ulimit, argv).await;
+    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    (output, summary)
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_out_of_open_files_is_the_clients_failure_said_before_sending() {
+    // 120 concurrent connections cannot fit in 100 descriptors, and the hard limit is
+    // 100 too: the run says so, then counts the failures as the client's.
+    let (output, summary) = run_120_concurrent_under("ulimit -n 100").await;
     assert_exit(&output, 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("--concurrency needs about 184 open files but this process may open 100"),
         "{stderr}"
     );
-    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
     let errors = summary["error_summary"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0]["error_details"]["type"], "ClientResourceError");
@@ -461,19 +470,9 @@ async fn running_out_of_open_files_is_the_clients_failure_said_before_sending() 
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_low_soft_open_file_limit_is_raised_to_the_hard_one() {
-    let server = MockServer::start(MockConfig::with_timing(300.0, 1.0))
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let mut argv = args(&format!(
-        "-m mock-model --url {url} --concurrency 120 --request-count 120 --isl 8 --osl 2",
-        url = server.url()
-    ));
-    argv.extend(artifact_args(dir.path()));
     // Only the soft limit is low; the hard one (this machine's) leaves room.
-    let output = profile_in_shell("ulimit -S -n 100", argv).await;
+    let (output, summary) = run_120_concurrent_under("ulimit -S -n 100").await;
     assert_exit(&output, 0);
-    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
     assert_eq!(summary["error_summary"], serde_json::json!([]));
     assert_eq!(stat(&summary, "request_count", "avg"), 120.0);
 }
