@@ -1,0 +1,48 @@
+//! Helpers shared by the AFL++ targets in `src/*.rs` (see `README.md`).
+
+/// Splits `data` into consecutive pieces whose lengths are drawn from `seed`, the way a
+/// socket may deliver a body: `seed` 0 gives one piece; otherwise pieces are 0 to
+/// `seed % 16 + 1` bytes long (empty reads included), from a small PRNG seeded with `seed`,
+/// so one input byte lets the fuzzer explore many chunkings of the same body.
+pub fn split(data: &[u8], seed: u8) -> Vec<&[u8]> {
+    if seed == 0 {
+        return vec![data];
+    }
+    let max = usize::from(seed % 16) + 1;
+    let mut state = u32::from(seed) | 0x9E37_7900;
+    let mut pieces = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        // xorshift32: cheap, deterministic, good enough to vary split points.
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        let len = (state as usize % (max + 1)).min(rest.len());
+        let (piece, tail) = rest.split_at(len);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
+}
+
+/// Takes the first byte of `data` as a selector, or `None` for empty input.
+pub fn take_byte(data: &mut &[u8]) -> Option<u8> {
+    let (&first, rest) = data.split_first()?;
+    *data = rest;
+    Some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn pieces_cover_the_input_in_order() {
+        let data: Vec<u8> = (0..200).collect();
+        for seed in 0..=u8::MAX {
+            assert_eq!(split(&data, seed).concat(), data, "seed {seed}");
+        }
+        assert_eq!(split(&data, 0).len(), 1);
+        assert!(split(&data, 7).len() > 10);
+    }
+}
