@@ -2,14 +2,14 @@
 # Fuzz aiperf-rs parsers with AFL++ on stable Rust (cargo-fuzz needs nightly).
 #
 # Usage: bash fuzz/run.sh [TARGET|all] [SECONDS] [EXECS]
-#   TARGET   prometheus, sse, responses, datasets, or all (default: all, one after another)
+#   TARGET   prometheus, sse, responses, datasets, traces, or all (default: all, one after another)
 #   SECONDS  stop each target after this long (default 600)
 #   EXECS    also stop it after this many executions (AFL++ -E; default: no limit)
 # Needs `cargo install cargo-afl`. Runs under `nice -n ${NICE:-10}`. Findings land in
 # fuzz/out/TARGET/default/{crashes,hangs}; an older fuzz/out/TARGET is moved aside first.
 set -euo pipefail
 cd "$(dirname "$0")"
-targets=(prometheus sse responses datasets)
+targets=(prometheus sse responses datasets traces)
 target="${1:-all}"
 seconds="${2:-600}"
 execs="${3:-}"

@@ -32,6 +32,30 @@ pub fn take_byte(data: &mut &[u8]) -> Option<u8> {
     Some(first)
 }
 
+/// A scratch file for this process (in `/dev/shm` when there is one), for the loaders
+/// that only read a path; each run overwrites it.
+pub fn scratch_file(target: &str) -> std::path::PathBuf {
+    let shm = std::path::Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    base.join(format!("aiperf-fuzz-{target}-{}.input", std::process::id()))
+}
+
+/// Formats a loader's error (its `Display` must not panic either); prints the result
+/// when `show` (`AIPERF_FUZZ_SHOW` is set).
+pub fn report<T: std::fmt::Debug, E: std::fmt::Display>(show: bool, result: &Result<T, E>) {
+    let text = match result {
+        Ok(value) => format!("Ok({value:?})"),
+        Err(error) => format!("Err({error})"),
+    };
+    if show {
+        println!("{text}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::split;
