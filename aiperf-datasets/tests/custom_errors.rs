@@ -95,6 +95,15 @@ fn missing_fields() {
         .0,
         "FILE:1: chat_id: missing required field"
     );
+    assert_eq!(
+        error_of(
+            "b.jsonl",
+            "{\"chat_id\": 1, \"input_length\": 3, \"output_length\": 3, \"timestamp\": 1e308}\n",
+            CustomDatasetType::BailianTrace
+        )
+        .0,
+        "FILE:1: timestamp: expected a number of seconds (>= 0, below 2^53 ms), got a number"
+    );
 }
 
 #[test]
@@ -255,7 +264,11 @@ fn bad_csv() {
     );
     assert_eq!(
         burst("Timestamp,Request tokens,Response tokens\n-1,2,3\n").0,
-        "FILE:2: Timestamp: expected a non-negative number of seconds, got \"-1\""
+        "FILE:2: Timestamp: expected a non-negative number of seconds (below 2^53 ms), got \"-1\""
+    );
+    assert_eq!(
+        burst("Timestamp,Request tokens,Response tokens\n1e308,2,3\n").0,
+        "FILE:2: Timestamp: expected a non-negative number of seconds (below 2^53 ms), got \"1e308\""
     );
     assert_eq!(
         burst("Timestamp,Request tokens,Response tokens\n1,\"2,3\n").0,

@@ -63,7 +63,7 @@ pub(crate) fn load(
                 )
             })?),
         };
-        let timestamp_ms = record.take_ms("timestamp")?.map(|seconds| seconds * 1000.0);
+        let timestamp_ms = record.take_seconds_as_ms("timestamp")?;
         let turn_number = record.take_u64("turn")?.unwrap_or(0);
         // The request type (text, search, image, file) does not change what is sent.
         record.take_str("type")?;

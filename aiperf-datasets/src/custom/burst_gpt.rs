@@ -9,6 +9,7 @@ use aiperf_core::{Conversation, Turn};
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
+use super::record::MAX_MS;
 use super::sessions::Sessions;
 
 /// The columns a BurstGPT file must have.
@@ -61,8 +62,8 @@ pub(crate) fn load(
         let seconds = cell(0)
             .parse::<f64>()
             .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| bad(0, "a non-negative number of seconds"))?;
+            .filter(|v| v.is_finite() && (0.0..=MAX_MS / 1000.0).contains(v))
+            .ok_or_else(|| bad(0, "a non-negative number of seconds (below 2^53 ms)"))?;
         let request_tokens = cell(1)
             .parse::<u64>()
             .map_err(|_| bad(1, "a token count"))?;

@@ -11,7 +11,7 @@ use super::error::{DatasetFileError, DatasetFileErrorKind};
 /// The largest timestamp or delay a dataset may give, in ms: 2^53, beyond which a
 /// double no longer holds whole milliseconds (and a replay would wait for ever).
 /// Absolute Unix timestamps in milliseconds or even microseconds stay well below it.
-const MAX_MS: f64 = 9_007_199_254_740_992.0;
+pub(crate) const MAX_MS: f64 = 9_007_199_254_740_992.0;
 
 /// Streams the non-blank lines of a JSONL file, parsed as objects, into `visit` (so a
 /// large trace is never held twice). An empty file is an error.
@@ -185,6 +185,23 @@ impl<'p> Record<'p> {
                     ),
                 )),
                 _ => Err(self.wrong_type(key, "a number of milliseconds (>= 0)", &value)),
+            },
+        }
+    }
+
+    /// An optional time in seconds (>= 0, at most [`MAX_MS`] once in milliseconds),
+    /// returned in milliseconds.
+    pub(crate) fn take_seconds_as_ms(
+        &mut self,
+        key: &str,
+    ) -> Result<Option<f64>, DatasetFileError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(value) => match value.as_f64() {
+                Some(s) if s.is_finite() && (0.0..=MAX_MS / 1000.0).contains(&s) => {
+                    Ok(Some(s * 1000.0))
+                }
+                _ => Err(self.wrong_type(key, "a number of seconds (>= 0, below 2^53 ms)", &value)),
             },
         }
     }
