@@ -60,4 +60,6 @@ fn main() {
             }
         }
     });
+    // AFL restarts the process every few thousand runs: leave no file per process.
+    let _ = std::fs::remove_file(&path);
 }

@@ -33,7 +33,7 @@ pub fn take_byte(data: &mut &[u8]) -> Option<u8> {
 }
 
 /// A scratch file for this process (in `/dev/shm` when there is one), for the loaders
-/// that only read a path; each run overwrites it.
+/// that only read a path; each run overwrites it, and the target removes it on exit.
 pub fn scratch_file(target: &str) -> std::path::PathBuf {
     let shm = std::path::Path::new("/dev/shm");
     let base = if shm.is_dir() {

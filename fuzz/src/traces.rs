@@ -61,4 +61,6 @@ fn main() {
             &result.map(|loaded| (loaded.dataset_type, loaded.conversations.len())),
         );
     });
+    // AFL restarts the process every few thousand runs: leave no file per process.
+    let _ = std::fs::remove_file(&path);
 }
