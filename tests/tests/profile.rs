@@ -330,27 +330,32 @@ async fn connections_are_pooled_by_default_and_new_per_request_with_never() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_where_every_request_fails_writes_its_error_summary_and_exits_1() {
+/// `aiperf profile FLAGS` against a `--fast` mock with `faults`: the output and the
+/// summary JSON.
+async fn profile_fast_mock_with(faults: FaultConfig, flags: &str) -> (std::process::Output, Value) {
     let server = MockServer::start(MockConfig {
         fast: true,
-        faults: FaultConfig {
-            error_rate: 100.0,
-            ..FaultConfig::default()
-        },
+        faults,
         ..MockConfig::default()
     })
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut argv = args(&format!(
-        "-m mock-model --url {url} --request-count 5",
-        url = server.url()
-    ));
+    let mut argv = args(&format!("-m mock-model --url {} {flags}", server.url()));
     argv.extend(artifact_args(dir.path()));
     let output = profile(argv).await;
-    assert_exit(&output, 1);
     let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
+    (output, summary)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_where_every_request_fails_writes_its_error_summary_and_exits_1() {
+    let faults = FaultConfig {
+        error_rate: 100.0,
+        ..FaultConfig::default()
+    };
+    let (output, summary) = profile_fast_mock_with(faults, "--request-count 5").await;
+    assert_exit(&output, 1);
     let errors = summary["error_summary"].as_array().unwrap();
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0]["count"], 5);
@@ -361,26 +366,17 @@ async fn a_run_where_every_request_fails_writes_its_error_summary_and_exits_1() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duration_run_where_nothing_returns_reports_the_requests_cut_off_and_exits_1() {
     // The server accepts every request and holds its answer for a minute.
-    let server = MockServer::start(MockConfig {
-        fast: true,
-        faults: FaultConfig {
-            slow_headers_rate: 100.0,
-            slow_headers_ms: 60_000.0,
-            ..FaultConfig::default()
-        },
-        ..MockConfig::default()
-    })
-    .await
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let mut argv = args(&format!(
-        "-m mock-model --url {url} --concurrency 3 --benchmark-duration 1 --benchmark-grace-period 1",
-        url = server.url()
-    ));
-    argv.extend(artifact_args(dir.path()));
-    let output = profile(argv).await;
+    let faults = FaultConfig {
+        slow_headers_rate: 100.0,
+        slow_headers_ms: 60_000.0,
+        ..FaultConfig::default()
+    };
+    let (output, summary) = profile_fast_mock_with(
+        faults,
+        "--concurrency 3 --benchmark-duration 1 --benchmark-grace-period 1",
+    )
+    .await;
     assert_exit(&output, 1);
-    let summary = read_json(&dir.path().join("profile_export_aiperf.json"));
     assert_eq!(
         summary["cancelled_in_flight"],
         serde_json::json!({"count": 3, "cause": "grace_period_expired"})
