@@ -210,16 +210,14 @@ impl<'de> Visitor<'de> for EntriesVisitor<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut conversations = Vec::new();
-        let mut index = 0usize;
         while let Some(entry) = seq.next_element::<Entry>()? {
             if let Some(turns) = self.turns(&entry.conversations) {
                 conversations.push(Conversation {
-                    session_id: format!("sharegpt-{index}"),
+                    session_id: crate::synthetic::session_id(conversations.len()),
                     turns,
                     ..Conversation::default()
                 });
             }
-            index += 1;
         }
         Ok(conversations)
     }

@@ -105,7 +105,8 @@ impl RankingsShape {
     }
 }
 
-/// Generates `--num-dataset-entries` conversations from an [`InputConfig`]: per turn a
+/// Generates conversations from an [`InputConfig`] (`--num-dataset-entries` of them, or
+/// [`with_entries`](Self::with_entries) for a run's resolved count): per turn a
 /// batch of prompts with exact token counts (ISL from `--isl` or `--seq-dist`), optional
 /// images, audio and video, a `max_tokens` (OSL), a model and, after the first turn, a
 /// think time; per conversation an optional shared system prompt and user context.
@@ -137,6 +138,7 @@ impl RankingsShape {
 #[derive(Debug, Clone)]
 pub struct SyntheticDataset {
     input: InputConfig,
+    entries: usize,
     models: Vec<String>,
     tokenizer: Tokenizer,
     root_seed: u64,
@@ -182,12 +184,24 @@ impl SyntheticDataset {
                 LengthDistribution::unchecked(session.delay_mean_ms, session.delay_stddev_ms)
             }),
             input: input.clone(),
+            entries: input.dataset_entries(),
             models: models.to_vec(),
             tokenizer,
             root_seed,
             rankings: None,
             media,
         })
+    }
+
+    /// Generate `entries` conversations instead of `input.num_dataset_entries` (or its
+    /// default): a run passes [`BenchmarkConfig::dataset_entries`], which also counts the
+    /// requests or sessions the run sends.
+    ///
+    /// [`BenchmarkConfig::dataset_entries`]: aiperf_core::BenchmarkConfig::dataset_entries
+    #[must_use]
+    pub fn with_entries(mut self, entries: usize) -> Self {
+        self.entries = entries;
+        self
     }
 
     /// Compose ranking requests (one query text and the passages to rank, one turn per
@@ -211,7 +225,7 @@ impl SyntheticDataset {
     /// Generates the conversations.
     pub fn generate(&self) -> Result<Vec<Conversation>, SyntheticError> {
         let mut composer = Composer::new(self)?;
-        let conversations = (0..self.input.dataset_entries())
+        let conversations = (0..self.entries)
             .map(|_| composer.conversation())
             .collect::<Result<Vec<_>, _>>()?;
         tracing::debug!(
@@ -245,7 +259,7 @@ struct Composer<'a> {
     length_rng: ChaCha8Rng,
     osl_rng: ChaCha8Rng,
     seq_rng: ChaCha8Rng,
-    id_rng: ChaCha8Rng,
+    conversations_made: usize,
     passages_rng: ChaCha8Rng,
     turn_count_rng: ChaCha8Rng,
     delay_rng: ChaCha8Rng,
@@ -286,7 +300,7 @@ impl<'a> Composer<'a> {
             length_rng: derive_rng(root, seed::PROMPT_LENGTH),
             osl_rng: derive_rng(root, seed::MAX_TOKENS),
             seq_rng: derive_rng(root, streams::SEQ_DIST),
-            id_rng: derive_rng(root, seed::SESSION_ID),
+            conversations_made: 0,
             passages_rng: derive_rng(root, seed::RANKING_PASSAGES),
             turn_count_rng: derive_rng(root, streams::TURN_COUNT),
             delay_rng: derive_rng(root, streams::TURN_DELAY),
@@ -311,8 +325,10 @@ impl<'a> Composer<'a> {
             .prompt
             .user_context_length
             .map(|length| self.user_context.generate(length as usize));
+        let session_id = session_id(self.conversations_made);
+        self.conversations_made += 1;
         Ok(Conversation {
-            session_id: session_uuid(&mut self.id_rng),
+            session_id,
             system_message: self.system_message.clone(),
             user_context_message,
             turns,
@@ -404,20 +420,11 @@ impl<'a> Composer<'a> {
     }
 }
 
-/// A UUID (version 4 layout) drawn from `rng`: deterministic for a seeded stream.
-pub fn session_uuid<R: Rng + ?Sized>(rng: &mut R) -> String {
-    let mut bytes: [u8; 16] = rng.random();
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+/// The id of the `index`-th generated conversation, as the Python AIPerf numbers them
+/// (`session_000000`, `session_000001`, …), so `conversation_id` in the records finds the
+/// same conversation in `inputs.json` and reads the same in both tools.
+pub(crate) fn session_id(index: usize) -> String {
+    format!("session_{index:06}")
 }
 
 #[cfg(test)]
@@ -464,24 +471,16 @@ mod tests {
     }
 
     #[test]
-    fn session_ids_are_deterministic_distinct_uuids() {
-        let ids = |seed| -> Vec<String> {
-            dataset(&input(Some(seed)))
-                .generate()
-                .unwrap()
-                .into_iter()
-                .map(|c| c.session_id)
-                .collect()
-        };
-        let a = ids(5);
-        assert_eq!(a, ids(5));
-        let unique: std::collections::HashSet<_> = a.iter().collect();
-        assert_eq!(unique.len(), a.len());
-        for id in &a {
-            assert_eq!(id.len(), 36);
-            assert_eq!(&id[14..15], "4");
-            assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"));
-        }
+    fn session_ids_count_up_as_in_python() {
+        let ids: Vec<String> = dataset(&input(Some(5)))
+            .generate()
+            .unwrap()
+            .into_iter()
+            .map(|c| c.session_id)
+            .collect();
+        assert_eq!(ids[0], "session_000000");
+        assert_eq!(ids[19], "session_000019");
+        assert_eq!(ids.len(), 20);
     }
 
     #[test]

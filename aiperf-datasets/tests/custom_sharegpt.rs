@@ -33,7 +33,8 @@ fn pairs_become_turns_and_short_replies_drop_the_conversation() {
         .iter()
         .map(|c| c.session_id.as_str())
         .collect();
-    assert_eq!(ids, ["sharegpt-0", "sharegpt-3"]);
+    // Numbered as kept, as the Python AIPerf numbers them.
+    assert_eq!(ids, ["session_000000", "session_000001"]);
     assert_eq!(
         conversations[0].turns,
         [
@@ -61,7 +62,7 @@ fn pairs_become_turns_and_short_replies_drop_the_conversation() {
     // With --osl the reply length is not what is asked for: short replies stay.
     let with_osl = load_sharegpt(&fixture(), true, &tokenizer).unwrap();
     let ids: Vec<&str> = with_osl.iter().map(|c| c.session_id.as_str()).collect();
-    assert_eq!(ids, ["sharegpt-0", "sharegpt-2", "sharegpt-3"]);
+    assert_eq!(ids, ["session_000000", "session_000001", "session_000002"]);
     assert_eq!(with_osl[1].turns[0].max_tokens, Some(1));
 }
 
@@ -90,7 +91,7 @@ fn long_prompts_and_long_pairs_are_filtered() {
         .into_iter()
         .map(|c| c.session_id)
         .collect();
-    assert_eq!(ids, ["sharegpt-0", "sharegpt-2"]);
+    assert_eq!(ids, ["session_000000", "session_000001"]);
 }
 
 #[test]

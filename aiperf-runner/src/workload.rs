@@ -174,7 +174,8 @@ async fn built_in_source(
         let options = CustomDatasetOptions {
             dataset_type: input.custom_dataset_type,
             block_size: input.isl_block_size,
-            num_conversations: config.load.num_sessions.map(|n| n as usize),
+            // A random pool draws as many conversations as a synthetic dataset would hold.
+            num_conversations: Some(config.dataset_entries()),
             seed: input.random_seed.unwrap_or_default(),
         };
         return Ok(Box::new(CustomDataset::new(
@@ -184,7 +185,8 @@ async fn built_in_source(
         )));
     }
     let synthetic = SyntheticDataset::new(input, &config.endpoint.models, tokenizer.clone())?
-        .with_rankings(endpoint.takes_rankings);
+        .with_rankings(endpoint.takes_rankings)
+        .with_entries(config.dataset_entries());
     Ok(Box::new(synthetic))
 }
 

@@ -263,7 +263,8 @@ impl Default for InputConfig {
 }
 
 impl InputConfig {
-    /// `--num-dataset-entries`, or its default.
+    /// `--num-dataset-entries`, or its default. A run also counts its requests or
+    /// sessions: see [`BenchmarkConfig::dataset_entries`](crate::BenchmarkConfig::dataset_entries).
     pub fn dataset_entries(&self) -> usize {
         self.num_dataset_entries
             .unwrap_or(DEFAULT_NUM_DATASET_ENTRIES)

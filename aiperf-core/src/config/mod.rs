@@ -231,6 +231,25 @@ impl BenchmarkConfig {
         Ok(ValidatedConfig::new(self, request_count_defaulted))
     }
 
+    /// How many distinct conversations a synthetic dataset holds, as the Python AIPerf 0.13
+    /// sizes it: `--num-dataset-entries` when given, else the sessions the run starts
+    /// (`--num-sessions`), else the requests it sends (`--request-count`), else
+    /// [`DEFAULT_NUM_DATASET_ENTRIES`]. So a 1,000-request run sends 1,000 different
+    /// prompts rather than 100 prompts ten times, which a server's prefix cache would
+    /// answer faster than real traffic.
+    ///
+    /// One difference: Python keeps 100 entries when no stop condition is given at all,
+    /// and this counts the 10 requests validation defaults to, so every request sent is
+    /// still a different prompt.
+    pub fn dataset_entries(&self) -> usize {
+        let run_size = self.load.num_sessions.or(self.load.request_count);
+        match (self.input.num_dataset_entries, run_size) {
+            (Some(entries), _) => entries,
+            (None, Some(count)) => usize::try_from(count).unwrap_or(usize::MAX),
+            (None, None) => DEFAULT_NUM_DATASET_ENTRIES,
+        }
+    }
+
     /// `--osl` is set but `--extra-inputs` has no truthy `ignore_eos` or `min_tokens`, so
     /// most servers may stop before the requested output length:
     /// [`OSL_WITHOUT_LENGTH_CONTROL`] applies.
@@ -424,6 +443,35 @@ mod tests {
         assert!(!with(serde_json::json!({"ignore_eos": true})));
         assert!(!with(serde_json::json!({"ignore_eos": "true"})));
         assert!(!with(serde_json::json!({"min_tokens": 32})));
+    }
+
+    #[test]
+    fn the_dataset_holds_one_entry_per_request_or_session_unless_told() {
+        let entries = |change: fn(&mut BenchmarkConfig)| {
+            let mut config = base();
+            change(&mut config);
+            config.dataset_entries()
+        };
+        assert_eq!(entries(|_| {}), DEFAULT_NUM_DATASET_ENTRIES);
+        assert_eq!(entries(|c| c.load.request_count = Some(1000)), 1000);
+        assert_eq!(entries(|c| c.load.num_sessions = Some(30)), 30);
+        // Sessions name the conversations; requests count their turns.
+        assert_eq!(
+            entries(|c| {
+                c.load.request_count = Some(1000);
+                c.load.num_sessions = Some(30);
+            }),
+            30
+        );
+        assert_eq!(
+            entries(|c| {
+                c.load.request_count = Some(1000);
+                c.input.num_dataset_entries = Some(5);
+            }),
+            5
+        );
+        // Validation's default stop condition (10 requests) sizes it too.
+        assert_eq!(base().validate().unwrap().dataset_entries(), 10);
     }
 
     #[test]

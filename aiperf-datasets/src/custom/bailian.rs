@@ -117,7 +117,7 @@ fn into_sessions(requests: Vec<Request>) -> Vec<Conversation> {
             members.sort_by_key(|r| r.turn_number);
             let root = members.first().map_or(0, |r| root_of(r.chat_id));
             Conversation {
-                session_id: format!("bailian-{root}"),
+                session_id: root.to_string(),
                 turns: members.into_iter().map(|r| r.turn).collect(),
                 ..Conversation::default()
             }

@@ -19,7 +19,6 @@ pub(crate) const REQUIRED_COLUMNS: [&str; 3] = ["Timestamp", "Request tokens", "
 pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
-    seed: u64,
 ) -> Result<Vec<Conversation>, DatasetFileError> {
     let file = crate::text_file::open(path, 1 << 16).map_err(|e| DatasetFileError::io(path, e))?;
     let mut lines = file.lines().enumerate();
@@ -45,7 +44,7 @@ pub(crate) fn load(
     };
     let columns = column_indices(&header).map_err(|m| csv_error(1, m))?;
 
-    let mut sessions = Sessions::new(seed);
+    let mut sessions = Sessions::new();
     for (index, line) in lines {
         let line_no = index + 1;
         let line = line.map_err(|e| DatasetFileError::io(path, e).at_line(line_no))?;

@@ -66,10 +66,10 @@ pub struct CustomDatasetOptions {
     /// `--isl-block-size`: tokens per trace `hash_ids` block; `None` takes the format's
     /// default ([`MOONCAKE_BLOCK_SIZE`], [`BAILIAN_BLOCK_SIZE`]).
     pub block_size: Option<u32>,
-    /// `--num-conversations` of a random pool; `None` means
-    /// [`DEFAULT_POOL_CONVERSATIONS`].
+    /// Conversations drawn from a random pool (a run passes
+    /// `BenchmarkConfig::dataset_entries`); `None` means [`DEFAULT_POOL_CONVERSATIONS`].
     pub num_conversations: Option<usize>,
-    /// The run's root seed (`--random-seed`): prompts, pool draws and session ids.
+    /// The run's root seed (`--random-seed`): prompts and pool draws.
     pub seed: u64,
 }
 
@@ -112,8 +112,8 @@ pub fn load_custom_dataset(
             .map_err(|e| DatasetFileError::file(path, DatasetFileErrorKind::Invalid, e.to_string()))
     };
     let (conversations, timestamped) = match dataset_type {
-        CustomDatasetType::SingleTurn => single_turn::load(path, seed)?,
-        CustomDatasetType::MultiTurn => multi_turn::load(path, seed)?,
+        CustomDatasetType::SingleTurn => single_turn::load(path)?,
+        CustomDatasetType::MultiTurn => multi_turn::load(path)?,
         CustomDatasetType::RandomPool => {
             let count = options
                 .num_conversations
@@ -121,11 +121,11 @@ pub fn load_custom_dataset(
             (random_pool::load(path, count, seed)?, false)
         }
         CustomDatasetType::MooncakeTrace => {
-            mooncake::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?, seed)?
+            mooncake::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?)?
         }
         CustomDatasetType::BailianTrace => bailian::load(path, &mut prompts(BAILIAN_BLOCK_SIZE)?)?,
         CustomDatasetType::BurstGptTrace => (
-            burst_gpt::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?, seed)?,
+            burst_gpt::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?)?,
             true,
         ),
     };

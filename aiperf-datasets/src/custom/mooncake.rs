@@ -38,9 +38,8 @@ enum Mode {
 pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
-    seed: u64,
 ) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
-    let mut sessions = Sessions::new(seed);
+    let mut sessions = Sessions::new();
     let mut modes: Vec<Mode> = Vec::new();
     let mut timestamped = None;
     for_each_record(path, |record| {

@@ -12,8 +12,8 @@ use super::turn_fields::parse_turn;
 
 /// The conversations of a `multi_turn` file and whether its first turn has a timestamp.
 /// Lines repeating a `session_id` continue that conversation.
-pub(crate) fn load(path: &Path, seed: u64) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
-    let mut sessions = Sessions::new(seed);
+pub(crate) fn load(path: &Path) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
+    let mut sessions = Sessions::new();
     let mut timestamped = None;
     for_each_record(path, |mut record| {
         let session_id = record.take_id("session_id")?;

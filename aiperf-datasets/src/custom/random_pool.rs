@@ -9,8 +9,8 @@ use rand::RngExt;
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::record::for_each_record;
 use super::turn_fields::parse_turn;
-use crate::seed::{derive_rng, SESSION_ID};
-use crate::synthetic::session_uuid;
+use crate::seed::derive_rng;
+use crate::synthetic::session_id;
 
 /// Random stream of the pool draws.
 const POOL_STREAM: &str = "dataset.loader.random_pool";
@@ -27,9 +27,8 @@ pub(crate) fn load(
         .map(|file| load_pool(file))
         .collect::<Result<Vec<_>, _>>()?;
     let mut draws = derive_rng(seed, POOL_STREAM);
-    let mut ids = derive_rng(seed, SESSION_ID);
     let mut conversations = Vec::with_capacity(count);
-    for _ in 0..count {
+    for index in 0..count {
         let mut turn = Turn::default();
         for pool in &pools {
             let entry = &pool[draws.random_range(0..pool.len())];
@@ -39,7 +38,7 @@ pub(crate) fn load(
             turn.videos.extend_from_slice(&entry.videos);
         }
         conversations.push(Conversation {
-            session_id: session_uuid(&mut ids),
+            session_id: session_id(index),
             turns: vec![turn],
             ..Conversation::default()
         });

@@ -1,30 +1,26 @@
 //! Grouping turns into conversations: lines naming the same session id join one
-//! conversation (in file order), lines without one become conversations of their own
-//! with a deterministic id drawn from the seed.
+//! conversation (in file order), lines without one become conversations of their own,
+//! numbered `session_000000`, `session_000001`, … as the Python AIPerf numbers them.
 
 use std::collections::HashMap;
 
 use aiperf_core::{Conversation, Turn};
-use rand_chacha::ChaCha8Rng;
-
-use crate::seed::{derive_rng, SESSION_ID};
-use crate::synthetic::session_uuid;
 
 /// Collects turns into conversations in order of first appearance.
 #[derive(Debug)]
 pub(crate) struct Sessions {
     conversations: Vec<Conversation>,
     by_id: HashMap<String, usize>,
-    ids: ChaCha8Rng,
+    ids_made: usize,
 }
 
 impl Sessions {
-    /// Fresh ids come from the seed's session-id stream.
-    pub(crate) fn new(seed: u64) -> Self {
+    /// No conversations yet.
+    pub(crate) fn new() -> Self {
         Self {
             conversations: Vec::new(),
             by_id: HashMap::new(),
-            ids: derive_rng(seed, SESSION_ID),
+            ids_made: 0,
         }
     }
 
@@ -39,7 +35,8 @@ impl Sessions {
                 self.open(id)
             }
         } else {
-            let id = session_uuid(&mut self.ids);
+            let id = crate::synthetic::session_id(self.ids_made);
+            self.ids_made += 1;
             self.open(id)
         };
         self.conversations[index].turns.push(turn);

@@ -11,8 +11,8 @@ use super::sessions::Sessions;
 use super::turn_fields::parse_turn;
 
 /// The conversations of a `single_turn` file and whether its first line has a timestamp.
-pub(crate) fn load(path: &Path, seed: u64) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
-    let mut sessions = Sessions::new(seed);
+pub(crate) fn load(path: &Path) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
+    let mut sessions = Sessions::new();
     let mut timestamped = None;
     for_each_record(path, |record| {
         let parsed = parse_turn(record, false)?;
