@@ -145,9 +145,18 @@ fn network_runtime(workers: u16) -> std::io::Result<tokio::runtime::Runtime> {
     }
 }
 
-/// The command line as artifacts record it, with secret values replaced by `***`.
+/// The command line as artifacts record it, with secret values replaced by `***` and the
+/// program named without its directory (`aiperf profile …`, as the Python tool records it).
 fn redact_command_line(argv: &[String]) -> String {
     let mut redacted = Vec::with_capacity(argv.len());
+    let Some((program, argv)) = argv.split_first() else {
+        return String::new();
+    };
+    let program = std::path::Path::new(program).file_name().map_or_else(
+        || program.clone(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    redacted.push(program);
     let mut hide_next = false;
     for arg in argv {
         if hide_next {
@@ -188,7 +197,7 @@ mod tests {
     #[test]
     fn secrets_are_redacted_from_the_command_line() {
         let argv: Vec<String> = [
-            "aiperf",
+            "/usr/local/bin/aiperf",
             "profile",
             "--api-key",
             "sk-1",

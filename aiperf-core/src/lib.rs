@@ -117,7 +117,7 @@ pub use tokens::TokenCounter;
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{
     BoxFuture, Chunk, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl, SessionKey,
-    Transport, TransportError, CLIENT_RESOURCE_ERROR,
+    Transport, TransportError, CLIENT_RESOURCE_ERROR, REQUEST_CANCELLATION_ERROR,
 };
 
 /// What happened in a run, phase by phase (filled by the engine).

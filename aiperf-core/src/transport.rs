@@ -159,6 +159,9 @@ pub enum TransportError {
 /// (open files): such a run does not measure the server.
 pub const CLIENT_RESOURCE_ERROR: &str = "ClientResourceError";
 
+/// The error type of requests the client cancelled on purpose (`--request-cancellation-rate`).
+pub const REQUEST_CANCELLATION_ERROR: &str = "RequestCancellationError";
+
 impl TransportError {
     /// A short type name for error summaries, in the spirit of the Python AIPerf's
     /// exception class names.
@@ -171,7 +174,7 @@ impl TransportError {
             TransportError::Timeout(_) => "TimeoutError",
             TransportError::Disconnected(_) => "ServerDisconnectedError",
             TransportError::Cancelled => "CancelledError",
-            TransportError::CancelledByClient(_) => "RequestCancellationError",
+            TransportError::CancelledByClient(_) => REQUEST_CANCELLATION_ERROR,
             TransportError::ResponseTooLarge { .. } => "ResponseTooLargeError",
             TransportError::ClientResources(_) => CLIENT_RESOURCE_ERROR,
         }

@@ -37,6 +37,34 @@ pub(crate) fn needed(config: &BenchmarkConfig, embedded_mock: bool) -> Option<u6
     )
 }
 
+/// Descriptors set aside while a run sends, so the files written after it (the summary,
+/// the console text, the ready marker) can still be opened when the connections took every
+/// other descriptor: requests fail for want of descriptors, the run's results do not.
+pub(crate) struct DescriptorReserve(Vec<std::fs::File>);
+
+/// Descriptors in a [`DescriptorReserve`]: the closing files are written one at a time.
+const SET_ASIDE: usize = 4;
+
+impl DescriptorReserve {
+    /// Holds [`SET_ASIDE`] descriptors (as many as can be opened).
+    pub(crate) fn hold() -> Self {
+        let files = (0..SET_ASIDE)
+            .map_while(|_| std::fs::File::open(NULL_DEVICE).ok())
+            .collect();
+        Self(files)
+    }
+
+    /// Gives the descriptors back, for the files written after the run.
+    pub(crate) fn release(self) {
+        drop(self.0);
+    }
+}
+
+#[cfg(unix)]
+const NULL_DEVICE: &str = "/dev/null";
+#[cfg(windows)]
+const NULL_DEVICE: &str = "NUL";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,6 +76,13 @@ mod tests {
         config.load.concurrency = Some(2000);
         assert_eq!(needed(&config, false), Some(2064));
         assert_eq!(needed(&config, true), Some(4064));
+    }
+
+    #[test]
+    fn a_reserve_holds_descriptors_until_released() {
+        let reserve = DescriptorReserve::hold();
+        assert_eq!(reserve.0.len(), SET_ASIDE);
+        reserve.release();
     }
 
     #[test]

@@ -13,7 +13,9 @@ use aiperf_core::{
 use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
 use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
 use aiperf_endpoints::{endpoint_for, EndpointOptions, HttpTransport};
-use aiperf_metrics::export::{export_paths, resolve_artifact_dir, write_summary_files};
+use aiperf_metrics::export::{
+    export_paths, resolve_artifact_dir, write_results_ready, write_summary_files,
+};
 use aiperf_metrics::live::LiveStats;
 use aiperf_metrics::{MetricsSink, Summary};
 
@@ -285,7 +287,9 @@ impl Session {
             cancel: self.cancel.clone(),
             long_wait: spec.long_wait,
         });
+        let reserve = descriptors::DescriptorReserve::hold();
         let result = watch_long_waits(benchmark.run(), &progress, spec.long_wait, hooks).await;
+        reserve.release();
         hooks.sending_ended();
         let mut summary = result?;
         if summary.connection_retries > 0 {
@@ -324,6 +328,16 @@ impl Session {
                     .export_failure
                     .get_or_insert_with(|| error.to_string());
             }
+        }
+        // Last: the marker says every other file of the run is in place.
+        let failed_exports: Vec<String> = summary.export_failure.iter().cloned().collect();
+        if let Err(error) =
+            write_results_ready(&artifact_dir, summary.was_cancelled, &failed_exports)
+        {
+            tracing::error!("{error}");
+            summary
+                .export_failure
+                .get_or_insert_with(|| error.to_string());
         }
 
         let slo_report = (!spec.slos.is_empty()).then(|| summary.check_slos(&spec.slos));

@@ -132,3 +132,137 @@ fn a_python_aiperf_run_reads_with_every_statistic() {
 fn the_gpu_telemetry_file_is_looked_for_under_the_name_it_is_written() {
     assert_eq!(GPU_TELEMETRY_FILE, aiperf_telemetry::export::GPU_JSONL);
 }
+
+/// The fields of the Python AIPerf 0.13's record models, as the fixture lists them.
+fn python_record_fields() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/python_aiperf_0.13_record_fields.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The problems of `object` as an instance of the fixture's `model`: a missing required
+/// field, a field the model does not have, a value of the wrong JSON type.
+fn check_against_model(
+    object: &serde_json::Value,
+    model: &serde_json::Value,
+    at: &str,
+) -> Vec<String> {
+    let object = object.as_object().unwrap();
+    let fields = model.as_object().unwrap();
+    let mut problems = Vec::new();
+    for (name, field) in fields {
+        if field["required"] == true && !object.contains_key(name) {
+            problems.push(format!("{at}.{name}: required, missing"));
+        }
+    }
+    for (name, value) in object {
+        let Some(field) = fields.get(name) else {
+            problems.push(format!("{at}.{name}: not a field of the Python model"));
+            continue;
+        };
+        let json_type = match value {
+            serde_json::Value::Null => "null",
+            serde_json::Value::Bool(_) => "boolean",
+            serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+            serde_json::Value::Number(_) => "number",
+            serde_json::Value::String(_) => "string",
+            serde_json::Value::Array(_) => "array",
+            serde_json::Value::Object(_) => "object",
+        };
+        let allowed = field["type"].as_str().unwrap();
+        let fits = allowed == "any"
+            || allowed
+                .split('|')
+                .any(|t| t == json_type || (t == "number" && json_type == "integer"));
+        if !fits {
+            problems.push(format!(
+                "{at}.{name}: {json_type}, the model takes {allowed}"
+            ));
+        }
+        if let (Some(values), Some(text)) = (field["values"].as_array(), value.as_str()) {
+            if !values.iter().any(|v| v == text) {
+                problems.push(format!("{at}.{name}: {text:?} is not one of {values:?}"));
+            }
+        }
+    }
+    problems
+}
+
+/// The Python `aiperf plot` validates every `profile_export.jsonl` line as a
+/// `MetricRecordInfo`; a line missing `worker_id` made it reject whole runs. Every line of
+/// ours, successful, failed and cancelled, has each required field, no field the model
+/// lacks, and the model's JSON types.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_record_line_fits_the_python_record_model() {
+    let server = MockServer::start(MockConfig::with_timing(100.0, 2.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {} --streaming --concurrency 4 --request-count 24 --osl 4 \
+         --request-cancellation-rate 50 --request-cancellation-delay 0.05 --export-http-trace \
+         --random-seed 3 --no-server-metrics --no-gpu-telemetry",
+        server.url()
+    ));
+    argv.extend(["--artifact-dir".into(), dir.path().to_str().unwrap().into()]);
+    assert_exit(&profile(argv).await, 0);
+
+    let models = python_record_fields();
+    let lines = read_jsonl(&dir.path().join(RECORDS_FILE));
+    assert_eq!(lines.len(), 24);
+    let mut problems = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let at = format!("line {}", index + 1);
+        problems.extend(check_against_model(line, &models["MetricRecordInfo"], &at));
+        let metadata = &line["metadata"];
+        problems.extend(check_against_model(
+            metadata,
+            &models["MetricRecordMetadata"],
+            &format!("{at}: metadata"),
+        ));
+        for (tag, value) in line["metrics"].as_object().unwrap() {
+            problems.extend(check_against_model(
+                value,
+                &models["MetricValue"],
+                &format!("{at}: metrics.{tag}"),
+            ));
+        }
+        let cancelled = metadata["was_cancelled"] == true;
+        if line.get("error").is_some() {
+            problems.extend(check_against_model(
+                &line["error"],
+                &models["ErrorDetails"],
+                &format!("{at}: error"),
+            ));
+            assert_eq!(cancelled, line["error"]["code"] == 499, "{at}");
+        }
+        assert_eq!(
+            metadata.get("cancellation_time_ns"),
+            cancelled.then(|| &metadata["request_end_ns"]),
+            "{at}"
+        );
+        assert_eq!(metadata["context_overflow_skip"], false, "{at}");
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let cancelled = lines
+        .iter()
+        .filter(|l| l["metadata"]["was_cancelled"] == true)
+        .count();
+    assert!(
+        (1..24).contains(&cancelled),
+        "{cancelled} of 24 cancelled at 50 %"
+    );
+    // Conversation ids are numbered as the Python tool numbers seeded ones, and 24
+    // requests draw 24 different conversations: the dataset is sized by the request count.
+    let mut ids: Vec<&str> = lines
+        .iter()
+        .map(|l| l["metadata"]["conversation_id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert!(
+        ids.iter().all(|id| id.starts_with("session_0000")),
+        "{ids:?}"
+    );
+    assert_eq!(ids.len(), 24, "{ids:?}");
+}

@@ -82,10 +82,26 @@ async fn streaming_run_recovers_the_mock_timings_and_exact_lengths() {
 
     let csv = std::fs::read_to_string(dir.path().join("profile_export_aiperf.csv")).unwrap();
     assert!(csv.starts_with("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std"));
+    // One conversation per request: 24 requests send 24 different prompts.
     let inputs = read_json(&dir.path().join("inputs.json"));
-    assert_eq!(inputs["data"].as_array().unwrap().len(), 100);
+    assert_eq!(inputs["data"].as_array().unwrap().len(), 24);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("NVIDIA AIPerf | LLM Metrics"), "{stdout}");
+    // The console's tables and lines are kept as text, the command line among them.
+    let console = std::fs::read_to_string(dir.path().join("profile_export_console.txt")).unwrap();
+    assert!(stdout.starts_with(&console), "{console}");
+    assert!(
+        console.contains(&format!(
+            "CLI Command: aiperf profile -m mock-model --url {}",
+            server.url()
+        )),
+        "{console}"
+    );
+    // The marker that every file is in place comes last.
+    assert_eq!(
+        read_json(&dir.path().join(".aiperf_results_ready.json")),
+        serde_json::json!({"ready": true, "was_cancelled": false, "partial": false})
+    );
     // Warmup requests reached the server but not the records.
     assert_eq!(server.stats().tokens_generated, (3 + 24) * 20);
 }
@@ -323,10 +339,8 @@ async fn connections_are_pooled_by_default_and_new_per_request_with_never() {
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(stdout.contains("HTTP Trace") && stdout.contains("HTTP Waiting (TTFB)"));
         let csv = std::fs::read_to_string(dir.path().join("profile_export_aiperf.csv")).unwrap();
-        assert!(
-            !csv.contains("HTTP"),
-            "the CSV leaves the trace metrics out, as 0.13 does"
-        );
+        // The trace metrics are CSV rows, as 0.13 writes them.
+        assert!(csv.contains("\r\nHTTP Waiting (TTFB) (ms),"), "{csv}");
     }
 }
 
@@ -459,7 +473,7 @@ async fn running_out_of_open_files_is_the_clients_failure_said_before_sending() 
         stdout.contains(&format!(
             "{failed} request(s) failed because this client ran out of open files"
         )),
-        "{stdout}"
+        "{stdout}{stderr}"
     );
 }
 
@@ -482,7 +496,9 @@ async fn a_write_error_stops_sending_keeps_whole_lines_and_exits_1_with_the_summ
     let server = MockServer::start(MockConfig::fast()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut argv = args(&format!(
-        "-m mock-model --url {url} --concurrency 4 --request-count 2000 --isl 16 --osl 4",
+        // A hundred prompts keep inputs.json small: the records are the file that grows.
+        "-m mock-model --url {url} --concurrency 4 --request-count 2000 --num-dataset-entries 100 \
+         --isl 16 --osl 4",
         url = server.url()
     ));
     argv.extend(artifact_args(dir.path()));

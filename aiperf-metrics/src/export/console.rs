@@ -2,8 +2,8 @@
 //! tables (`profile_export_console.txt`): one table per console group (Effective,
 //! Active, Usage, then the main "LLM Metrics" table), columns
 //! `Metric | avg | min | max | p99 | p90 | p50 | std`, values `{:,.2f}` or `N/A`; then the
-//! error summary table when requests failed, the benchmark duration, warnings, and one
-//! line of ours with the schedule lag.
+//! error summary table when requests failed, the command line, the benchmark duration,
+//! warnings, and one line of ours with the schedule lag.
 
 use std::io::{self, Write};
 
@@ -241,6 +241,9 @@ pub fn render_console(summary: &Summary) -> String {
     }
     if let Some(t) = error_table(summary) {
         out.push_str(&t.render());
+    }
+    if let Some(command) = &summary.cli_command {
+        out.push_str(&format!("CLI Command: {command}\n"));
     }
     if let Some(d) = summary.benchmark_duration_secs() {
         out.push_str(&format!(

@@ -5,7 +5,6 @@
 
 use std::io::{self, Write};
 
-use crate::catalogue::ConsoleGroup;
 use crate::summary::{MetricResult, Summary};
 
 /// Header of the distribution table.
@@ -40,12 +39,9 @@ fn field(s: &str) -> String {
 
 /// Writes the CSV to `out`.
 pub fn write_csv(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
-    let in_csv = || {
-        summary
-            .metrics
-            .iter()
-            .filter(|m| m.group != ConsoleGroup::HttpTrace)
-    };
+    // Every metric, the HTTP trace ones included: the Python AIPerf writes its 14
+    // `HTTP …` rows whether or not the console shows them.
+    let in_csv = || summary.metrics.iter();
     let mut dists: Vec<&MetricResult> = in_csv().filter(|m| m.has_distribution()).collect();
     let mut singles: Vec<&MetricResult> = in_csv().filter(|m| !m.has_distribution()).collect();
     dists.sort_by_key(|m| m.tag);

@@ -324,3 +324,31 @@ fn console_snapshot() {
     .join("\n");
     assert_eq!(render_console(&s), expected);
 }
+
+/// The example's metrics written back as our CSV have the example's rows in the
+/// example's order, its 14 `HTTP …` rows included.
+#[test]
+fn csv_rows_are_the_examples_rows_in_its_order() {
+    let dir = "streaming-chat-c64-ttft20-itl5";
+    let (Some(their_csv), Some(their_json)) = (
+        example(dir, "profile_export_aiperf.csv"),
+        example(dir, "profile_export_aiperf.json"),
+    ) else {
+        return;
+    };
+    let summary = summary_from_example(&their_json, MetricsContext::streaming_chat());
+    let labels = |text: &str| -> Vec<String> {
+        text.split("\r\n")
+            .filter_map(|line| line.split(',').next())
+            .filter(|label| !label.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let theirs = labels(&their_csv);
+    let ours: Vec<String> = labels(&csv::to_csv_string(&summary))
+        .into_iter()
+        .filter(|label| theirs.contains(label))
+        .collect();
+    assert_eq!(theirs.iter().filter(|l| l.starts_with("HTTP ")).count(), 14);
+    assert_eq!(ours, theirs);
+}

@@ -233,7 +233,8 @@ pub(crate) struct InputConfigEcho<'a> {
     slos: std::collections::BTreeMap<&'a str, f64>,
 }
 
-fn dataset_echo(input: &aiperf_core::config::InputConfig) -> DatasetEcho<'_> {
+fn dataset_echo(config: &aiperf_core::BenchmarkConfig) -> DatasetEcho<'_> {
+    let input = &config.input;
     let empty = DatasetEcho {
         name: "main",
         kind: "synthetic",
@@ -260,7 +261,7 @@ fn dataset_echo(input: &aiperf_core::config::InputConfig) -> DatasetEcho<'_> {
         };
     }
     DatasetEcho {
-        entries: Some(input.dataset_entries()),
+        entries: Some(config.dataset_entries()),
         prompts: Some(Prompts {
             isl: Dist {
                 mean: f64::from(input.isl_mean),
@@ -359,7 +360,7 @@ pub(crate) fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
             extra: &c.endpoint.extra_inputs,
             timeout: c.endpoint.request_timeout.as_secs_f64(),
         },
-        datasets: vec![dataset_echo(&c.input)],
+        datasets: vec![dataset_echo(c)],
         phases,
         artifacts: ArtifactsEcho {
             dir: crate::export::resolve_artifact_dir(c).display().to_string(),
@@ -489,6 +490,9 @@ mod tests {
         let synthetic = datasets_echo(|_| {});
         assert_eq!(synthetic[0]["type"], "synthetic");
         assert_eq!(synthetic[0]["prompts"]["isl"]["mean"], 550.0);
+        assert_eq!(synthetic[0]["entries"], 100);
+        let sized_by_count = datasets_echo(|c| c.load.request_count = Some(1000));
+        assert_eq!(sized_by_count[0]["entries"], 1000);
 
         let file = datasets_echo(|c| {
             c.input.input_file = Some("trace.jsonl".into());

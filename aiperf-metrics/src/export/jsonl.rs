@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use aiperf_core::{ErrorDetails, RequestRecord};
+use aiperf_core::{ErrorDetails, RequestRecord, REQUEST_CANCELLATION_ERROR};
 
 use super::line_file::LineFile;
 use super::RecordWriter;
@@ -37,15 +37,26 @@ pub(crate) struct Metadata<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     request_ack_ns: Option<u64>,
     request_end_ns: u64,
+    worker_id: &'static str,
+    record_processor_id: &'static str,
     benchmark_phase: String,
     phase_index: u32,
     profiling_index: u32,
     phase_name: String,
     phase_kind: String,
     was_cancelled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cancellation_time_ns: Option<u64>,
+    context_overflow_skip: bool,
     agent_depth: u32,
     root_correlation_id: &'a str,
 }
+
+/// `worker_id` of every record: one client process sends every request (the Python
+/// AIPerf names one of its worker processes here; its tools require the key).
+pub const WORKER_ID: &str = "worker_0";
+/// `record_processor_id` of every record: one thread computes every record's metrics.
+pub const RECORD_PROCESSOR_ID: &str = "record_processor_0";
 
 impl<'a> Metadata<'a> {
     /// The metadata of `record`, run as phase number `phase_index` (0 for the first
@@ -53,6 +64,11 @@ impl<'a> Metadata<'a> {
     pub(crate) fn of(record: &'a RequestRecord, phase_index: u32) -> Self {
         let clock = record.clock;
         let phase = record.credit.phase.to_string();
+        let request_end_ns = clock.wall_of_perf(record.end_ns);
+        let was_cancelled = record
+            .error
+            .as_ref()
+            .is_some_and(|e| e.kind.as_deref() == Some(REQUEST_CANCELLATION_ERROR));
         Self {
             session_num: record.credit.id,
             x_request_id: &record.credit.request_id,
@@ -62,13 +78,19 @@ impl<'a> Metadata<'a> {
             credit_issued_ns: clock.wall_of_perf(record.credit_issued_ns),
             request_start_ns: clock.wall_of_perf(record.start_ns),
             request_ack_ns: record.head_ns.map(|h| clock.wall_of_perf(h)),
-            request_end_ns: clock.wall_of_perf(record.end_ns),
+            request_end_ns,
+            worker_id: WORKER_ID,
+            record_processor_id: RECORD_PROCESSOR_ID,
             benchmark_phase: phase.clone(),
             phase_index,
             profiling_index: 0,
             phase_name: phase.clone(),
             phase_kind: phase,
-            was_cancelled: false,
+            was_cancelled,
+            // The client cancels when the request fails, so the failure is the moment.
+            cancellation_time_ns: was_cancelled.then_some(request_end_ns),
+            // Only an agentic trace replay skips a context overflow, and none runs here.
+            context_overflow_skip: false,
             agent_depth: 0,
             root_correlation_id: &record.credit.correlation_id,
         }

@@ -43,6 +43,8 @@ pub struct ExportPaths {
     pub timeslices_json: PathBuf,
     /// `profile_export_aiperf_timeslices.csv`
     pub timeslices_csv: PathBuf,
+    /// `profile_export_console.txt`: the console tables as text
+    pub console_txt: PathBuf,
     /// `inputs.json` (never prefixed)
     pub inputs_json: PathBuf,
 }
@@ -77,6 +79,7 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             raw_jsonl: dir.join("profile_export_raw.jsonl"),
             timeslices_json: dir.join(TIMESLICES_FILE),
             timeslices_csv: dir.join("profile_export_aiperf_timeslices.csv"),
+            console_txt: dir.join("profile_export_console.txt"),
             inputs_json: dir.join("inputs.json"),
         },
         Some(p) => ExportPaths {
@@ -87,6 +90,7 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             raw_jsonl: dir.join(format!("{p}_raw.jsonl")),
             timeslices_json: dir.join(format!("{p}_timeslices.json")),
             timeslices_csv: dir.join(format!("{p}_timeslices.csv")),
+            console_txt: dir.join(format!("{p}_console.txt")),
             inputs_json: dir.join("inputs.json"),
         },
     }
@@ -171,8 +175,9 @@ fn create(path: &Path) -> Result<BufWriter<File>, MetricsError> {
         .map_err(|e| MetricsError::io(path, e))
 }
 
-/// Writes `profile_export_aiperf.json` and `profile_export_aiperf.csv` to `paths`, and
-/// the time-slice files when the summary has slices.
+/// Writes `profile_export_aiperf.json`, `profile_export_aiperf.csv` and
+/// `profile_export_console.txt` to `paths`, and the time-slice files when the summary has
+/// slices.
 pub fn write_summary_files(summary: &Summary, paths: &ExportPaths) -> Result<(), MetricsError> {
     let mut out = create(&paths.json)?;
     json::write_json(summary, &mut out)?;
@@ -180,6 +185,8 @@ pub fn write_summary_files(summary: &Summary, paths: &ExportPaths) -> Result<(),
     let mut out = create(&paths.csv)?;
     csv::write_csv(summary, &mut out).map_err(|e| MetricsError::io(&paths.csv, e))?;
     out.flush().map_err(|e| MetricsError::io(&paths.csv, e))?;
+    std::fs::write(&paths.console_txt, console::render_console(summary))
+        .map_err(|e| MetricsError::io(&paths.console_txt, e))?;
     if !summary.timeslices.is_empty() {
         let mut out = create(&paths.timeslices_json)?;
         timeslices::write_timeslices_json(summary, &mut out)?;
@@ -193,11 +200,71 @@ pub fn write_summary_files(summary: &Summary, paths: &ExportPaths) -> Result<(),
     Ok(())
 }
 
+/// The marker a run directory gets once every artifact of the run is written, as the
+/// Python AIPerf writes it: tools that watch a results folder (its Kubernetes results
+/// server, a CI job polling a volume) read nothing before it appears.
+pub const RESULTS_READY_FILE: &str = ".aiperf_results_ready.json";
+
+/// Writes [`RESULTS_READY_FILE`] into `dir`: `{"ready": true, "was_cancelled": …,
+/// "partial": …}`, plus `failed_exporters` (what could not be written) when the export is
+/// partial. The file appears whole or not at all (written aside, then renamed).
+pub fn write_results_ready(
+    dir: &Path,
+    was_cancelled: bool,
+    failed_exports: &[String],
+) -> Result<(), MetricsError> {
+    let mut marker = serde_json::json!({
+        "ready": true,
+        "was_cancelled": was_cancelled,
+        "partial": !failed_exports.is_empty(),
+    });
+    if !failed_exports.is_empty() {
+        marker["failed_exporters"] = serde_json::json!(failed_exports);
+    }
+    let path = dir.join(RESULTS_READY_FILE);
+    let aside = dir.join(format!("{RESULTS_READY_FILE}.tmp"));
+    std::fs::write(&aside, marker.to_string())
+        .and_then(|()| std::fs::rename(&aside, &path))
+        .map_err(|e| MetricsError::io(&path, e))
+}
+
 pub use aiperf_core::clock::iso_time;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ready_marker_says_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let read = || -> serde_json::Value {
+            let text = std::fs::read_to_string(dir.path().join(RESULTS_READY_FILE)).unwrap();
+            serde_json::from_str(&text).unwrap()
+        };
+        write_results_ready(dir.path(), false, &[]).unwrap();
+        assert_eq!(
+            read(),
+            serde_json::json!({"ready": true, "was_cancelled": false, "partial": false})
+        );
+        write_results_ready(
+            dir.path(),
+            true,
+            &["cannot write x.jsonl: disk full".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            read(),
+            serde_json::json!({
+                "ready": true, "was_cancelled": true, "partial": true,
+                "failed_exporters": ["cannot write x.jsonl: disk full"]
+            })
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no file left aside"
+        );
+    }
 
     #[test]
     fn default_and_prefixed_names() {
@@ -220,6 +287,7 @@ mod tests {
             assert_eq!(p.raw_jsonl, Path::new("d/foo_raw.jsonl"));
             assert_eq!(p.parquet, Path::new("d/foo.parquet"));
             assert_eq!(p.timeslices_csv, Path::new("d/foo_timeslices.csv"));
+            assert_eq!(p.console_txt, Path::new("d/foo_console.txt"));
             assert_eq!(p.inputs_json, Path::new("d/inputs.json"));
         }
     }
