@@ -64,7 +64,9 @@ pub struct ConfidenceStats {
     pub ci_low: f64,
     /// Upper end of the confidence interval, `mean + t·se`.
     pub ci_high: f64,
-    /// The two-sided Student-t critical value `t(1 − α/2, n − 1)`.
+    /// The two-sided Student-t critical value `t(1 − α/2, n − 1)`; NaN (null) for a
+    /// single run.
+    #[serde(serialize_with = "finite_or_null")]
     pub t_critical: f64,
     /// The metric's display unit.
     pub unit: String,
@@ -217,6 +219,52 @@ impl ConfidenceAggregate {
         })
     }
 
+    /// The aggregate of one run, as the Python AIPerf 0.13 writes it for a sweep point
+    /// run once: every `<tag>_<stat>` a point estimate (mean, min and max the run's
+    /// value; std, cv and se 0; the interval collapsed to the mean; `t_critical`
+    /// undefined, written as null), flagged `single_run` in the metadata.
+    pub fn from_single_run(
+        label: String,
+        summary: &Summary,
+        confidence_level: f64,
+        cooldown_seconds: f64,
+    ) -> Self {
+        let metrics = summary
+            .metrics
+            .iter()
+            .flat_map(|metric| {
+                metric_values(metric).map(|(stat, value)| {
+                    let stats = ConfidenceStats {
+                        mean: value,
+                        std: 0.0,
+                        min: value,
+                        max: value,
+                        cv: 0.0,
+                        se: 0.0,
+                        ci_low: value,
+                        ci_high: value,
+                        t_critical: f64::NAN,
+                        unit: metric.unit.to_owned(),
+                    };
+                    (format!("{}_{stat}", metric.tag), stats)
+                })
+            })
+            .collect();
+        Self {
+            num_profile_runs: 1,
+            run_labels: vec![label],
+            failed_runs: Vec::new(),
+            confidence_level,
+            cooldown_seconds,
+            metrics,
+        }
+    }
+
+    /// True for the aggregate of a single run, which has no confidence interval.
+    pub fn is_single_run(&self) -> bool {
+        self.run_labels.len() == 1
+    }
+
     /// The statistics of one `<tag>_<stat>`, e.g. `time_to_first_token_p99`.
     pub fn metric(&self, key: &str) -> Option<&ConfidenceStats> {
         self.metrics.iter().find(|(k, _)| k == key).map(|(_, s)| s)
@@ -280,6 +328,8 @@ struct MetadataJson<'a> {
     confidence_level: f64,
     run_labels: &'a [String],
     cooldown_seconds: f64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    single_run: bool,
 }
 
 struct MetricsJson<'a>(&'a [(String, ConfidenceStats)]);
@@ -312,6 +362,7 @@ impl Serialize for AggregateJson<'_> {
                 confidence_level: a.confidence_level,
                 run_labels: &a.run_labels,
                 cooldown_seconds: a.cooldown_seconds,
+                single_run: a.is_single_run(),
             },
         )?;
         map.serialize_entry("metrics", &MetricsJson(&a.metrics))?;

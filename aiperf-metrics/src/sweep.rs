@@ -1,6 +1,8 @@
 //! The summary of a parameter sweep: per point, the swept values and the key metrics,
 //! and which points are Pareto-optimal on throughput against latency. Written as
-//! `sweep_aggregate/profile_export_aiperf_sweep.json` and `.csv`, and printed as a table.
+//! `sweep_aggregate/profile_export_aiperf_sweep.json` (the Python AIPerf 0.13's sweep
+//! schema: `per_combination_metrics`, `best_configurations`, `pareto_optimal`) and
+//! `.csv`, and printed as a table.
 //!
 //! ```
 //! use aiperf_metrics::sweep::pareto_optimal;
@@ -19,7 +21,6 @@ use serde::Serialize;
 use crate::aggregate::ConfidenceAggregate;
 use crate::export::console::{format_number, TextTable};
 use crate::export::json::AIPERF_COMPAT_VERSION;
-use crate::summary::Summary;
 use crate::MetricsError;
 
 /// The sweep JSON's file name inside `sweep_aggregate/`.
@@ -39,11 +40,11 @@ pub const KEY_METRICS: [(&str, &str, &str); 8] = [
     ("request_latency", "p99", "Latency p99 (ms)"),
 ];
 
-/// The throughput the Pareto front maximises (request throughput stands in when a run
-/// produces no tokens, e.g. embeddings).
-pub const PARETO_THROUGHPUT: &str = "output_token_throughput_avg";
-/// The latency the Pareto front minimises.
-pub const PARETO_LATENCY: &str = "request_latency_avg";
+/// The throughput the Pareto front maximises, as in the Python AIPerf 0.13.
+pub const PARETO_THROUGHPUT: &str = "request_throughput_avg";
+/// The latencies the Pareto front minimises, in order of preference: the first that every
+/// successful point has (TTFT when streaming, the whole request otherwise).
+pub const PARETO_LATENCIES: [&str; 2] = ["time_to_first_token_p99", "request_latency_p99"];
 
 /// One swept flag's value at a point, e.g. `concurrency` = 8.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,49 +62,28 @@ pub struct SweepPoint {
     pub label: String,
     /// The swept values.
     pub parameters: Vec<SweepParameter>,
-    /// The [`KEY_METRICS`] values in order (a missing metric is `None`), or `None` when
-    /// the point failed.
-    pub metrics: Option<Vec<Option<f64>>>,
+    /// The point's aggregate (of its runs, or of its single run), or `None` when the
+    /// point failed.
+    pub aggregate: Option<ConfidenceAggregate>,
 }
 
 impl SweepPoint {
-    /// The key metrics of a single run.
-    pub fn metrics_of_run(summary: &Summary) -> Vec<Option<f64>> {
-        KEY_METRICS
-            .iter()
-            .map(|(tag, stat, _)| {
-                let m = summary.metric(tag)?;
-                let value = match *stat {
-                    "avg" => Some(m.avg),
-                    "p99" => m.p99,
-                    _ => None,
-                };
-                value.filter(|v| v.is_finite())
-            })
-            .collect()
+    /// The mean over the point's runs of `key` (`<tag>_<stat>`), when it has one.
+    pub fn metric(&self, key: &str) -> Option<f64> {
+        let stats = self.aggregate.as_ref()?.metric(key)?;
+        Some(stats.mean).filter(|v| v.is_finite())
     }
 
-    /// The key metrics of a multi-run point: the means over its runs.
-    pub fn metrics_of_runs(aggregate: &ConfidenceAggregate) -> Vec<Option<f64>> {
-        KEY_METRICS
-            .iter()
-            .map(|(tag, stat, _)| aggregate.metric(&format!("{tag}_{stat}")).map(|s| s.mean))
-            .collect()
-    }
-
-    fn metric(&self, key: &str) -> Option<f64> {
-        let index = KEY_METRICS
-            .iter()
-            .position(|(tag, stat, _)| format!("{tag}_{stat}") == key)?;
-        self.metrics.as_ref()?.get(index).copied().flatten()
-    }
-
-    /// (throughput, latency) for the Pareto front, when the point has both.
-    fn objectives(&self) -> Option<(f64, f64)> {
-        let throughput = self
-            .metric(PARETO_THROUGHPUT)
-            .or_else(|| self.metric("request_throughput_avg"))?;
-        Some((throughput, self.metric(PARETO_LATENCY)?))
+    /// The [`KEY_METRICS`] values in order (a missing metric is `None`), or `None` when
+    /// the point failed.
+    pub fn key_metrics(&self) -> Option<Vec<Option<f64>>> {
+        self.aggregate.as_ref()?;
+        Some(
+            KEY_METRICS
+                .iter()
+                .map(|(tag, stat, _)| self.metric(&format!("{tag}_{stat}")))
+                .collect(),
+        )
     }
 }
 
@@ -135,10 +115,26 @@ pub struct SweepSummary {
 }
 
 impl SweepSummary {
+    fn succeeded(&self) -> impl Iterator<Item = &SweepPoint> {
+        self.points.iter().filter(|p| p.aggregate.is_some())
+    }
+
+    /// The latency the Pareto front and the best latency use: the first of
+    /// [`PARETO_LATENCIES`] every successful point has.
+    pub fn pareto_latency(&self) -> Option<&'static str> {
+        PARETO_LATENCIES
+            .into_iter()
+            .find(|key| self.succeeded().all(|p| p.metric(key).is_some()))
+    }
+
     /// The Pareto flag of every point, in order.
     pub fn pareto_flags(&self) -> Vec<bool> {
-        let objectives: Vec<Option<(f64, f64)>> =
-            self.points.iter().map(SweepPoint::objectives).collect();
+        let latency = self.pareto_latency();
+        let objectives: Vec<Option<(f64, f64)>> = self
+            .points
+            .iter()
+            .map(|p| Some((p.metric(PARETO_THROUGHPUT)?, p.metric(latency?)?)))
+            .collect();
         pareto_optimal(&objectives)
     }
 
@@ -185,7 +181,7 @@ impl SweepSummary {
             let mut row = vec![point.label.clone()];
             row.extend(point.parameters.iter().map(|p| p.value.to_string()));
             row.push(status(point).into());
-            let values = point.metrics.clone().unwrap_or_default();
+            let values = point.key_metrics().unwrap_or_default();
             row.extend(
                 (0..KEY_METRICS.len()).map(|i| match values.get(i).copied().flatten() {
                     Some(v) => format!("{v:.2}"),
@@ -210,7 +206,7 @@ impl SweepSummary {
         for (point, optimal) in self.points.iter().zip(self.pareto_flags()) {
             let mut cells = vec![vec![point.label.clone()]];
             cells.extend(point.parameters.iter().map(|p| vec![p.value.to_string()]));
-            match &point.metrics {
+            match point.key_metrics() {
                 Some(values) => {
                     cells.extend(values.iter().map(|v| vec![format_number(*v)]));
                 }
@@ -224,89 +220,167 @@ impl SweepSummary {
 }
 
 fn status(point: &SweepPoint) -> &'static str {
-    if point.metrics.is_some() {
+    if point.aggregate.is_some() {
         "ok"
     } else {
         "failed"
     }
 }
 
+/// The sweep JSON in the Python AIPerf 0.13's schema.
 struct SweepJson<'a>(&'a SweepSummary);
 
 impl Serialize for SweepJson<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let s = self.0;
-        let flags = s.pareto_flags();
-        let points: Vec<PointJson<'_>> = s
+        let runs: usize = s.points.iter().map(SweepPoint::runs).sum();
+        let successful_runs: usize = s
+            .succeeded()
+            .filter_map(|p| p.aggregate.as_ref())
+            .map(|a| a.run_labels.len())
+            .sum();
+        let failed_runs: Vec<&str> = s
             .points
             .iter()
-            .zip(&flags)
-            .map(|(point, &pareto_optimal)| PointJson {
-                point,
-                pareto_optimal,
+            .filter(|p| p.aggregate.is_none())
+            .map(|p| p.label.as_str())
+            .collect();
+        let combinations: Vec<CombinationJson<'_>> = s
+            .succeeded()
+            .map(|point| CombinationJson {
+                parameters: ParametersJson(&point.parameters),
+                metrics: point.aggregate.as_ref().map(|a| MetricsJson(&a.metrics)),
             })
             .collect();
-        let mut map = serializer.serialize_map(Some(4))?;
-        map.serialize_entry("schema_version", "1.0")?;
-        map.serialize_entry("aiperf_version", AIPERF_COMPAT_VERSION)?;
+        let pareto: Vec<ParametersJson<'_>> = s
+            .points
+            .iter()
+            .zip(s.pareto_flags())
+            .filter(|(_, optimal)| *optimal)
+            .map(|(p, _)| ParametersJson(&p.parameters))
+            .collect();
+        let mut map = serializer.serialize_map(Some(8))?;
+        map.serialize_entry("aggregation_type", "sweep")?;
+        map.serialize_entry("num_profile_runs", &runs)?;
+        map.serialize_entry("num_successful_runs", &successful_runs)?;
+        map.serialize_entry("failed_runs", &failed_runs)?;
         map.serialize_entry(
             "metadata",
             &MetadataJson {
-                aggregation_type: "sweep",
+                sweep_parameters: s.sweep_parameters(),
+                num_combinations: s.points.len(),
                 sweep_type: &s.sweep_type,
-                parameters: s.parameter_names(),
-                num_points: s.points.len(),
-                num_successful_points: s.points.iter().filter(|p| p.metrics.is_some()).count(),
-                pareto_objectives: ParetoObjectives {
-                    maximize: PARETO_THROUGHPUT,
-                    minimize: PARETO_LATENCY,
-                },
-                pareto_optimal_points: s
-                    .points
-                    .iter()
-                    .zip(&flags)
-                    .filter(|(_, &optimal)| optimal)
-                    .map(|(p, _)| p.label.as_str())
-                    .collect(),
+                aiperf_version: AIPERF_COMPAT_VERSION,
             },
         )?;
-        map.serialize_entry("points", &points)?;
+        map.serialize_entry("per_combination_metrics", &combinations)?;
+        map.serialize_entry("best_configurations", &BestJson(s))?;
+        map.serialize_entry("pareto_optimal", &pareto)?;
         map.end()
     }
 }
 
+impl SweepPoint {
+    /// Runs the point made: its aggregate's, or one for a failed point.
+    fn runs(&self) -> usize {
+        self.aggregate
+            .as_ref()
+            .map_or(1, |a| a.num_profile_runs.max(1))
+    }
+}
+
+impl SweepSummary {
+    /// Each swept flag with its values in first-seen order.
+    fn sweep_parameters(&self) -> Vec<SweptJson<'_>> {
+        let mut swept: Vec<SweptJson<'_>> = Vec::new();
+        for parameter in self.points.iter().flat_map(|p| &p.parameters) {
+            match swept.iter_mut().find(|s| s.name == parameter.name) {
+                Some(entry) if !entry.values.contains(&parameter.value) => {
+                    entry.values.push(parameter.value);
+                }
+                Some(_) => {}
+                None => swept.push(SweptJson {
+                    name: &parameter.name,
+                    values: vec![parameter.value],
+                }),
+            }
+        }
+        swept
+    }
+}
+
+#[derive(Serialize)]
+struct SweptJson<'a> {
+    name: &'a str,
+    values: Vec<f64>,
+}
+
 #[derive(Serialize)]
 struct MetadataJson<'a> {
-    aggregation_type: &'static str,
+    sweep_parameters: Vec<SweptJson<'a>>,
+    num_combinations: usize,
     sweep_type: &'a str,
-    parameters: Vec<&'a str>,
-    num_points: usize,
-    num_successful_points: usize,
-    pareto_objectives: ParetoObjectives,
-    pareto_optimal_points: Vec<&'a str>,
+    aiperf_version: &'static str,
 }
 
 #[derive(Serialize)]
-struct ParetoObjectives {
-    maximize: &'static str,
-    minimize: &'static str,
+struct CombinationJson<'a> {
+    parameters: ParametersJson<'a>,
+    metrics: Option<MetricsJson<'a>>,
 }
 
-struct PointJson<'a> {
-    point: &'a SweepPoint,
-    pareto_optimal: bool,
-}
+struct MetricsJson<'a>(&'a [(String, crate::aggregate::ConfidenceStats)]);
 
-impl Serialize for PointJson<'_> {
+impl Serialize for MetricsJson<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let p = self.point;
-        let mut map = serializer.serialize_map(Some(5))?;
-        map.serialize_entry("label", &p.label)?;
-        map.serialize_entry("parameters", &ParametersJson(&p.parameters))?;
-        map.serialize_entry("status", status(p))?;
-        let metrics = p.metrics.as_ref().map(|values| MetricValuesJson(values));
-        map.serialize_entry("metrics", &metrics)?;
-        map.serialize_entry("pareto_optimal", &self.pareto_optimal)?;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, stats) in self.0 {
+            map.serialize_entry(key, stats)?;
+        }
+        map.end()
+    }
+}
+
+/// `best_configurations`: the point with the highest request throughput and the one
+/// with the lowest p99 latency (the Pareto latency), each with its value.
+struct BestJson<'a>(&'a SweepSummary);
+
+#[derive(Serialize)]
+struct BestPointJson<'a> {
+    parameters: ParametersJson<'a>,
+    metric: f64,
+    unit: &'a str,
+}
+
+impl Serialize for BestJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let s = self.0;
+        let best = |key: &str, highest: bool| -> Option<BestPointJson<'_>> {
+            let (point, value) = s
+                .succeeded()
+                .filter_map(|p| Some((p, p.metric(key)?)))
+                .reduce(|a, b| {
+                    let better = if highest { b.1 > a.1 } else { b.1 < a.1 };
+                    if better {
+                        b
+                    } else {
+                        a
+                    }
+                })?;
+            let unit = point.aggregate.as_ref()?.metric(key)?.unit.as_str();
+            Some(BestPointJson {
+                parameters: ParametersJson(&point.parameters),
+                metric: value,
+                unit,
+            })
+        };
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(throughput) = best(PARETO_THROUGHPUT, true) {
+            map.serialize_entry("best_throughput", &throughput)?;
+        }
+        if let Some(latency) = s.pareto_latency().and_then(|key| best(key, false)) {
+            map.serialize_entry("best_latency_p99", &latency)?;
+        }
         map.end()
     }
 }
@@ -318,18 +392,6 @@ impl Serialize for ParametersJson<'_> {
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
         for p in self.0 {
             map.serialize_entry(&p.name, &p.value)?;
-        }
-        map.end()
-    }
-}
-
-struct MetricValuesJson<'a>(&'a [Option<f64>]);
-
-impl Serialize for MetricValuesJson<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(KEY_METRICS.len()))?;
-        for ((tag, stat, _), value) in KEY_METRICS.iter().zip(self.0) {
-            map.serialize_entry(&format!("{tag}_{stat}"), value)?;
         }
         map.end()
     }
@@ -360,26 +422,51 @@ mod tests {
         );
     }
 
+    /// A point run once whose key metrics are derived from `throughput` (output tokens
+    /// per second) and `latency` (request latency average, ms).
     fn point(concurrency: f64, throughput: f64, latency: f64) -> SweepPoint {
+        let stats = |value: f64, unit: &str| crate::aggregate::ConfidenceStats {
+            mean: value,
+            std: 0.0,
+            min: value,
+            max: value,
+            cv: 0.0,
+            se: 0.0,
+            ci_low: value,
+            ci_high: value,
+            t_critical: f64::NAN,
+            unit: unit.into(),
+        };
+        let metrics = [
+            ("request_throughput_avg", throughput / 10.0, "requests/sec"),
+            ("output_token_throughput_avg", throughput, "tokens/sec"),
+            ("time_to_first_token_avg", 5.0, "ms"),
+            ("time_to_first_token_p99", 6.0, "ms"),
+            ("request_latency_avg", latency, "ms"),
+            ("request_latency_p99", latency * 2.0, "ms"),
+        ]
+        .into_iter()
+        .map(|(key, value, unit)| (key.to_owned(), stats(value, unit)))
+        .collect();
         SweepPoint {
             label: format!("concurrency_{concurrency}"),
             parameters: vec![SweepParameter {
                 name: "concurrency".into(),
                 value: concurrency,
             }],
-            metrics: Some(vec![
-                Some(throughput / 10.0),
-                Some(throughput),
-                Some(5.0),
-                Some(6.0),
-                None,
-                None,
-                Some(latency),
-                Some(latency * 2.0),
-            ]),
+            aggregate: Some(ConfidenceAggregate {
+                num_profile_runs: 1,
+                run_labels: vec!["run".into()],
+                failed_runs: Vec::new(),
+                confidence_level: 0.95,
+                cooldown_seconds: 0.0,
+                metrics,
+            }),
         }
     }
 
+    /// Three points with the same TTFT p99, so the front is throughput against it:
+    /// the highest throughput alone. And a failed point.
     fn summary() -> SweepSummary {
         let failed = SweepPoint {
             label: "concurrency_8".into(),
@@ -387,7 +474,7 @@ mod tests {
                 name: "concurrency".into(),
                 value: 8.0,
             }],
-            metrics: None,
+            aggregate: None,
         };
         SweepSummary {
             sweep_type: "grid".into(),
@@ -412,7 +499,7 @@ mod tests {
                 "point,concurrency,status,request_throughput_avg,output_token_throughput_avg,\
                  time_to_first_token_avg,time_to_first_token_p99,inter_token_latency_avg,\
                  inter_token_latency_p99,request_latency_avg,request_latency_p99,pareto_optimal",
-                "concurrency_1,1,ok,10.00,100.00,5.00,6.00,,,10.00,20.00,true",
+                "concurrency_1,1,ok,10.00,100.00,5.00,6.00,,,10.00,20.00,false",
                 "concurrency_2,2,ok,15.00,150.00,5.00,6.00,,,30.00,60.00,false",
                 "concurrency_4,4,ok,20.00,200.00,5.00,6.00,,,20.00,40.00,true",
                 "concurrency_8,8,failed,,,,,,,,,false",
@@ -421,26 +508,54 @@ mod tests {
     }
 
     #[test]
-    fn the_json_names_the_parameters_and_the_optimal_points() {
+    fn the_json_follows_the_python_sweep_schema() {
         let json: serde_json::Value =
             serde_json::from_str(&summary().to_json_string().unwrap()).unwrap();
-        let meta = &json["metadata"];
-        assert_eq!(meta["sweep_type"], "grid");
-        assert_eq!(meta["parameters"], serde_json::json!(["concurrency"]));
-        assert_eq!(meta["num_points"], 4);
-        assert_eq!(meta["num_successful_points"], 3);
+        assert_eq!(json["aggregation_type"], "sweep");
+        assert_eq!(json["num_profile_runs"], 4);
+        assert_eq!(json["num_successful_runs"], 3);
+        assert_eq!(json["failed_runs"], serde_json::json!(["concurrency_8"]));
         assert_eq!(
-            meta["pareto_optimal_points"],
-            serde_json::json!(["concurrency_1", "concurrency_4"])
+            json["metadata"]["sweep_parameters"],
+            serde_json::json!([{"name": "concurrency", "values": [1.0, 2.0, 4.0, 8.0]}])
         );
-        let second = &json["points"][1];
-        assert_eq!(second["label"], "concurrency_2");
-        assert_eq!(second["parameters"]["concurrency"], 2.0);
-        assert_eq!(second["metrics"]["request_latency_avg"], 30.0);
-        assert!(second["metrics"]["inter_token_latency_avg"].is_null());
-        assert_eq!(second["pareto_optimal"], false);
-        assert_eq!(json["points"][3]["status"], "failed");
-        assert!(json["points"][3]["metrics"].is_null());
+        assert_eq!(json["metadata"]["num_combinations"], 4);
+        let combinations = json["per_combination_metrics"].as_array().unwrap();
+        assert_eq!(combinations.len(), 3);
+        assert_eq!(
+            combinations[1]["parameters"],
+            serde_json::json!({"concurrency": 2.0})
+        );
+        let latency = &combinations[1]["metrics"]["request_latency_avg"];
+        assert_eq!(latency["mean"], 30.0);
+        assert_eq!(latency["ci_low"], 30.0);
+        assert!(latency["t_critical"].is_null(), "one run has no interval");
+        // TTFT p99 is the same everywhere: the best latency is the first point reaching it.
+        assert_eq!(
+            json["best_configurations"],
+            serde_json::json!({
+                "best_throughput": {"parameters": {"concurrency": 4.0}, "metric": 20.0, "unit": "requests/sec"},
+                "best_latency_p99": {"parameters": {"concurrency": 1.0}, "metric": 6.0, "unit": "ms"},
+            })
+        );
+        assert_eq!(
+            json["pareto_optimal"],
+            serde_json::json!([{"concurrency": 4.0}])
+        );
+    }
+
+    #[test]
+    fn without_ttft_the_front_is_on_request_latency() {
+        let mut sweep = summary();
+        for point in &mut sweep.points {
+            if let Some(aggregate) = &mut point.aggregate {
+                aggregate
+                    .metrics
+                    .retain(|(key, _)| !key.starts_with("time_to_first_token"));
+            }
+        }
+        assert_eq!(sweep.pareto_latency(), Some("request_latency_p99"));
+        assert_eq!(sweep.pareto_flags(), [true, false, true, false]);
     }
 
     #[test]
@@ -453,7 +568,7 @@ mod tests {
                 .unwrap()
                 .to_owned()
         };
-        assert!(row("concurrency_1")
+        assert!(row("concurrency_4")
             .trim_end_matches('│')
             .trim_end()
             .ends_with('*'));

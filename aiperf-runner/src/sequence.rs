@@ -4,8 +4,8 @@
 //!
 //! Layout under the artifact directory:
 //! `profile_runs/run_0001/…` and `aggregate/` for a multi-run; `<point>/…` per sweep
-//! point (e.g. `concurrency_4/`, holding `profile_runs/` when multi-run) and
-//! `sweep_aggregate/` for a sweep.
+//! point (e.g. `concurrency_4/`, holding `profile_runs/` when multi-run, and its
+//! `aggregate/` either way) and `sweep_aggregate/` for a sweep.
 
 use std::path::Path;
 
@@ -81,17 +81,26 @@ pub(crate) async fn run(
                 Outcome::RunsFailed
             }
         };
-        let metrics = if !outcome.succeeded() {
+        let aggregate = if !outcome.succeeded() {
             None
         } else if report.aggregates.len() > runs_before.1 {
-            report
-                .aggregates
-                .last()
-                .map(|a| SweepSummaryPoint::metrics_of_runs(&a.aggregate))
+            report.aggregates.last().map(|a| a.aggregate.clone())
         } else {
-            report.runs[runs_before.0..]
-                .last()
-                .map(|run| SweepSummaryPoint::metrics_of_run(&run.summary))
+            // A point run once gets its aggregate too, as 0.13 writes it: every
+            // statistic a point estimate, in the same place as a multi-run point's.
+            let run = report.runs[runs_before.0..].last();
+            let aggregate = run.map(|run| {
+                ConfidenceAggregate::from_single_run(
+                    "run_0001".into(),
+                    &run.summary,
+                    spec.runs.confidence_level,
+                    spec.runs.cooldown.as_secs_f64(),
+                )
+            });
+            if let Some(aggregate) = &aggregate {
+                aggregate.write_files(&dir.join("aggregate"))?;
+            }
+            aggregate
         };
         outcomes.push(outcome);
         summary_points.push(SweepSummaryPoint {
@@ -104,7 +113,7 @@ pub(crate) async fn run(
                     value: value.parse().unwrap_or(f64::NAN),
                 })
                 .collect(),
-            metrics,
+            aggregate,
         });
     }
     let summary = SweepSummary {

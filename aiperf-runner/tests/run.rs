@@ -270,7 +270,7 @@ async fn a_multi_run_aggregates_and_a_sweep_summarises() {
         .map(|p| p.label.as_str())
         .collect();
     assert_eq!(labels, ["concurrency_1", "concurrency_4"]);
-    assert!(sweep.summary.points.iter().all(|p| p.metrics.is_some()));
+    assert!(sweep.summary.points.iter().all(|p| p.aggregate.is_some()));
     let run_dirs: Vec<PathBuf> = report.runs.iter().map(|r| r.files.dir.clone()).collect();
     assert_eq!(
         run_dirs

@@ -304,14 +304,15 @@ async fn a_grid_sweep_writes_a_directory_per_point_and_a_summary_with_pareto_fla
             (labels[3], "2", "32"),
         ]
     );
-    // The flags are the Pareto front of the CSV's own numbers: no other point has at
-    // least the throughput and at most the latency, better on one.
+    // The flags are the Pareto front of the CSV's own numbers, on 0.13's objectives
+    // (request throughput against TTFT p99): no other point has at least the throughput
+    // and at most the latency, better on one.
     let objectives: Vec<(f64, f64)> = rows
         .iter()
         .map(|r| {
             (
-                r[column("output_token_throughput_avg")].parse().unwrap(),
-                r[column("request_latency_avg")].parse().unwrap(),
+                r[column("request_throughput_avg")].parse().unwrap(),
+                r[column("time_to_first_token_p99")].parse().unwrap(),
             )
         })
         .collect();
@@ -327,22 +328,61 @@ async fn a_grid_sweep_writes_a_directory_per_point_and_a_summary_with_pareto_fla
         &dir.path()
             .join("sweep_aggregate/profile_export_aiperf_sweep.json"),
     );
+    // The Python AIPerf 0.13's sweep schema.
     assert_eq!(json["metadata"]["sweep_type"], "grid");
     assert_eq!(
-        json["metadata"]["parameters"],
-        serde_json::json!(["concurrency", "isl"])
+        json["metadata"]["sweep_parameters"],
+        serde_json::json!([
+            {"name": "concurrency", "values": [1.0, 2.0]},
+            {"name": "isl", "values": [16.0, 32.0]},
+        ])
     );
-    assert_eq!(json["points"][3]["label"], labels[3]);
-    assert_eq!(json["points"][3]["parameters"]["isl"], 32.0);
+    assert_eq!(json["metadata"]["num_combinations"], 4);
+    assert_eq!(
+        (
+            json["num_profile_runs"].clone(),
+            json["num_successful_runs"].clone()
+        ),
+        (4.into(), 4.into())
+    );
+    let combination = &json["per_combination_metrics"][3];
+    assert_eq!(
+        combination["parameters"],
+        serde_json::json!({"concurrency": 2.0, "isl": 32.0})
+    );
     let per_point = read_json(
         &dir.path()
             .join(labels[3])
             .join("profile_export_aiperf.json"),
     );
     assert_eq!(
-        json["points"][3]["metrics"]["request_throughput_avg"],
+        combination["metrics"]["request_throughput_avg"]["mean"],
         per_point["request_throughput"]["avg"]
     );
+    let optimal: Vec<&serde_json::Value> = rows
+        .iter()
+        .zip(json["per_combination_metrics"].as_array().unwrap())
+        .filter(|(row, _)| row.last().unwrap() == "true")
+        .map(|(_, combination)| &combination["parameters"])
+        .collect();
+    assert_eq!(
+        json["pareto_optimal"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
+        optimal
+    );
+    assert!(json["best_configurations"]["best_throughput"]["metric"].is_number());
+    assert!(json["best_configurations"]["best_latency_p99"]["metric"].is_number());
+    // Each point run once has its aggregate, as a multi-run point does.
+    let aggregate = read_json(
+        &dir.path()
+            .join(labels[3])
+            .join("aggregate/profile_export_aiperf_aggregate.json"),
+    );
+    assert_eq!(aggregate["metadata"]["single_run"], true);
+    assert_eq!(aggregate["metrics"]["request_count_avg"]["mean"], 4.0);
 
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("Parameter Sweep Summary"), "{stdout}");
@@ -383,7 +423,12 @@ async fn a_zip_sweep_of_multi_runs_aggregates_each_point() {
             .join("sweep_aggregate/profile_export_aiperf_sweep.json"),
     );
     assert_eq!(json["metadata"]["sweep_type"], "zip");
-    assert_eq!(json["metadata"]["num_points"], 2);
+    assert_eq!(json["metadata"]["num_combinations"], 2);
+    assert_eq!(json["num_profile_runs"], 4);
+    assert_eq!(
+        json["per_combination_metrics"][1]["metrics"]["request_count_avg"]["mean"],
+        6.0
+    );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(!stdout.contains("Parameter Sweep Summary"), "{stdout}");
 }

@@ -76,7 +76,7 @@ pub(crate) struct InputArgs {
     pub user_context_prompt_length: Option<u32>,
 
     /// Number of distinct synthetic conversations (reused as the benchmark runs).
-    /// Default: 100.
+    /// Default: --num-sessions, else --request-count, else 100.
     #[arg(long = "num-dataset-entries", value_parser = count_at_least_one::<usize>,
           visible_alias = "num-prompts")]
     pub num_dataset_entries: Option<usize>,
