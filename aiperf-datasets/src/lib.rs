@@ -59,6 +59,7 @@
 
 #![warn(missing_docs)]
 
+pub mod adjust;
 mod corpus;
 pub mod custom;
 pub mod error;

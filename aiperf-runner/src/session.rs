@@ -470,11 +470,20 @@ async fn load_run_tokenizer(
     config: &BenchmarkConfig,
     transport: &HttpTransport,
 ) -> Result<Tokenizer, RunError> {
+    let input = &config.input;
     let choice = choose_tokenizer(
-        config.input.tokenizer.as_deref(),
+        input.tokenizer.as_deref(),
         config.primary_model(),
-        None,
+        input.tokenizer_revision.as_deref(),
     )?;
+    if input.tokenizer_trust_remote_code {
+        tracing::warn!(
+            "--tokenizer-trust-remote-code has no effect: aiperf runs no Python, so it loads \
+             the repository's tokenizer.json and cannot load a tokenizer defined only by \
+             its custom Python code"
+        );
+    }
+
     if choice.placeholder_substituted {
         tracing::warn!(
             "{:?} looks like a placeholder model name; counting tokens with the \
