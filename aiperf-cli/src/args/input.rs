@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use aiperf_core::config::{
     parse_dataset_filters, AudioFormat, CustomDatasetType, ImageFormat, InputConfig,
-    ModelSelectionStrategy, PublicDataset, SequenceDistribution, TraceOptions, VideoFormat,
-    VideoSynthType,
+    ModelSelectionStrategy, PublicDataset, RangeRatio, SequenceDistribution, TraceOptions,
+    VideoFormat, VideoSynthType,
 };
 use aiperf_core::SamplingStrategy;
 use clap::{Args, ValueEnum};
@@ -46,6 +46,11 @@ pub(crate) struct InputArgs {
     /// '{"pairs":[{"isl":256,"osl":128,"prob":60},…]}' (probabilities in percent).
     #[arg(long = "seq-dist", visible_alias = "sequence-distribution")]
     pub seq_dist: Option<String>,
+
+    /// Draw ISL and OSL uniformly from [floor(mean·(1−r)), ceil(mean·(1+r))]: one ratio
+    /// for both, or '{"input":0.3,"output":0.5}'. Needs --osl; excludes --seq-dist.
+    #[arg(long = "random-range-ratio")]
+    pub random_range_ratio: Option<String>,
 
     /// Text contents per request (embeddings, rankings and completions take a list).
     #[arg(short = 'b', long = "prompt-batch-size", value_parser = count::<usize>,
@@ -249,7 +254,8 @@ pub(crate) struct RankingsArgs {
 
 impl InputArgs {
     /// Copies the input flags into `input` (validation happens on the whole config).
-    /// Fails only when --seq-dist or a --dataset-filter does not parse.
+    /// Fails only when --seq-dist, --random-range-ratio or a --dataset-filter does not
+    /// parse.
     pub(crate) fn apply(&self, input: &mut InputConfig) -> anyhow::Result<()> {
         input.isl_mean = self.isl;
         input.isl_stddev = self.isl_stddev;
@@ -259,6 +265,11 @@ impl InputArgs {
             .seq_dist
             .as_deref()
             .map(SequenceDistribution::parse)
+            .transpose()?;
+        input.random_range_ratio = self
+            .random_range_ratio
+            .as_deref()
+            .map(RangeRatio::parse)
             .transpose()?;
         input.num_dataset_entries = self.num_dataset_entries;
         input.random_seed = self.random_seed;
@@ -599,7 +610,16 @@ mod tests {
             "lang=en",
             "--dataset-filter",
             "split = test",
+            "--random-range-ratio",
+            "0.2",
         ]);
+        assert_eq!(
+            input.random_range_ratio,
+            Some(RangeRatio {
+                input: 0.2,
+                output: 0.2
+            })
+        );
         assert_eq!(input.prompt.system_prompt.as_deref(), Some("Be brief."));
         assert_eq!(input.tokenizer_revision.as_deref(), Some("v1"));
         assert!(input.tokenizer_trust_remote_code);

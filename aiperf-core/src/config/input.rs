@@ -11,12 +11,14 @@ use crate::dataset::SamplingStrategy;
 use super::{at_least_one, non_negative, out_of_range, positive, ConfigError};
 
 mod media;
+mod range_ratio;
 mod seq_dist;
 
 pub use media::{
     AudioFormat, AudioOptions, ImageFormat, ImageOptions, VideoFormat, VideoOptions,
     VideoSynthType, MIN_AUDIO_SECONDS,
 };
+pub use range_ratio::RangeRatio;
 pub use seq_dist::{SeqDistPair, SequenceDistribution};
 
 /// What is sent: the synthetic workload, input files and the tokenizer.
@@ -33,6 +35,9 @@ pub struct InputConfig {
     pub osl_stddev: f64,
     /// `--seq-dist`: (ISL, OSL) pairs sampled per turn; replaces ISL/OSL when set.
     pub sequence_distribution: Option<SequenceDistribution>,
+    /// `--random-range-ratio`: ISL and OSL drawn uniformly from windows around
+    /// `isl_mean` and `osl_mean`; replaces their standard deviations when set.
+    pub random_range_ratio: Option<RangeRatio>,
     /// `--num-dataset-entries`: distinct conversations generated; `None` means
     /// [`DEFAULT_NUM_DATASET_ENTRIES`] (kept apart because some rules need it explicit).
     pub num_dataset_entries: Option<usize>,
@@ -345,6 +350,7 @@ impl Default for InputConfig {
             osl_mean: None,
             osl_stddev: 0.0,
             sequence_distribution: None,
+            random_range_ratio: None,
             num_dataset_entries: None,
             random_seed: None,
             tokenizer: None,
@@ -398,6 +404,9 @@ impl InputConfig {
         if let Some(distribution) = &self.sequence_distribution {
             distribution.check()?;
         }
+        if let Some(ratio) = &self.random_range_ratio {
+            self.validate_range_ratio(ratio)?;
+        }
         if let Some(size) = self.isl_block_size {
             at_least_one("input.isl_block_size", u64::from(size))?;
         }
@@ -417,6 +426,23 @@ impl InputConfig {
             ));
         }
         Ok(())
+    }
+
+    fn validate_range_ratio(&self, ratio: &RangeRatio) -> Result<(), ConfigError> {
+        ratio.check()?;
+        if self.sequence_distribution.is_some() {
+            return Err(ConfigError::Conflict {
+                first: "input.random_range_ratio",
+                second: "input.sequence_distribution",
+            });
+        }
+        if self.osl_mean.is_none() {
+            return Err(ConfigError::Requires {
+                field: "input.random_range_ratio",
+                needs: "input.osl_mean",
+            });
+        }
+        at_least_one("input.isl_mean", u64::from(self.isl_mean))
     }
 
     fn validate_prompt(&self) -> Result<(), ConfigError> {
@@ -685,6 +711,34 @@ mod tests {
                     missing.display()
                 )
             )
+        );
+    }
+
+    #[test]
+    fn a_range_ratio_needs_an_osl_and_excludes_seq_dist() {
+        let ratio = |c: &mut InputConfig| {
+            c.random_range_ratio = Some(RangeRatio {
+                input: 0.2,
+                output: 0.2,
+            });
+        };
+        assert_eq!(
+            err(with(ratio)),
+            "input.random_range_ratio requires input.osl_mean"
+        );
+        with(|c| {
+            ratio(c);
+            c.osl_mean = Some(8);
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(
+            err(with(|c| {
+                ratio(c);
+                c.osl_mean = Some(8);
+                c.sequence_distribution = Some(SequenceDistribution::parse("10,10:100").unwrap());
+            })),
+            "input.random_range_ratio cannot be combined with input.sequence_distribution"
         );
     }
 

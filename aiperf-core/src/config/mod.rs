@@ -18,7 +18,7 @@ mod validated;
 pub use http::{check_header, check_urls, HeaderProblem};
 pub use input::{
     parse_dataset_filters, AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions,
-    InputConfig, ModelSelectionStrategy, PromptOptions, PublicDataset, RankingsOptions,
+    InputConfig, ModelSelectionStrategy, PromptOptions, PublicDataset, RangeRatio, RankingsOptions,
     SeqDistPair, SequenceDistribution, SessionOptions, TraceOptions, VideoFormat, VideoOptions,
     VideoSynthType, DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
 };
