@@ -74,7 +74,7 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 87] = [
+const FIELD_FLAGS: [(&str, &str); 88] = [
     ("endpoint.api_key", "--api-key"),
     ("load.arrival_pattern", "--arrival-pattern"),
     ("load.arrival_smoothness", "--arrival-smoothness"),
@@ -216,6 +216,7 @@ const FIELD_FLAGS: [(&str, &str); 87] = [
     ("input.trace.max_context_length", "--max-context-length"),
     ("input.dataset_filters", "--dataset-filter"),
     ("input.random_range_ratio", "--random-range-ratio"),
+    ("input.cache_bust", "--cache-bust"),
 ];
 
 #[cfg(test)]

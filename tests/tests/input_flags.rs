@@ -324,3 +324,79 @@ async fn the_session_sample_ratio_keeps_the_same_sessions_for_a_seed() {
     assert_eq!(sampled(5).await, first);
     assert_ne!(sampled(6).await, first);
 }
+
+/// The requests a recording mock received for a synthetic run with `flags`.
+async fn recorded_run(flags: &str) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let server = MockServer::start(MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::with_timing(0.0, 0.0)
+    })
+    .await
+    .unwrap();
+    let argv = run_args(&server.url(), dir.path(), &format!("--isl 12 {flags}"));
+    assert_exit(&profile(argv).await, 0);
+    server.shutdown().await;
+    let mut requests = read_jsonl(&record);
+    requests.sort_by(|a, b| {
+        a["timestamp_ns"]
+            .as_f64()
+            .unwrap()
+            .total_cmp(&b["timestamp_ns"].as_f64().unwrap())
+    });
+    requests
+}
+
+fn first_user_text(request: &Value) -> String {
+    let body = recorded_body(request);
+    let messages = body["messages"].as_array().unwrap();
+    let first = messages.iter().find(|m| m["role"] == "user").unwrap();
+    first["content"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_bust_gives_each_played_session_its_own_marker() {
+    let requests = recorded_run(
+        "--cache-bust first-turn-prefix --session-turns-mean 2 --num-dataset-entries 1 \
+         --request-count 6 --concurrency 1",
+    )
+    .await;
+    assert_eq!(requests.len(), 6);
+    let mut marker_of_session = std::collections::BTreeMap::new();
+    for request in &requests {
+        let text = first_user_text(request);
+        let (marker, rest) = text.split_once("\n\n").unwrap();
+        assert!(
+            marker.len() == "[rid:]".len() + 12
+                && marker.starts_with("[rid:")
+                && marker.ends_with(']'),
+            "{text:?}"
+        );
+        assert!(!rest.contains("[rid:"), "{text:?}");
+        let session = common::recorded_header(request, "x-correlation-id")
+            .unwrap()
+            .to_owned();
+        let known = marker_of_session
+            .entry(session)
+            .or_insert_with(|| marker.to_owned());
+        assert_eq!(known, marker, "one marker per session");
+    }
+    // The one conversation was played three times, each play with its own marker.
+    let markers: std::collections::BTreeSet<_> = marker_of_session.values().collect();
+    assert_eq!((marker_of_session.len(), markers.len()), (3, 3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warmup_isolation_marks_only_warmup_requests() {
+    let requests = recorded_run(
+        "--cache-bust warmup-isolation-first-turn --warmup-request-count 2 --request-count 3 \
+         --concurrency 1",
+    )
+    .await;
+    let warm: Vec<bool> = requests
+        .iter()
+        .map(|r| first_user_text(r).starts_with("[warmup]\n\n"))
+        .collect();
+    assert_eq!(warm, [true, true, false, false, false]);
+}

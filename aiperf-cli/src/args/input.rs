@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use aiperf_core::cache_bust::CacheBust;
 use aiperf_core::config::{
     parse_dataset_filters, AudioFormat, CustomDatasetType, ImageFormat, InputConfig,
     ModelSelectionStrategy, PublicDataset, RangeRatio, SequenceDistribution, TraceOptions,
@@ -182,6 +183,11 @@ pub(crate) struct InputArgs {
     #[arg(long = "max-context-length", value_parser = count::<u64>)]
     pub max_context_length: Option<u64>,
 
+    /// Where each played session gets a cache-bust marker: a per-session `[rid:…]` digest
+    /// (system-/first-turn- prefix or suffix), or `[warmup]` in warmup sessions only.
+    #[arg(long = "cache-bust", value_enum, default_value_t = CacheBustArg::None)]
+    pub cache_bust: CacheBustArg,
+
     /// A public dataset's key=value filter; repeat for more.
     #[arg(long = "dataset-filter")]
     pub dataset_filters: Vec<String>,
@@ -296,6 +302,7 @@ impl InputArgs {
             replay_speedup: self.replay_speedup,
             max_context_length: self.max_context_length,
         };
+        input.cache_bust = self.cache_bust.into_config();
         input.dataset_filters =
             parse_dataset_filters(self.dataset_filters.iter().map(String::as_str))?;
         let prompt = &mut input.prompt;
@@ -371,6 +378,45 @@ impl CustomDatasetTypeArg {
             CustomDatasetTypeArg::MooncakeTrace => CustomDatasetType::MooncakeTrace,
             CustomDatasetTypeArg::BailianTrace => CustomDatasetType::BailianTrace,
             CustomDatasetTypeArg::BurstGptTrace => CustomDatasetType::BurstGptTrace,
+        }
+    }
+}
+
+/// `--cache-bust`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CacheBustArg {
+    /// No marker.
+    None,
+    /// A per-session marker before the system message.
+    #[value(alias = "system_prefix")]
+    SystemPrefix,
+    /// A per-session marker after the system message.
+    #[value(alias = "system_suffix")]
+    SystemSuffix,
+    /// A per-session marker before the first turn.
+    #[value(alias = "first_turn_prefix")]
+    FirstTurnPrefix,
+    /// A per-session marker after the first turn.
+    #[value(alias = "first_turn_suffix")]
+    FirstTurnSuffix,
+    /// `[warmup]` before the system message of warmup sessions.
+    #[value(alias = "warmup_isolation_system")]
+    WarmupIsolationSystem,
+    /// `[warmup]` before the first turn of warmup sessions.
+    #[value(alias = "warmup_isolation_first_turn")]
+    WarmupIsolationFirstTurn,
+}
+
+impl CacheBustArg {
+    fn into_config(self) -> CacheBust {
+        match self {
+            CacheBustArg::None => CacheBust::None,
+            CacheBustArg::SystemPrefix => CacheBust::SystemPrefix,
+            CacheBustArg::SystemSuffix => CacheBust::SystemSuffix,
+            CacheBustArg::FirstTurnPrefix => CacheBust::FirstTurnPrefix,
+            CacheBustArg::FirstTurnSuffix => CacheBust::FirstTurnSuffix,
+            CacheBustArg::WarmupIsolationSystem => CacheBust::WarmupIsolationSystem,
+            CacheBustArg::WarmupIsolationFirstTurn => CacheBust::WarmupIsolationFirstTurn,
         }
     }
 }
@@ -612,7 +658,14 @@ mod tests {
             "split = test",
             "--random-range-ratio",
             "0.2",
+            "--cache-bust",
+            "first-turn-suffix",
         ]);
+        assert_eq!(input.cache_bust, CacheBust::FirstTurnSuffix);
+        assert_eq!(
+            config(&["--cache-bust", "warmup_isolation_first_turn"]).cache_bust,
+            CacheBust::WarmupIsolationFirstTurn
+        );
         assert_eq!(
             input.random_range_ratio,
             Some(RangeRatio {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cache_bust::CacheBust;
 use crate::dataset::SamplingStrategy;
 
 use super::{at_least_one, non_negative, out_of_range, positive, ConfigError};
@@ -69,6 +70,8 @@ pub struct InputConfig {
     pub session: SessionOptions,
     /// How a dataset file's timing is replayed and which of its sessions are kept.
     pub trace: TraceOptions,
+    /// `--cache-bust`: where each played session gets its marker.
+    pub cache_bust: CacheBust,
     /// `--dataset-filter`: `key=value` filters for a public dataset that declares them.
     pub dataset_filters: BTreeMap<String, String>,
     /// `--model-selection-strategy`: which model each generated turn names.
@@ -364,6 +367,7 @@ impl Default for InputConfig {
             prompt: PromptOptions::default(),
             session: SessionOptions::default(),
             trace: TraceOptions::default(),
+            cache_bust: CacheBust::None,
             dataset_filters: BTreeMap::new(),
             model_selection: ModelSelectionStrategy::default(),
             image: ImageOptions::default(),
@@ -414,6 +418,19 @@ impl InputConfig {
         self.validate_session()?;
         self.validate_trace()?;
         self.validate_dataset_filters()?;
+        let has_system_prompt = self.prompt.shared_system_length.is_some()
+            || self.prompt.system_prompt.is_some()
+            || self.prompt.system_prompt_file.is_some();
+        if self.cache_bust == CacheBust::WarmupIsolationSystem
+            && self.is_synthetic()
+            && !has_system_prompt
+        {
+            return Err(ConfigError::Requires {
+                field: "input.cache_bust",
+                needs: "a system prompt (input.prompt.system_prompt, \
+                        input.prompt.system_prompt_file or input.prompt.shared_system_length)",
+            });
+        }
         self.validate_rankings()?;
         media::validate_media(&self.image, &self.audio, &self.video)?;
         let media = self.image.enabled() || self.audio.enabled() || self.video.enabled();
@@ -740,6 +757,18 @@ mod tests {
             })),
             "input.random_range_ratio cannot be combined with input.sequence_distribution"
         );
+    }
+
+    #[test]
+    fn warmup_isolation_of_the_system_message_needs_one() {
+        let isolate = |c: &mut InputConfig| c.cache_bust = CacheBust::WarmupIsolationSystem;
+        assert!(err(with(isolate)).starts_with("input.cache_bust requires a system prompt"));
+        with(|c| {
+            isolate(c);
+            c.prompt.shared_system_length = Some(4);
+        })
+        .validate()
+        .unwrap();
     }
 
     #[test]
