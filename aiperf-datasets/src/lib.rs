@@ -60,6 +60,7 @@
 #![warn(missing_docs)]
 
 pub mod adjust;
+pub mod chat_template;
 mod corpus;
 pub mod custom;
 pub mod error;

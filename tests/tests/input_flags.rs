@@ -2,6 +2,7 @@
 //! the in-process mock server: the verbatim system prompt, the tokenizer revision, and the
 //! trace replay options (speedup, ignored delays, session sampling).
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
+#![allow(clippy::print_stderr)] // a test says on the terminal which optional input it skipped
 
 mod common;
 
@@ -399,4 +400,49 @@ async fn warmup_isolation_marks_only_warmup_requests() {
         .map(|r| first_user_text(r).starts_with("[warmup]\n\n"))
         .collect();
     assert_eq!(warm, [true, true, false, false, false]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_template_counts_what_the_server_tokenizes() {
+    let Ok(tokenizers) = std::env::var("AIPERF_TEST_TOKENIZER_DIR") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but AIPERF_TEST_TOKENIZER_DIR is not set"
+        );
+        eprintln!("skipping the chat template test: AIPERF_TEST_TOKENIZER_DIR is not set");
+        return;
+    };
+    let qwen3 = Path::new(&tokenizers).join("qwen3");
+    let isl = |template: bool| {
+        let qwen3 = qwen3.clone();
+        async move {
+            let dir = tempfile::tempdir().unwrap();
+            let file = write(dir.path(), "p.jsonl", "{\"text\": \"hello there\"}\n");
+            let mut argv = run_args(
+                "mock",
+                dir.path(),
+                &format!(
+                    "--input-file {file} --custom-dataset-type single_turn --request-count 1 \
+                     --tokenizer {}",
+                    qwen3.display()
+                ),
+            );
+            argv.extend(["--system-prompt".into(), "Be brief.".into()]);
+            if template {
+                argv.push("--apply-chat-template".into());
+            }
+            assert_exit(&profile(argv).await, 0);
+            let summary = read_json(
+                &dir.path()
+                    .join("artifacts")
+                    .join("profile_export_aiperf.json"),
+            );
+            common::stat(&summary, "input_sequence_length", "avg")
+        }
+    };
+    // transformers: len(apply_chat_template([system "Be brief.", user "hello there"],
+    // tokenize=True, add_generation_prompt=True)["input_ids"]) is 18.
+    assert_eq!(isl(true).await, 18.0);
+    // The bare texts, "Be brief." and "hello there" joined by a space.
+    assert_eq!(isl(false).await, 5.0);
 }

@@ -218,6 +218,11 @@ pub(crate) struct InputArgs {
     #[arg(long = "tokenizer-trust-remote-code")]
     pub tokenizer_trust_remote_code: bool,
 
+    /// Count a chat request's input tokens on its messages as the tokenizer's chat
+    /// template (tokenizer_config.json beside tokenizer.json) renders them.
+    #[arg(long = "apply-chat-template")]
+    pub apply_chat_template: bool,
+
     /// Per-request SLOs, e.g. "time_to_first_token:200 request_latency:1000" (ms).
     #[arg(long)]
     pub goodput: Option<String>,
@@ -282,6 +287,7 @@ impl InputArgs {
         input.tokenizer = self.tokenizer.clone();
         input.tokenizer_revision = self.tokenizer_revision.clone();
         input.tokenizer_trust_remote_code = self.tokenizer_trust_remote_code;
+        input.apply_chat_template = self.apply_chat_template;
         input.input_file = self.input_file.clone();
         input.custom_dataset_type = self
             .custom_dataset_type
@@ -647,6 +653,7 @@ mod tests {
             "--tokenizer-revision",
             "v1",
             "--tokenizer-trust-remote-code",
+            "--apply-chat-template",
             "--ignore-trace-delays",
             "--trace-session-sample-ratio",
             "0.25",
@@ -676,6 +683,7 @@ mod tests {
         assert_eq!(input.prompt.system_prompt.as_deref(), Some("Be brief."));
         assert_eq!(input.tokenizer_revision.as_deref(), Some("v1"));
         assert!(input.tokenizer_trust_remote_code);
+        assert!(input.apply_chat_template);
         assert_eq!(
             input.trace,
             TraceOptions {

@@ -53,6 +53,10 @@ pub struct InputConfig {
     /// so a tokenizer defined only by its repository's code (no `tokenizer.json`)
     /// cannot be loaded either way.
     pub tokenizer_trust_remote_code: bool,
+    /// `--apply-chat-template`: a chat request's input sequence length counts its
+    /// messages as the tokenizer's chat template renders them (role headers, special
+    /// tokens, generation prompt), not the bare text.
+    pub apply_chat_template: bool,
     /// `--input-file`: a dataset file or directory.
     pub input_file: Option<PathBuf>,
     /// `--custom-dataset-type`; `None` detects it from the file.
@@ -359,6 +363,7 @@ impl Default for InputConfig {
             tokenizer: None,
             tokenizer_revision: None,
             tokenizer_trust_remote_code: false,
+            apply_chat_template: false,
             input_file: None,
             custom_dataset_type: None,
             public_dataset: None,
