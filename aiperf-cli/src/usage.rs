@@ -74,7 +74,7 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 77] = [
+const FIELD_FLAGS: [(&str, &str); 88] = [
     ("endpoint.api_key", "--api-key"),
     ("load.arrival_pattern", "--arrival-pattern"),
     ("load.arrival_smoothness", "--arrival-smoothness"),
@@ -203,6 +203,20 @@ const FIELD_FLAGS: [(&str, &str); 77] = [
     ),
     ("load.warmup.request_count", "--warmup-request-count"),
     ("load.warmup.request_rate", "--warmup-request-rate"),
+    ("input.prompt.system_prompt_file", "--system-prompt-file"),
+    ("input.prompt.system_prompt", "--system-prompt"),
+    ("input.tokenizer_revision", "--tokenizer-revision"),
+    ("input.trace.ignore_delays", "--ignore-trace-delays"),
+    ("input.trace.use_think_time_only", "--use-think-time-only"),
+    (
+        "input.trace.session_sample_ratio",
+        "--trace-session-sample-ratio",
+    ),
+    ("input.trace.replay_speedup", "--replay-speedup"),
+    ("input.trace.max_context_length", "--max-context-length"),
+    ("input.dataset_filters", "--dataset-filter"),
+    ("input.random_range_ratio", "--random-range-ratio"),
+    ("input.cache_bust", "--cache-bust"),
 ];
 
 #[cfg(test)]

@@ -79,6 +79,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod cache_bust;
 pub mod clock;
 pub mod config;
 pub mod conversation;

@@ -38,6 +38,15 @@ pub enum TokenizerError {
         reason: String,
     },
 
+    /// `tokenizer_config.json` is unreadable or its chat template does not compile.
+    #[error("cannot use the chat template of {path} (--apply-chat-template): {reason}")]
+    InvalidChatTemplate {
+        /// The `tokenizer_config.json`.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// The tokenizer name is neither a known encoding, a path, nor a Hugging Face id.
     #[error(
         "`{name}` is not a tokenizer name aiperf understands: use `builtin`, a tiktoken \

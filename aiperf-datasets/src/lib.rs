@@ -59,6 +59,8 @@
 
 #![warn(missing_docs)]
 
+pub mod adjust;
+pub mod chat_template;
 mod corpus;
 pub mod custom;
 pub mod error;

@@ -517,7 +517,9 @@ fn status_reason(status: u16, body: &[u8], hub: &HubEnv, revision: &str) -> Stri
         }
         404 => format!(
             "no tokenizer.json at revision {revision}; check the model id and \
-             --tokenizer-revision (repositories that ship only tokenizer.model are not supported)"
+             --tokenizer-revision (repositories that ship only tokenizer.model, or a tokenizer \
+             defined by Python code that --tokenizer-trust-remote-code would run, are not \
+             supported)"
         ),
         300..=399 => "the hub answered with a redirect that cannot be followed".to_string(),
         _ => "unexpected answer from the hub".to_string(),

@@ -12,8 +12,6 @@ pub const PROMPT_CORPUS: &str = "dataset.prompt.corpus";
 pub const MAX_TOKENS: &str = "composer.turn.max_tokens";
 /// Stream for the number of passages of ranking requests.
 pub const RANKING_PASSAGES: &str = "dataset.rankings.passages";
-/// Stream for conversation (session) ids.
-pub const SESSION_ID: &str = "dataset.session_id";
 
 pub use aiperf_core::derive_seed;
 

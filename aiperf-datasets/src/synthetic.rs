@@ -25,6 +25,7 @@ mod streams {
     pub(super) const TURN_DELAY: &str = "composer.conversation.turn_delay";
     pub(super) const MODEL_SELECTION: &str = "composer.turn.model_selection";
     pub(super) const SEQ_DIST: &str = "composer.turn.sequence_distribution";
+    pub(super) const RANGE_RATIO: &str = "composer.turn.random_range_ratio";
     pub(super) const PREFIX_POOL: &str = "dataset.prompt.prefix";
     pub(super) const PREFIX_CHOICE: &str = "dataset.prompt.prefix.choice";
     pub(super) const SYSTEM_PROMPT: &str = "dataset.prompt.shared_system";
@@ -146,9 +147,17 @@ pub struct SyntheticDataset {
     isl: LengthDistribution,
     osl: Option<LengthDistribution>,
     seq_dist: Option<SeqDistSampler>,
+    range_windows: Option<RangeWindows>,
     turns: LengthDistribution,
     delay: Option<LengthDistribution>,
     media: MediaSynth,
+}
+
+/// The inclusive (low, high) token windows `--random-range-ratio` draws lengths from.
+#[derive(Debug, Clone, Copy)]
+struct RangeWindows {
+    isl: (u32, u32),
+    osl: (u32, u32),
 }
 
 impl SyntheticDataset {
@@ -176,6 +185,13 @@ impl SyntheticDataset {
                 .sequence_distribution
                 .as_ref()
                 .map(SeqDistSampler::new),
+            range_windows: input
+                .random_range_ratio
+                .zip(input.osl_mean)
+                .map(|(ratio, osl_mean)| RangeWindows {
+                    isl: ratio.input_bounds(input.isl_mean),
+                    osl: ratio.output_bounds(osl_mean),
+                }),
             turns: LengthDistribution::unchecked(
                 f64::from(session.turns_mean),
                 f64::from(session.turns_stddev),
@@ -259,6 +275,7 @@ struct Composer<'a> {
     length_rng: ChaCha8Rng,
     osl_rng: ChaCha8Rng,
     seq_rng: ChaCha8Rng,
+    range_rng: ChaCha8Rng,
     conversations_made: usize,
     passages_rng: ChaCha8Rng,
     turn_count_rng: ChaCha8Rng,
@@ -300,6 +317,7 @@ impl<'a> Composer<'a> {
             length_rng: derive_rng(root, seed::PROMPT_LENGTH),
             osl_rng: derive_rng(root, seed::MAX_TOKENS),
             seq_rng: derive_rng(root, streams::SEQ_DIST),
+            range_rng: derive_rng(root, streams::RANGE_RATIO),
             conversations_made: 0,
             passages_rng: derive_rng(root, seed::RANKING_PASSAGES),
             turn_count_rng: derive_rng(root, streams::TURN_COUNT),
@@ -339,10 +357,14 @@ impl<'a> Composer<'a> {
     fn turn(&mut self, first: bool) -> Result<Turn, SyntheticError> {
         let dataset = self.dataset;
         let input = &dataset.input;
-        let seq = dataset
-            .seq_dist
-            .as_ref()
-            .map(|sampler| sampler.sample(&mut self.seq_rng));
+        let seq = match (&dataset.seq_dist, dataset.range_windows) {
+            (Some(sampler), _) => Some(sampler.sample(&mut self.seq_rng)),
+            (None, Some(windows)) => Some((
+                self.range_rng.random_range(windows.isl.0..=windows.isl.1),
+                self.range_rng.random_range(windows.osl.0..=windows.osl.1),
+            )),
+            (None, None) => None,
+        };
         let mut texts = Vec::new();
         if input.text_enabled() {
             for _ in 0..input.prompt.batch_size {

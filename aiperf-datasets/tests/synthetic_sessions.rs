@@ -227,3 +227,33 @@ fn same_seed_same_dataset_other_seed_other_dataset() {
         })
     );
 }
+
+#[test]
+fn random_range_ratio_draws_lengths_across_the_whole_window() {
+    let t = Tokenizer::builtin();
+    let mut input = base();
+    input.isl_mean = 100;
+    input.osl_mean = Some(20);
+    input.num_dataset_entries = Some(300);
+    input.random_range_ratio = Some(aiperf_core::config::RangeRatio {
+        input: 0.25,
+        output: 0.5,
+    });
+    let conversations = generate(&input, &[]);
+    let isls: Vec<usize> = conversations
+        .iter()
+        .map(|c| t.count(&c.turns[0].texts[0]))
+        .collect();
+    let osls: Vec<u32> = conversations
+        .iter()
+        .map(|c| c.turns[0].max_tokens.unwrap())
+        .collect();
+    // Windows [floor(100·0.75), ceil(100·1.25)] and [floor(20·0.5), ceil(20·1.5)], both
+    // ends reached over 300 uniform draws.
+    assert_eq!(isls.iter().min(), Some(&75));
+    assert_eq!(isls.iter().max(), Some(&125));
+    assert_eq!(osls.iter().min(), Some(&10));
+    assert_eq!(osls.iter().max(), Some(&30));
+    let mean = isls.iter().sum::<usize>() as f64 / isls.len() as f64;
+    assert!((95.0..105.0).contains(&mean), "mean ISL {mean}");
+}

@@ -4,6 +4,7 @@
 //! default), and re-tokenizing an identical prompt is most of the cost of a record.
 //! Hashing the text is two orders of magnitude cheaper than encoding it.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -40,6 +41,10 @@ impl TokenCounter for MemoizedCounter {
             }
         }
         count
+    }
+
+    fn input_text_to_count<'a>(&self, input_text: &'a str, payload: &[u8]) -> Cow<'a, str> {
+        self.inner.input_text_to_count(input_text, payload)
     }
 }
 

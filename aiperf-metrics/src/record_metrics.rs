@@ -37,7 +37,8 @@ impl TokenCounts {
 
 /// Counts the tokens of `record` as docs/metrics.md#token-counting describes.
 ///
-/// Client side (the default): input = tokens of `record.input_text`; output = tokens of
+/// Client side (the default): input = tokens of `record.input_text` (or of the text the
+/// counter renders from the payload, with a chat template); output = tokens of
 /// the concatenated text of the content responses; reasoning = tokens of the concatenated
 /// reasoning pieces (`None` when there were none). With `use_server_token_count`, valid
 /// records take them from the last non-empty `usage`: input = prompt tokens, reasoning =
@@ -52,7 +53,10 @@ pub fn count_tokens(
     let count = |text: &str| counter.map(|c| c.count_tokens(text) as u64);
     let client_input = || {
         if ctx.tokenizes_input {
-            count(&record.input_text)
+            counter.map(|c| {
+                let text = c.input_text_to_count(&record.input_text, &record.payload);
+                c.count_tokens(&text) as u64
+            })
         } else {
             None
         }

@@ -99,6 +99,7 @@ fn tokenizer_kind(error: &TokenizerError) -> ErrorKind {
         TokenizerError::PathNotFound { .. }
         | TokenizerError::NoTokenizerJsonInDir { .. }
         | TokenizerError::InvalidFile { .. }
+        | TokenizerError::InvalidChatTemplate { .. }
         | TokenizerError::InvalidName { .. }
         | TokenizerError::InvalidRevision { .. }
         | TokenizerError::Offline { .. }

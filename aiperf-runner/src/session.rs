@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use aiperf_core::config::ExportLevel;
 use aiperf_core::{
-    Benchmark, BenchmarkConfig, CancellationToken, DatasetSource, Endpoint, Progress,
+    Benchmark, BenchmarkConfig, CancellationToken, DatasetSource, Endpoint, Progress, TokenCounter,
     ValidatedConfig,
 };
-use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
+use aiperf_datasets::chat_template::{ChatTemplate, ChatTemplateCounter};
+use aiperf_datasets::{
+    choose_tokenizer, find_cached_tokenizer, load_tokenizer, HubEnv, Tokenizer, TokenizerSpec,
+};
 use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
 use aiperf_endpoints::{endpoint_for, EndpointOptions, HttpTransport};
 use aiperf_metrics::export::{
@@ -29,6 +32,9 @@ pub(crate) struct Session {
     cancel: CancellationToken,
     transport: Arc<HttpTransport>,
     tokenizer: Tokenizer,
+    /// What the metrics count tokens with: the tokenizer, applying the model's chat
+    /// template to the input when asked.
+    token_counter: Arc<dyn TokenCounter>,
     /// The embedded server's URL, which replaces [`MOCK_URL`](crate::MOCK_URL).
     mock_url: Option<String>,
     /// Kept only so that the embedded server lives as long as the session.
@@ -60,7 +66,7 @@ impl Session {
             .map(super::spec::ReadinessOptions::to_readiness)
             .transpose()?;
         let transport = Arc::new(build_transport(&spec.transport)?);
-        let tokenizer = load_run_tokenizer(config, transport.as_ref()).await?;
+        let (tokenizer, token_counter) = load_run_tokenizer(config, transport.as_ref()).await?;
         let mock = start_embedded_mock_if_asked(config, &tokenizer).await?;
         let mock_url = mock.as_ref().map(aiperf_mock_server::MockServer::url);
         let sweep_points = spec.sweep.iter().flat_map(|sweep| &sweep.points);
@@ -95,6 +101,7 @@ impl Session {
             cancel,
             transport,
             tokenizer,
+            token_counter,
             mock_url,
             #[cfg(feature = "mock")]
             _mock: mock,
@@ -237,9 +244,8 @@ impl Session {
         // Stops this run's sending at the first failed write of a record export, without
         // cancelling the whole invocation.
         let stop = self.cancel.child_token();
-        let mut sink =
-            MetricsSink::new(&config, endpoint.info(), Arc::new(self.tokenizer.clone()))?
-                .stop_sending_on_export_failure(stop.clone());
+        let mut sink = MetricsSink::new(&config, endpoint.info(), Arc::clone(&self.token_counter))?
+            .stop_sending_on_export_failure(stop.clone());
         if let Some(command_line) = &spec.command_line {
             tracing::info!("CLI command: {command_line}");
             sink = sink.with_cli_command(command_line.clone());
@@ -480,15 +486,27 @@ impl NoMock {
     }
 }
 
+/// The run's tokenizer, and the counter the metrics use: the tokenizer itself, or with
+/// `--apply-chat-template` one that renders chat inputs with the template of the
+/// `tokenizer_config.json` beside the tokenizer's `tokenizer.json`.
 async fn load_run_tokenizer(
     config: &BenchmarkConfig,
     transport: &HttpTransport,
-) -> Result<Tokenizer, RunError> {
+) -> Result<(Tokenizer, Arc<dyn TokenCounter>), RunError> {
+    let input = &config.input;
     let choice = choose_tokenizer(
-        config.input.tokenizer.as_deref(),
+        input.tokenizer.as_deref(),
         config.primary_model(),
-        None,
+        input.tokenizer_revision.as_deref(),
     )?;
+    if input.tokenizer_trust_remote_code {
+        tracing::warn!(
+            "--tokenizer-trust-remote-code has no effect: aiperf runs no Python, so it loads \
+             the repository's tokenizer.json and cannot load a tokenizer defined only by \
+             its custom Python code"
+        );
+    }
+
     if choice.placeholder_substituted {
         tracing::warn!(
             "{:?} looks like a placeholder model name; counting tokens with the \
@@ -496,5 +514,31 @@ async fn load_run_tokenizer(
             choice.requested
         );
     }
-    Ok(load_tokenizer(&choice.spec, &HubEnv::from_process_env(), Some(transport)).await?)
+    let hub = HubEnv::from_process_env();
+    let tokenizer = load_tokenizer(&choice.spec, &hub, Some(transport)).await?;
+    if !input.apply_chat_template {
+        return Ok((tokenizer.clone(), Arc::new(tokenizer)));
+    }
+    let tokenizer_file = match &choice.spec {
+        TokenizerSpec::File(path) => Some(path.clone()),
+        TokenizerSpec::Hub { repo, revision } => hub
+            .cache_dir
+            .as_deref()
+            .and_then(|root| find_cached_tokenizer(root, repo, revision)),
+        TokenizerSpec::Tiktoken(_) => None,
+    };
+    let template = match &tokenizer_file {
+        Some(file) => ChatTemplate::beside(file)?,
+        None => None,
+    };
+    let Some(template) = template else {
+        tracing::warn!(
+            "--apply-chat-template has no effect: {:?} has no chat template \
+             (tokenizer_config.json beside its tokenizer.json); counting the bare input text",
+            choice.requested
+        );
+        return Ok((tokenizer.clone(), Arc::new(tokenizer)));
+    };
+    let counter = ChatTemplateCounter::new(tokenizer.clone(), template);
+    Ok((tokenizer, Arc::new(counter)))
 }

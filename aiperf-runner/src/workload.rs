@@ -11,7 +11,7 @@ use aiperf_core::{
     SamplingStrategy, Transport, ValidatedConfig,
 };
 use aiperf_datasets::{
-    derive_rng, fetch_sharegpt, sharegpt_cache_path, CustomDataset, CustomDatasetOptions,
+    adjust, derive_rng, fetch_sharegpt, sharegpt_cache_path, CustomDataset, CustomDatasetOptions,
     DatasetFileError, LengthDistribution, ShareGptDataset, SyntheticDataset, SyntheticError,
     Tokenizer,
 };
@@ -89,10 +89,31 @@ pub(crate) async fn load(
     let Dataset {
         mut conversations,
         preferred_sampling: preferred,
-        timestamped,
+        mut timestamped,
     } = dataset.map_err(WorkloadError::Dataset)?;
     if config.input.input_file.is_some() && config.input.public_dataset.is_none() {
         fill_output_lengths(&mut conversations, &config)?;
+    }
+    if let Some(prompt) = config.input.prompt.system_prompt_text()? {
+        adjust::prepend_system_prompt(&mut conversations, &prompt);
+    }
+    let trace = &config.input.trace;
+    if let Some(ratio) = trace.session_sample_ratio {
+        let seed = config.input.random_seed.unwrap_or_default();
+        conversations = adjust::sample_sessions(conversations, ratio, seed);
+    }
+    if trace.use_think_time_only {
+        tracing::warn!(
+            "--use-think-time-only has no effect: it applies to weka_trace files only, \
+             which aiperf-rs does not read"
+        );
+    }
+    if trace.ignore_delays && !config.load.fixed_schedule.is_enabled() {
+        adjust::strip_trace_timing(&mut conversations);
+        timestamped = false;
+    }
+    if let Some(speedup) = trace.replay_speedup {
+        adjust::speed_up_replay(&mut conversations, speedup);
     }
 
     let config = if timestamped && config.load.fixed_schedule.enabled.is_none() {

@@ -2,9 +2,11 @@
 
 use std::path::PathBuf;
 
+use aiperf_core::cache_bust::CacheBust;
 use aiperf_core::config::{
-    AudioFormat, CustomDatasetType, ImageFormat, InputConfig, ModelSelectionStrategy,
-    PublicDataset, SequenceDistribution, VideoFormat, VideoSynthType,
+    parse_dataset_filters, AudioFormat, CustomDatasetType, ImageFormat, InputConfig,
+    ModelSelectionStrategy, PublicDataset, RangeRatio, SequenceDistribution, TraceOptions,
+    VideoFormat, VideoSynthType,
 };
 use aiperf_core::SamplingStrategy;
 use clap::{Args, ValueEnum};
@@ -46,6 +48,11 @@ pub(crate) struct InputArgs {
     #[arg(long = "seq-dist", visible_alias = "sequence-distribution")]
     pub seq_dist: Option<String>,
 
+    /// Draw ISL and OSL uniformly from [floor(mean·(1−r)), ceil(mean·(1+r))]: one ratio
+    /// for both, or '{"input":0.3,"output":0.5}'. Needs --osl; excludes --seq-dist.
+    #[arg(long = "random-range-ratio")]
+    pub random_range_ratio: Option<String>,
+
     /// Text contents per request (embeddings, rankings and completions take a list).
     #[arg(short = 'b', long = "prompt-batch-size", value_parser = count::<usize>,
           visible_aliases = ["batch-size-text", "batch-size"], default_value_t = 1)]
@@ -69,6 +76,15 @@ pub(crate) struct InputArgs {
     /// Tokens of one system prompt shared by every conversation.
     #[arg(long = "shared-system-prompt-length", value_parser = count_at_least_one::<u32>)]
     pub shared_system_prompt_length: Option<u32>,
+
+    /// Verbatim system prompt of every conversation, put before a dataset's own system
+    /// message. Its tokens add to --isl.
+    #[arg(long = "system-prompt")]
+    pub system_prompt: Option<String>,
+
+    /// A UTF-8 file holding the verbatim system prompt (read at startup).
+    #[arg(long = "system-prompt-file")]
+    pub system_prompt_file: Option<PathBuf>,
 
     /// Tokens of a distinct leading user message per conversation (needs
     /// --num-dataset-entries).
@@ -143,6 +159,39 @@ pub(crate) struct InputArgs {
     #[arg(long = "dataset-sampling-strategy", value_enum)]
     pub dataset_sampling_strategy: Option<SamplingStrategyArg>,
 
+    /// Drop the timestamps and think times of a dataset file, so turns go back to back
+    /// (no effect with --fixed-schedule).
+    #[arg(long = "ignore-trace-delays")]
+    pub ignore_trace_delays: bool,
+
+    /// Time weka_trace turns by their recorded think time only (no weka reader here: no
+    /// effect).
+    #[arg(long = "use-think-time-only")]
+    pub use_think_time_only: bool,
+
+    /// Fraction of a dataset file's sessions to replay, whole sessions, the same ones
+    /// for the same --random-seed.
+    #[arg(long = "trace-session-sample-ratio")]
+    pub trace_session_sample_ratio: Option<f64>,
+
+    /// Replay a dataset file this many times faster: timestamps and think times are
+    /// divided by it.
+    #[arg(long = "replay-speedup")]
+    pub replay_speedup: Option<f64>,
+
+    /// Peak context ceiling of weka traces (not read here, so refused).
+    #[arg(long = "max-context-length", value_parser = count::<u64>)]
+    pub max_context_length: Option<u64>,
+
+    /// Where each played session gets a cache-bust marker: a per-session `[rid:…]` digest
+    /// (system-/first-turn- prefix or suffix), or `[warmup]` in warmup sessions only.
+    #[arg(long = "cache-bust", value_enum, default_value_t = CacheBustArg::None)]
+    pub cache_bust: CacheBustArg,
+
+    /// A public dataset's key=value filter; repeat for more.
+    #[arg(long = "dataset-filter")]
+    pub dataset_filters: Vec<String>,
+
     /// Tokens per trace hash_ids block (default: mooncake 512, bailian 16).
     #[arg(long = "isl-block-size", value_parser = count_at_least_one::<u32>,
           visible_aliases = ["prompt-input-tokens-block-size", "synthetic-input-tokens-block-size"])]
@@ -159,6 +208,20 @@ pub(crate) struct InputArgs {
     /// Hugging Face model id. Default: the model name.
     #[arg(long)]
     pub tokenizer: Option<String>,
+
+    /// Branch, tag or commit of a Hugging Face tokenizer. Default: main.
+    #[arg(long = "tokenizer-revision")]
+    pub tokenizer_revision: Option<String>,
+
+    /// Accepted for compatibility: no Python runs here, so a tokenizer needs its
+    /// tokenizer.json either way.
+    #[arg(long = "tokenizer-trust-remote-code")]
+    pub tokenizer_trust_remote_code: bool,
+
+    /// Count a chat request's input tokens on its messages as the tokenizer's chat
+    /// template (tokenizer_config.json beside tokenizer.json) renders them.
+    #[arg(long = "apply-chat-template")]
+    pub apply_chat_template: bool,
 
     /// Per-request SLOs, e.g. "time_to_first_token:200 request_latency:1000" (ms).
     #[arg(long)]
@@ -202,7 +265,8 @@ pub(crate) struct RankingsArgs {
 
 impl InputArgs {
     /// Copies the input flags into `input` (validation happens on the whole config).
-    /// Fails only when --seq-dist does not parse.
+    /// Fails only when --seq-dist, --random-range-ratio or a --dataset-filter does not
+    /// parse.
     pub(crate) fn apply(&self, input: &mut InputConfig) -> anyhow::Result<()> {
         input.isl_mean = self.isl;
         input.isl_stddev = self.isl_stddev;
@@ -213,9 +277,17 @@ impl InputArgs {
             .as_deref()
             .map(SequenceDistribution::parse)
             .transpose()?;
+        input.random_range_ratio = self
+            .random_range_ratio
+            .as_deref()
+            .map(RangeRatio::parse)
+            .transpose()?;
         input.num_dataset_entries = self.num_dataset_entries;
         input.random_seed = self.random_seed;
         input.tokenizer = self.tokenizer.clone();
+        input.tokenizer_revision = self.tokenizer_revision.clone();
+        input.tokenizer_trust_remote_code = self.tokenizer_trust_remote_code;
+        input.apply_chat_template = self.apply_chat_template;
         input.input_file = self.input_file.clone();
         input.custom_dataset_type = self
             .custom_dataset_type
@@ -229,12 +301,24 @@ impl InputArgs {
             SamplingStrategyArg::Shuffle => SamplingStrategy::Shuffle,
         });
         input.isl_block_size = self.isl_block_size;
+        input.trace = TraceOptions {
+            ignore_delays: self.ignore_trace_delays,
+            use_think_time_only: self.use_think_time_only,
+            session_sample_ratio: self.trace_session_sample_ratio,
+            replay_speedup: self.replay_speedup,
+            max_context_length: self.max_context_length,
+        };
+        input.cache_bust = self.cache_bust.into_config();
+        input.dataset_filters =
+            parse_dataset_filters(self.dataset_filters.iter().map(String::as_str))?;
         let prompt = &mut input.prompt;
         prompt.batch_size = self.prompt_batch_size;
         prompt.prefix_pool_size = self.prefix_pool_size;
         prompt.prefix_length = self.prefix_length;
         prompt.shared_system_length = self.shared_system_prompt_length;
         prompt.user_context_length = self.user_context_prompt_length;
+        prompt.system_prompt = self.system_prompt.clone();
+        prompt.system_prompt_file = self.system_prompt_file.clone();
         let session = &mut input.session;
         session.turns_mean = self.session_turns_mean;
         session.turns_stddev = self.session_turns_stddev;
@@ -300,6 +384,45 @@ impl CustomDatasetTypeArg {
             CustomDatasetTypeArg::MooncakeTrace => CustomDatasetType::MooncakeTrace,
             CustomDatasetTypeArg::BailianTrace => CustomDatasetType::BailianTrace,
             CustomDatasetTypeArg::BurstGptTrace => CustomDatasetType::BurstGptTrace,
+        }
+    }
+}
+
+/// `--cache-bust`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CacheBustArg {
+    /// No marker.
+    None,
+    /// A per-session marker before the system message.
+    #[value(alias = "system_prefix")]
+    SystemPrefix,
+    /// A per-session marker after the system message.
+    #[value(alias = "system_suffix")]
+    SystemSuffix,
+    /// A per-session marker before the first turn.
+    #[value(alias = "first_turn_prefix")]
+    FirstTurnPrefix,
+    /// A per-session marker after the first turn.
+    #[value(alias = "first_turn_suffix")]
+    FirstTurnSuffix,
+    /// `[warmup]` before the system message of warmup sessions.
+    #[value(alias = "warmup_isolation_system")]
+    WarmupIsolationSystem,
+    /// `[warmup]` before the first turn of warmup sessions.
+    #[value(alias = "warmup_isolation_first_turn")]
+    WarmupIsolationFirstTurn,
+}
+
+impl CacheBustArg {
+    fn into_config(self) -> CacheBust {
+        match self {
+            CacheBustArg::None => CacheBust::None,
+            CacheBustArg::SystemPrefix => CacheBust::SystemPrefix,
+            CacheBustArg::SystemSuffix => CacheBust::SystemSuffix,
+            CacheBustArg::FirstTurnPrefix => CacheBust::FirstTurnPrefix,
+            CacheBustArg::FirstTurnSuffix => CacheBust::FirstTurnSuffix,
+            CacheBustArg::WarmupIsolationSystem => CacheBust::WarmupIsolationSystem,
+            CacheBustArg::WarmupIsolationFirstTurn => CacheBust::WarmupIsolationFirstTurn,
         }
     }
 }
@@ -520,6 +643,89 @@ mod tests {
     #[test]
     fn defaults_match_input_config_defaults() {
         assert_eq!(config(&[]), InputConfig::default());
+    }
+
+    #[test]
+    fn python_input_flags_reach_the_configuration() {
+        let input = config(&[
+            "--system-prompt",
+            "Be brief.",
+            "--tokenizer-revision",
+            "v1",
+            "--tokenizer-trust-remote-code",
+            "--apply-chat-template",
+            "--ignore-trace-delays",
+            "--trace-session-sample-ratio",
+            "0.25",
+            "--replay-speedup",
+            "10",
+            "--dataset-filter",
+            "lang=en",
+            "--dataset-filter",
+            "split = test",
+            "--random-range-ratio",
+            "0.2",
+            "--cache-bust",
+            "first-turn-suffix",
+        ]);
+        assert_eq!(input.cache_bust, CacheBust::FirstTurnSuffix);
+        assert_eq!(
+            config(&["--cache-bust", "warmup_isolation_first_turn"]).cache_bust,
+            CacheBust::WarmupIsolationFirstTurn
+        );
+        assert_eq!(
+            input.random_range_ratio,
+            Some(RangeRatio {
+                input: 0.2,
+                output: 0.2
+            })
+        );
+        assert_eq!(input.prompt.system_prompt.as_deref(), Some("Be brief."));
+        assert_eq!(input.tokenizer_revision.as_deref(), Some("v1"));
+        assert!(input.tokenizer_trust_remote_code);
+        assert!(input.apply_chat_template);
+        assert_eq!(
+            input.trace,
+            TraceOptions {
+                ignore_delays: true,
+                use_think_time_only: false,
+                session_sample_ratio: Some(0.25),
+                replay_speedup: Some(10.0),
+                max_context_length: None,
+            }
+        );
+        assert_eq!(
+            input.dataset_filters,
+            [("lang", "en"), ("split", "test")]
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .into()
+        );
+        let file = config(&["--system-prompt-file", "p.txt", "--use-think-time-only"]);
+        assert_eq!(file.prompt.system_prompt_file, Some("p.txt".into()));
+        assert!(file.trace.use_think_time_only);
+        assert_eq!(
+            config(&["--max-context-length", "4096"])
+                .trace
+                .max_context_length,
+            Some(4096)
+        );
+    }
+
+    #[test]
+    fn a_repeated_dataset_filter_key_is_refused() {
+        let flags = Flags::try_parse_from([
+            "aiperf",
+            "--dataset-filter",
+            "a=1",
+            "--dataset-filter",
+            "a=2",
+        ])
+        .unwrap();
+        let error = flags.input.apply(&mut InputConfig::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid input.dataset_filters: the key \"a\" is given twice"
+        );
     }
 
     #[test]

@@ -1,21 +1,25 @@
 //! What to send: the synthetic workload, input files and the tokenizer (`--isl`,
 //! `--input-file`, media and prompt options).
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cache_bust::CacheBust;
 use crate::dataset::SamplingStrategy;
 
-use super::{at_least_one, non_negative, out_of_range, ConfigError};
+use super::{at_least_one, non_negative, out_of_range, positive, ConfigError};
 
 mod media;
+mod range_ratio;
 mod seq_dist;
 
 pub use media::{
     AudioFormat, AudioOptions, ImageFormat, ImageOptions, VideoFormat, VideoOptions,
     VideoSynthType, MIN_AUDIO_SECONDS,
 };
+pub use range_ratio::RangeRatio;
 pub use seq_dist::{SeqDistPair, SequenceDistribution};
 
 /// What is sent: the synthetic workload, input files and the tokenizer.
@@ -32,6 +36,9 @@ pub struct InputConfig {
     pub osl_stddev: f64,
     /// `--seq-dist`: (ISL, OSL) pairs sampled per turn; replaces ISL/OSL when set.
     pub sequence_distribution: Option<SequenceDistribution>,
+    /// `--random-range-ratio`: ISL and OSL drawn uniformly from windows around
+    /// `isl_mean` and `osl_mean`; replaces their standard deviations when set.
+    pub random_range_ratio: Option<RangeRatio>,
     /// `--num-dataset-entries`: distinct conversations generated; `None` means
     /// [`DEFAULT_NUM_DATASET_ENTRIES`] (kept apart because some rules need it explicit).
     pub num_dataset_entries: Option<usize>,
@@ -39,6 +46,17 @@ pub struct InputConfig {
     pub random_seed: Option<u64>,
     /// Tokenizer name or path; `None` means the primary model's name.
     pub tokenizer: Option<String>,
+    /// `--tokenizer-revision`: the branch, tag or commit of a Hugging Face tokenizer;
+    /// `None` means `main`.
+    pub tokenizer_revision: Option<String>,
+    /// `--tokenizer-trust-remote-code`: accepted for compatibility. No Python runs here,
+    /// so a tokenizer defined only by its repository's code (no `tokenizer.json`)
+    /// cannot be loaded either way.
+    pub tokenizer_trust_remote_code: bool,
+    /// `--apply-chat-template`: a chat request's input sequence length counts its
+    /// messages as the tokenizer's chat template renders them (role headers, special
+    /// tokens, generation prompt), not the bare text.
+    pub apply_chat_template: bool,
     /// `--input-file`: a dataset file or directory.
     pub input_file: Option<PathBuf>,
     /// `--custom-dataset-type`; `None` detects it from the file.
@@ -54,6 +72,12 @@ pub struct InputConfig {
     pub prompt: PromptOptions,
     /// Turns per conversation and the think time between them.
     pub session: SessionOptions,
+    /// How a dataset file's timing is replayed and which of its sessions are kept.
+    pub trace: TraceOptions,
+    /// `--cache-bust`: where each played session gets its marker.
+    pub cache_bust: CacheBust,
+    /// `--dataset-filter`: `key=value` filters for a public dataset that declares them.
+    pub dataset_filters: BTreeMap<String, String>,
     /// `--model-selection-strategy`: which model each generated turn names.
     pub model_selection: ModelSelectionStrategy,
     /// Synthetic images.
@@ -83,6 +107,11 @@ pub struct PromptOptions {
     pub shared_system_length: Option<u32>,
     /// `--user-context-prompt-length`: a distinct leading user message per conversation.
     pub user_context_length: Option<u32>,
+    /// `--system-prompt`: verbatim system prompt of every conversation, put before the
+    /// dataset's own system message (joined by a blank line) when it has one.
+    pub system_prompt: Option<String>,
+    /// `--system-prompt-file`: a UTF-8 file holding the verbatim system prompt.
+    pub system_prompt_file: Option<PathBuf>,
 }
 
 impl Default for PromptOptions {
@@ -93,6 +122,8 @@ impl Default for PromptOptions {
             prefix_length: 0,
             shared_system_length: None,
             user_context_length: None,
+            system_prompt: None,
+            system_prompt_file: None,
         }
     }
 }
@@ -102,6 +133,89 @@ impl PromptOptions {
     pub fn has_prefix_pool(&self) -> bool {
         self.prefix_pool_size > 0 && self.prefix_length > 0
     }
+
+    /// The verbatim system prompt: `system_prompt`, or the contents of
+    /// `system_prompt_file` (read now). Fails when the file cannot be read or either is
+    /// empty or whitespace only.
+    pub fn system_prompt_text(&self) -> Result<Option<String>, ConfigError> {
+        if let Some(text) = &self.system_prompt {
+            return non_blank("input.prompt.system_prompt", text.clone()).map(Some);
+        }
+        let Some(path) = &self.system_prompt_file else {
+            return Ok(None);
+        };
+        let text = read_text(path).map_err(|reason| ConfigError::Invalid {
+            field: "input.prompt.system_prompt_file",
+            reason,
+        })?;
+        non_blank("input.prompt.system_prompt_file", text).map(Some)
+    }
+}
+
+fn read_text(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+}
+
+fn non_blank(field: &'static str, text: String) -> Result<String, ConfigError> {
+    if text.trim().is_empty() {
+        return Err(ConfigError::Invalid {
+            field,
+            reason: "the system prompt is empty or whitespace only".into(),
+        });
+    }
+    Ok(text)
+}
+
+/// Parses `--dataset-filter` values, each `key=value` (both non-empty once trimmed, each
+/// key once).
+///
+/// ```
+/// let filters = aiperf_core::config::parse_dataset_filters(["lang = en"]).unwrap();
+/// assert_eq!(filters["lang"], "en");
+/// assert!(aiperf_core::config::parse_dataset_filters(["lang"]).is_err());
+/// ```
+pub fn parse_dataset_filters<'a>(
+    items: impl IntoIterator<Item = &'a str>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut filters = BTreeMap::new();
+    for item in items {
+        let invalid = |reason: String| ConfigError::Invalid {
+            field: "input.dataset_filters",
+            reason,
+        };
+        let (key, value) = item
+            .split_once('=')
+            .map(|(k, v)| (k.trim(), v.trim()))
+            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+            .ok_or_else(|| invalid(format!("{item:?} is not a non-empty key=value")))?;
+        if filters.insert(key.to_owned(), value.to_owned()).is_some() {
+            return Err(invalid(format!("the key {key:?} is given twice")));
+        }
+    }
+    Ok(filters)
+}
+
+/// How the turns of a dataset file are timed and which of its sessions are replayed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TraceOptions {
+    /// `--ignore-trace-delays`: drop every turn's timestamp and think time at load, so
+    /// turns go back to back under concurrency or a request rate. No effect on an
+    /// explicit fixed schedule, which needs the timestamps.
+    pub ignore_delays: bool,
+    /// `--use-think-time-only`: for `weka_trace` files, time turns by the recorded think
+    /// time alone. No loader here reads weka traces, so it changes nothing.
+    pub use_think_time_only: bool,
+    /// `--trace-session-sample-ratio`: the fraction of sessions kept (whole sessions,
+    /// the same ones for the same random seed); in (0, 1].
+    pub session_sample_ratio: Option<f64>,
+    /// `--replay-speedup`: timestamps and think times are divided by this (2 replays
+    /// twice as fast).
+    pub replay_speedup: Option<f64>,
+    /// `--max-context-length`: the Python AIPerf's ceiling on a weka trace's recorded
+    /// peak context; rejected, as no loader here reads weka traces.
+    pub max_context_length: Option<u64>,
 }
 
 /// Multi-turn synthetic sessions (docs/cli.md#input; how they are sampled:
@@ -243,9 +357,13 @@ impl Default for InputConfig {
             osl_mean: None,
             osl_stddev: 0.0,
             sequence_distribution: None,
+            random_range_ratio: None,
             num_dataset_entries: None,
             random_seed: None,
             tokenizer: None,
+            tokenizer_revision: None,
+            tokenizer_trust_remote_code: false,
+            apply_chat_template: false,
             input_file: None,
             custom_dataset_type: None,
             public_dataset: None,
@@ -253,6 +371,9 @@ impl Default for InputConfig {
             isl_block_size: None,
             prompt: PromptOptions::default(),
             session: SessionOptions::default(),
+            trace: TraceOptions::default(),
+            cache_bust: CacheBust::None,
+            dataset_filters: BTreeMap::new(),
             model_selection: ModelSelectionStrategy::default(),
             image: ImageOptions::default(),
             audio: AudioOptions::default(),
@@ -293,11 +414,29 @@ impl InputConfig {
         if let Some(distribution) = &self.sequence_distribution {
             distribution.check()?;
         }
+        if let Some(ratio) = &self.random_range_ratio {
+            self.validate_range_ratio(ratio)?;
+        }
         if let Some(size) = self.isl_block_size {
             at_least_one("input.isl_block_size", u64::from(size))?;
         }
         self.validate_prompt()?;
         self.validate_session()?;
+        self.validate_trace()?;
+        self.validate_dataset_filters()?;
+        let has_system_prompt = self.prompt.shared_system_length.is_some()
+            || self.prompt.system_prompt.is_some()
+            || self.prompt.system_prompt_file.is_some();
+        if self.cache_bust == CacheBust::WarmupIsolationSystem
+            && self.is_synthetic()
+            && !has_system_prompt
+        {
+            return Err(ConfigError::Requires {
+                field: "input.cache_bust",
+                needs: "a system prompt (input.prompt.system_prompt, \
+                        input.prompt.system_prompt_file or input.prompt.shared_system_length)",
+            });
+        }
         self.validate_rankings()?;
         media::validate_media(&self.image, &self.audio, &self.video)?;
         let media = self.image.enabled() || self.audio.enabled() || self.video.enabled();
@@ -310,6 +449,23 @@ impl InputConfig {
             ));
         }
         Ok(())
+    }
+
+    fn validate_range_ratio(&self, ratio: &RangeRatio) -> Result<(), ConfigError> {
+        ratio.check()?;
+        if self.sequence_distribution.is_some() {
+            return Err(ConfigError::Conflict {
+                first: "input.random_range_ratio",
+                second: "input.sequence_distribution",
+            });
+        }
+        if self.osl_mean.is_none() {
+            return Err(ConfigError::Requires {
+                field: "input.random_range_ratio",
+                needs: "input.osl_mean",
+            });
+        }
+        at_least_one("input.isl_mean", u64::from(self.isl_mean))
     }
 
     fn validate_prompt(&self) -> Result<(), ConfigError> {
@@ -341,6 +497,32 @@ impl InputConfig {
                 });
             }
         }
+        let system_prompt_field = match (&prompt.system_prompt, &prompt.system_prompt_file) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Conflict {
+                    first: "input.prompt.system_prompt",
+                    second: "input.prompt.system_prompt_file",
+                })
+            }
+            (Some(_), None) => Some("input.prompt.system_prompt"),
+            (None, Some(_)) => Some("input.prompt.system_prompt_file"),
+            (None, None) => None,
+        };
+        if let Some(field) = system_prompt_field {
+            prompt.system_prompt_text()?;
+            if prompt.shared_system_length.is_some() {
+                return Err(ConfigError::Conflict {
+                    first: field,
+                    second: "input.prompt.shared_system_length",
+                });
+            }
+            if has_prefix {
+                return Err(ConfigError::Conflict {
+                    first: field,
+                    second: prefix_flag,
+                });
+            }
+        }
         if let Some(length) = prompt.user_context_length {
             at_least_one("input.prompt.user_context_length", u64::from(length))?;
             if has_prefix {
@@ -364,6 +546,68 @@ impl InputConfig {
         non_negative("input.session.delay_mean_ms", session.delay_mean_ms)?;
         non_negative("input.session.delay_stddev_ms", session.delay_stddev_ms)?;
         non_negative("input.session.delay_ratio", session.delay_ratio)
+    }
+
+    fn validate_trace(&self) -> Result<(), ConfigError> {
+        let trace = &self.trace;
+        if trace.ignore_delays && trace.use_think_time_only {
+            return Err(ConfigError::Conflict {
+                first: "input.trace.ignore_delays",
+                second: "input.trace.use_think_time_only",
+            });
+        }
+        if let Some(ratio) = trace.session_sample_ratio {
+            if !(ratio > 0.0 && ratio <= 1.0) {
+                return Err(out_of_range(
+                    "input.trace.session_sample_ratio",
+                    "greater than 0 and at most 1",
+                    ratio,
+                ));
+            }
+        }
+        if let Some(speedup) = trace.replay_speedup {
+            positive("input.trace.replay_speedup", speedup)?;
+        }
+        for (field, given) in [
+            (
+                "input.trace.session_sample_ratio",
+                trace.session_sample_ratio.is_some(),
+            ),
+            ("input.trace.replay_speedup", trace.replay_speedup.is_some()),
+        ] {
+            if given && self.input_file.is_none() {
+                return Err(ConfigError::Requires {
+                    field,
+                    needs: "input.input_file",
+                });
+            }
+        }
+        if let Some(length) = trace.max_context_length {
+            at_least_one("input.trace.max_context_length", length)?;
+            return Err(ConfigError::Invalid {
+                field: "input.trace.max_context_length",
+                reason: "only the weka_trace format uses it, and aiperf-rs reads no weka \
+                         traces"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn validate_dataset_filters(&self) -> Result<(), ConfigError> {
+        if self.dataset_filters.is_empty() {
+            return Ok(());
+        }
+        match self.public_dataset {
+            None => Err(ConfigError::Requires {
+                field: "input.dataset_filters",
+                needs: "input.public_dataset",
+            }),
+            Some(PublicDataset::Sharegpt) => Err(ConfigError::Invalid {
+                field: "input.dataset_filters",
+                reason: "public dataset sharegpt takes no filters".into(),
+            }),
+        }
     }
 
     fn validate_rankings(&self) -> Result<(), ConfigError> {
@@ -436,6 +680,164 @@ mod tests {
             })),
             "input.prompt.user_context_length cannot be combined with input.prompt.prefix_pool_size"
         );
+    }
+
+    #[test]
+    fn a_verbatim_system_prompt_is_one_source_of_the_system_message() {
+        let text = |c: &mut InputConfig| c.prompt.system_prompt = Some("Be brief.".into());
+        with(text).validate().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("system.txt");
+        std::fs::write(&file, "From a file.\n").unwrap();
+        let from_file = with(|c| c.prompt.system_prompt_file = Some(file.clone()));
+        assert_eq!(
+            from_file.prompt.system_prompt_text().unwrap().as_deref(),
+            Some("From a file.\n")
+        );
+        assert_eq!(
+            err(with(|c| {
+                text(c);
+                c.prompt.system_prompt_file = Some(file.clone());
+            })),
+            "input.prompt.system_prompt cannot be combined with input.prompt.system_prompt_file"
+        );
+        assert_eq!(
+            err(with(|c| {
+                text(c);
+                c.prompt.shared_system_length = Some(5);
+            })),
+            "input.prompt.system_prompt cannot be combined with input.prompt.shared_system_length"
+        );
+        assert_eq!(
+            err(with(|c| {
+                text(c);
+                c.prompt.prefix_pool_size = 2;
+                c.prompt.prefix_length = 5;
+            })),
+            "input.prompt.system_prompt cannot be combined with input.prompt.prefix_pool_size"
+        );
+        assert_eq!(
+            err(with(|c| c.prompt.system_prompt = Some(" \n".into()))),
+            "invalid input.prompt.system_prompt: the system prompt is empty or whitespace only"
+        );
+        std::fs::write(&file, "  ").unwrap();
+        assert_eq!(
+            err(with(|c| c.prompt.system_prompt_file = Some(file.clone()))),
+            "invalid input.prompt.system_prompt_file: the system prompt is empty or whitespace \
+             only"
+        );
+        let missing = dir.path().join("missing.txt");
+        assert!(
+            err(with(|c| c.prompt.system_prompt_file = Some(missing.clone()))).starts_with(
+                &format!(
+                    "invalid input.prompt.system_prompt_file: cannot read {}",
+                    missing.display()
+                )
+            )
+        );
+    }
+
+    #[test]
+    fn a_range_ratio_needs_an_osl_and_excludes_seq_dist() {
+        let ratio = |c: &mut InputConfig| {
+            c.random_range_ratio = Some(RangeRatio {
+                input: 0.2,
+                output: 0.2,
+            });
+        };
+        assert_eq!(
+            err(with(ratio)),
+            "input.random_range_ratio requires input.osl_mean"
+        );
+        with(|c| {
+            ratio(c);
+            c.osl_mean = Some(8);
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(
+            err(with(|c| {
+                ratio(c);
+                c.osl_mean = Some(8);
+                c.sequence_distribution = Some(SequenceDistribution::parse("10,10:100").unwrap());
+            })),
+            "input.random_range_ratio cannot be combined with input.sequence_distribution"
+        );
+    }
+
+    #[test]
+    fn warmup_isolation_of_the_system_message_needs_one() {
+        let isolate = |c: &mut InputConfig| c.cache_bust = CacheBust::WarmupIsolationSystem;
+        assert!(err(with(isolate)).starts_with("input.cache_bust requires a system prompt"));
+        with(|c| {
+            isolate(c);
+            c.prompt.shared_system_length = Some(4);
+        })
+        .validate()
+        .unwrap();
+    }
+
+    #[test]
+    fn trace_options_rules() {
+        let file = |c: &mut InputConfig| c.input_file = Some("trace.jsonl".into());
+        with(|c| {
+            file(c);
+            c.trace.session_sample_ratio = Some(1.0);
+            c.trace.replay_speedup = Some(0.5);
+        })
+        .validate()
+        .unwrap();
+        assert_eq!(
+            err(with(|c| c.trace.replay_speedup = Some(2.0))),
+            "input.trace.replay_speedup requires input.input_file"
+        );
+        assert_eq!(
+            err(with(|c| {
+                file(c);
+                c.trace.replay_speedup = Some(0.0);
+            })),
+            "input.trace.replay_speedup must be greater than 0, got 0"
+        );
+        for ratio in [0.0, 1.5] {
+            assert_eq!(
+                err(with(|c| {
+                    file(c);
+                    c.trace.session_sample_ratio = Some(ratio);
+                })),
+                format!(
+                    "input.trace.session_sample_ratio must be greater than 0 and at most 1, \
+                     got {ratio}"
+                )
+            );
+        }
+        assert_eq!(
+            err(with(|c| {
+                c.trace.ignore_delays = true;
+                c.trace.use_think_time_only = true;
+            })),
+            "input.trace.ignore_delays cannot be combined with input.trace.use_think_time_only"
+        );
+        assert!(err(with(|c| c.trace.max_context_length = Some(8)))
+            .starts_with("invalid input.trace.max_context_length: only the weka_trace format"));
+    }
+
+    #[test]
+    fn dataset_filters_need_a_public_dataset_that_takes_them() {
+        let filters = parse_dataset_filters(["a=1"]).unwrap();
+        assert_eq!(
+            err(with(|c| c.dataset_filters = filters.clone())),
+            "input.dataset_filters requires input.public_dataset"
+        );
+        assert_eq!(
+            err(with(|c| {
+                c.dataset_filters = filters.clone();
+                c.public_dataset = Some(PublicDataset::Sharegpt);
+            })),
+            "invalid input.dataset_filters: public dataset sharegpt takes no filters"
+        );
+        for bad in ["a", "=1", "a= "] {
+            assert!(parse_dataset_filters([bad]).is_err(), "{bad}");
+        }
     }
 
     #[test]

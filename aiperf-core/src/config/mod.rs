@@ -17,10 +17,10 @@ mod validated;
 
 pub use http::{check_header, check_urls, HeaderProblem};
 pub use input::{
-    AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions, InputConfig,
-    ModelSelectionStrategy, PromptOptions, PublicDataset, RankingsOptions, SeqDistPair,
-    SequenceDistribution, SessionOptions, VideoFormat, VideoOptions, VideoSynthType,
-    DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
+    parse_dataset_filters, AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions,
+    InputConfig, ModelSelectionStrategy, PromptOptions, PublicDataset, RangeRatio, RankingsOptions,
+    SeqDistPair, SequenceDistribution, SessionOptions, TraceOptions, VideoFormat, VideoOptions,
+    VideoSynthType, DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
 };
 pub use load::{ArrivalPattern, FixedScheduleConfig, LoadConfig, UserCentricConfig, WarmupConfig};
 pub use validated::ValidatedConfig;

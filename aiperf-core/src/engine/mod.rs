@@ -26,6 +26,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache_bust::CacheBust;
 use crate::clock::Clock;
 use crate::config::{ConfigError, ExportLevel, ValidatedConfig};
 use crate::conversation::Conversation;
@@ -203,6 +204,7 @@ struct Shared {
     headers: Vec<(String, String)>,
     timeout: Option<Duration>,
     keep_raw: bool,
+    cache_bust: CacheBust,
 }
 
 /// Builds a [`Benchmark`] of one configuration. The configuration decides everything it
@@ -337,6 +339,7 @@ impl BenchmarkBuilder {
             headers,
             timeout: Some(endpoint_config.request_timeout),
             keep_raw: config.output.export_level == ExportLevel::Raw,
+            cache_bust: config.input.cache_bust,
             endpoint,
             transport,
         };

@@ -10,6 +10,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use super::phase::{PhaseRunner, PhaseState};
 use super::{random_uuid, Finished, Outcome, ToProcessor};
+use crate::cache_bust;
 use crate::conversation::{ContextMode, Conversation, Turn};
 use crate::endpoint::{build_request, RequestInput};
 use crate::record::{Credit, ErrorDetails};
@@ -48,6 +49,13 @@ impl PhaseRunner {
         } = start;
         let url = &self.shared.urls[session_index as usize % self.shared.urls.len()];
         let correlation_id = planned.correlation_id.unwrap_or_else(random_uuid);
+        let conversation = cache_bust::mark(
+            &conversation,
+            self.shared.cache_bust,
+            &correlation_id,
+            state.phase,
+        )
+        .map_or(conversation, Arc::new);
         let turn_count = planned.max_turns.map_or(conversation.turns.len(), |max| {
             max.min(conversation.turns.len())
         });
