@@ -43,6 +43,7 @@ pub(crate) fn run_spec(
     spec.records = RecordOptions {
         slice_duration: args.output.slice_duration.map(saturating_secs),
         export_http_trace: args.output.export_http_trace,
+        export_outputs_json: args.output.export_outputs_json,
     };
     spec.runs = multi_run_options(&args.runs);
     spec.slos = slos(args)?;
@@ -134,7 +135,9 @@ pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
         .iter()
         .map(|url| normalise_url(url))
         .collect();
-    endpoint.endpoint_type = args.endpoint.endpoint_type.clone();
+    // The Python AIPerf 0.13's help spells endpoint types with hyphens
+    // (`cohere-rankings`), its config files with underscores.
+    endpoint.endpoint_type = args.endpoint.endpoint_type.replace('-', "_");
     endpoint.custom_endpoint = args.endpoint.custom_endpoint.clone();
     endpoint.streaming = args.endpoint.streaming;
     endpoint.api_key = args.endpoint.api_key.clone();
@@ -147,6 +150,14 @@ pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
     endpoint.request_timeout = saturating_secs(timeout);
     endpoint.use_legacy_max_tokens = args.endpoint.use_legacy_max_tokens;
     endpoint.use_server_token_count = args.endpoint.use_server_token_count;
+    endpoint.per_chunk_usage = args.endpoint.per_chunk_usage;
+    endpoint.session_header = args.endpoint.session_header.clone();
+    if args.endpoint.request_content_type == Some(args::RequestContentTypeArg::MultipartFormData) {
+        anyhow::bail!(
+            "--request-content-type multipart-form-data is not available: every endpoint \
+             type here sends JSON bodies; drop the flag or use application-json"
+        );
+    }
     args.endpoint.readiness()?;
     if let Some(width) = args.output.slice_duration {
         if !(width.is_finite() && width > 0.0) {
@@ -311,6 +322,111 @@ mod tests {
     fn raw_export_level_reaches_the_config() {
         let config = assemble_from(&["-m", "m", "--export-level", "raw"]).unwrap();
         assert_eq!(config.output.export_level, ExportLevel::Raw);
+    }
+
+    #[test]
+    fn python_hyphenated_values_are_accepted() {
+        let config = assemble_from(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "cohere-rankings",
+            "--model-selection-strategy",
+            "round-robin",
+            "--arrival-pattern",
+            "concurrency-burst",
+            "--url-strategy",
+            "round_robin",
+            "--connection-reuse-strategy",
+            "sticky_user_sessions",
+            "--request-content-type",
+            "application-json",
+            "--transport",
+            "http",
+        ])
+        .unwrap();
+        assert_eq!(config.endpoint.endpoint_type, "cohere_rankings");
+        assert_eq!(
+            config.input.model_selection,
+            aiperf_core::config::ModelSelectionStrategy::RoundRobin
+        );
+        assert_eq!(
+            config.load.arrival_pattern,
+            Some(aiperf_core::config::ArrivalPattern::ConcurrencyBurst)
+        );
+    }
+
+    #[test]
+    fn endpoint_flags_reach_the_config() {
+        let config = assemble_from(&[
+            "-m",
+            "m",
+            "--streaming",
+            "--use-server-token-count",
+            "--per-chunk-usage",
+            "--session-header",
+            "X-Session-ID",
+        ])
+        .unwrap();
+        assert!(config.endpoint.per_chunk_usage);
+        assert_eq!(
+            config.endpoint.session_header.as_deref(),
+            Some("X-Session-ID")
+        );
+    }
+
+    #[test]
+    fn per_chunk_usage_names_what_it_needs() {
+        let error = |extra: &[&str]| {
+            let mut argv = vec!["-m", "m", "--per-chunk-usage"];
+            argv.extend(extra);
+            crate::usage::flag_words(&assemble_from(&argv).unwrap_err().to_string())
+        };
+        assert_eq!(
+            error(&["--streaming"]),
+            "--per-chunk-usage requires --use-server-token-count"
+        );
+        assert_eq!(
+            error(&["--use-server-token-count"]),
+            "--per-chunk-usage requires --streaming"
+        );
+        assert_eq!(
+            error(&[
+                "--use-server-token-count",
+                "--streaming",
+                "--endpoint-type",
+                "completions"
+            ]),
+            "--per-chunk-usage requires --endpoint-type chat"
+        );
+    }
+
+    #[test]
+    fn a_bad_session_header_name_is_refused() {
+        let err = assemble_from(&["-m", "m", "--session-header", "X Session"]).unwrap_err();
+        assert_eq!(
+            crate::usage::flag_words(&err.to_string()),
+            "invalid --session-header \"X Session\": the name contains ' '; a header name is \
+             letters, digits and !#$%&'*+-.^_`|~ only"
+        );
+    }
+
+    #[test]
+    fn multipart_bodies_and_weighted_models_are_refused_with_a_sentence() {
+        let err = assemble_from(&["-m", "m", "--request-content-type", "multipart-form-data"])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--request-content-type multipart-form-data is not available: every endpoint type \
+             here sends JSON bodies; drop the flag or use application-json"
+        );
+        let err =
+            assemble_from(&["-m", "a,b", "--model-selection-strategy", "weighted"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("--model-selection-strategy weighted needs a weight for every model"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -74,8 +74,15 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 77] = [
+const FIELD_FLAGS: [(&str, &str); 81] = [
     ("endpoint.api_key", "--api-key"),
+    ("endpoint.endpoint_type", "--endpoint-type"),
+    ("endpoint.per_chunk_usage", "--per-chunk-usage"),
+    ("endpoint.session_header", "--session-header"),
+    (
+        "endpoint.use_server_token_count",
+        "--use-server-token-count",
+    ),
     ("load.arrival_pattern", "--arrival-pattern"),
     ("load.arrival_smoothness", "--arrival-smoothness"),
     ("input.audio.depths", "--audio-depths"),

@@ -16,6 +16,7 @@ use crate::catalogue::{
     metric_def, MetricDef, MetricFlags, MetricId, MetricKind, MetricsContext, CATALOGUE,
 };
 use crate::export::jsonl::JsonlWriter;
+use crate::export::outputs::OutputsJsonWriter;
 #[cfg(feature = "parquet")]
 use crate::export::parquet::ParquetWriter;
 use crate::export::raw::RawJsonlWriter;
@@ -349,6 +350,13 @@ impl MetricsSink {
     pub fn export_raw_records_to(self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
         let writer = RawJsonlWriter::create(path.as_ref())?;
         Ok(self.with_writer(Box::new(writer)))
+    }
+
+    /// Writes the text generated for each profiling record to `path` (`outputs.json`,
+    /// created or truncated when the sink is summarised; `--export-outputs-json`).
+    #[must_use]
+    pub fn export_outputs_to(self, path: impl AsRef<Path>) -> Self {
+        self.with_writer(Box::new(OutputsJsonWriter::new(path.as_ref())))
     }
 
     /// Adds the transport's stamps of each request to its JSONL line as `trace_data`

@@ -79,6 +79,7 @@ impl Session {
                 EndpointOptions {
                     use_legacy_max_tokens: config.endpoint.use_legacy_max_tokens,
                     use_server_token_count: config.endpoint.use_server_token_count,
+                    per_chunk_usage: config.endpoint.per_chunk_usage,
                     extra_inputs: config.endpoint.extra_inputs.clone(),
                 },
             )?,
@@ -258,6 +259,9 @@ impl Session {
             {
                 sink = sink.export_parquet_to(&paths.parquet)?;
             }
+        }
+        if spec.records.export_outputs_json {
+            sink = sink.export_outputs_to(&paths.outputs_json);
         }
         let raw_export = config.output.export_level == ExportLevel::Raw;
         if raw_export {

@@ -160,6 +160,7 @@ pub enum ArrivalPatternArg {
     Poisson,
     Constant,
     Gamma,
+    #[value(alias = "concurrency-burst")]
     ConcurrencyBurst,
 }
 

@@ -7,6 +7,7 @@ pub mod csv;
 pub mod json;
 pub mod jsonl;
 mod line_file;
+pub mod outputs;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod raw;
@@ -45,6 +46,8 @@ pub struct ExportPaths {
     pub timeslices_csv: PathBuf,
     /// `inputs.json` (never prefixed)
     pub inputs_json: PathBuf,
+    /// `outputs.json` (never prefixed)
+    pub outputs_json: PathBuf,
 }
 
 /// Suffixes stripped from a user-given `--profile-export-prefix` (longest first).
@@ -78,6 +81,7 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             timeslices_json: dir.join(TIMESLICES_FILE),
             timeslices_csv: dir.join("profile_export_aiperf_timeslices.csv"),
             inputs_json: dir.join("inputs.json"),
+            outputs_json: dir.join("outputs.json"),
         },
         Some(p) => ExportPaths {
             json: dir.join(format!("{p}.json")),
@@ -88,6 +92,7 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             timeslices_json: dir.join(format!("{p}_timeslices.json")),
             timeslices_csv: dir.join(format!("{p}_timeslices.csv")),
             inputs_json: dir.join("inputs.json"),
+            outputs_json: dir.join("outputs.json"),
         },
     }
 }
