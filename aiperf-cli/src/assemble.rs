@@ -3,7 +3,7 @@
 
 use aiperf_core::clock::saturating_secs;
 
-use aiperf_core::config::ExportLevel;
+use aiperf_core::config::{parse_rate_series, ExportLevel};
 use aiperf_core::{BenchmarkConfig, ValidatedConfig};
 
 use aiperf_endpoints::{endpoint_for, EndpointOptions};
@@ -169,6 +169,15 @@ pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
     args.rankings.apply(&mut config.input);
 
     config.load = args.load.to_config();
+    if let Some(path) = &args.load.request_rate_series {
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            anyhow::anyhow!(
+                "cannot read --request-rate-series {}: {error}",
+                path.display()
+            )
+        })?;
+        config.load.request_rate_series = Some(parse_rate_series(&text)?);
+    }
 
     config.output.artifact_dir = args.output.artifact_dir.clone();
     config.output.export_prefix = args.output.profile_export_prefix.clone();
@@ -427,6 +436,62 @@ mod tests {
                 .starts_with("--model-selection-strategy weighted needs a weight for every model"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_request_rate_series_is_read_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path.to_str().unwrap().to_owned()
+        };
+        let good = file(
+            "good.json",
+            r#"[{"time_s": 0, "qps": 2}, {"time_s": 5, "qps": 4}]"#,
+        );
+        let config = assemble_from(&["-m", "m", "--request-rate-series", &good]).unwrap();
+        assert_eq!(config.load.initial_request_rate(), Some(2.0));
+        assert_eq!(
+            config.load.arrival_pattern,
+            Some(aiperf_core::config::ArrivalPattern::Poisson)
+        );
+        let error = |args: &[&str]| {
+            let mut argv = vec!["-m", "m"];
+            argv.extend(args);
+            crate::usage::flag_words(&assemble_from(&argv).unwrap_err().to_string())
+        };
+        assert_eq!(
+            error(&["--request-rate-series", &good, "--request-rate", "3"]),
+            "--request-rate-series cannot be combined with --request-rate"
+        );
+        let backwards = file(
+            "back.json",
+            r#"[{"time_s": 5, "qps": 2}, {"time_s": 5, "qps": 4}]"#,
+        );
+        assert_eq!(
+            error(&["--request-rate-series", &backwards]),
+            "--request-rate-series time_s values must be strictly increasing"
+        );
+        let one = file("one.json", r#"{"points": [{"time_s": 0, "qps": 2}]}"#);
+        assert_eq!(
+            error(&["--request-rate-series", &one]),
+            "--request-rate-series needs at least two points"
+        );
+        let zero = file(
+            "zero.json",
+            r#"[{"time_s": 0, "qps": 0}, {"time_s": 1, "qps": 4}]"#,
+        );
+        assert_eq!(
+            error(&["--request-rate-series", &zero]),
+            "--request-rate-series must be greater than 0, got 0"
+        );
+        let typo = file(
+            "typo.json",
+            r#"[{"t": 0, "qps": 2}, {"time_s": 1, "qps": 4}]"#,
+        );
+        assert!(error(&["--request-rate-series", &typo])
+            .starts_with("invalid --request-rate-series: expected a JSON array"));
     }
 
     #[test]

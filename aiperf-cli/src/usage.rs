@@ -74,7 +74,7 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 81] = [
+const FIELD_FLAGS: [(&str, &str); 82] = [
     ("endpoint.api_key", "--api-key"),
     ("endpoint.endpoint_type", "--endpoint-type"),
     ("endpoint.per_chunk_usage", "--per-chunk-usage"),
@@ -172,6 +172,7 @@ const FIELD_FLAGS: [(&str, &str); 81] = [
     ),
     ("load.request_count", "--request-count"),
     ("load.request_rate", "--request-rate"),
+    ("load.request_rate_series", "--request-rate-series"),
     (
         "load.request_rate_ramp_duration",
         "--request-rate-ramp-duration",
@@ -242,6 +243,7 @@ mod tests {
             rate: 1.0,
             num_users: 1,
         });
+        config.load.request_rate_series = Some(Vec::new());
         let mut config = serde_json::to_value(config).unwrap();
         config["telemetry"] =
             serde_json::to_value(aiperf_runner::TelemetryOptions::default()).unwrap();

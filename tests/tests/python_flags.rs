@@ -94,6 +94,36 @@ async fn per_chunk_usage_without_server_token_count_is_a_usage_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_rate_series_drives_an_open_loop_run() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let series = dir.path().join("series.json");
+    std::fs::write(
+        &series,
+        r#"{"points": [{"time_s": 0, "qps": 200}, {"time_s": 1, "qps": 400}]}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = profile(run_args(
+        &server,
+        &out,
+        &format!(
+            "--request-count 5 --request-rate-series {}",
+            series.display()
+        ),
+    ))
+    .await;
+    assert_exit(&output, 0);
+    let summary = read_json(&out.join("profile_export_aiperf.json"));
+    assert_eq!(summary["request_count"]["avg"], 5.0);
+    // An open loop starting at the first point's rate.
+    let profiling = &summary["input_config"]["phases"][0];
+    assert_eq!(profiling["type"], "request_rate");
+    assert_eq!(profiling["rate"], 200.0);
+    assert_eq!(profiling["arrival_pattern"], "poisson");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outputs_json_holds_each_requests_generated_text_in_session_order() {
     let server = MockServer::start(MockConfig::fast()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();

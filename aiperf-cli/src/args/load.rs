@@ -38,6 +38,12 @@ pub(crate) struct LoadArgs {
     #[arg(long = "request-rate-ramp-duration")]
     pub request_rate_ramp_duration: Option<f64>,
 
+    /// A JSON file of request-rate points instead of --request-rate: `[{"time_s": 0,
+    /// "qps": 5}, {"time_s": 60, "qps": 20}]` (or `{"points": […]}`). The rate follows
+    /// the points linearly (after --request-rate-ramp-duration), then keeps the last.
+    #[arg(long = "request-rate-series", value_name = "FILE")]
+    pub request_rate_series: Option<std::path::PathBuf>,
+
     /// Distribution of gaps between arrivals in request-rate mode.
     #[arg(
         long = "arrival-pattern",
@@ -185,6 +191,8 @@ impl LoadArgs {
             prefill_concurrency_ramp_duration: self.prefill_concurrency_ramp_duration,
             request_rate: self.request_rate,
             request_rate_ramp_duration: self.request_rate_ramp_duration,
+            // Read from its file when the configuration is assembled.
+            request_rate_series: None,
             arrival_pattern: self.arrival_pattern.map(ArrivalPattern::from),
             arrival_smoothness: self.arrival_smoothness,
             request_count: self.request_count,

@@ -82,8 +82,6 @@ const NETWORK_LATENCY: &str = "network-latency adjustment is not available; the 
     include the network round trip";
 const PREFILL_WARMUP_RAMP: &str = "a prefill-concurrency ramp during warmup is not yet \
     available; warm up without it (--warmup-concurrency-ramp-duration ramps concurrency)";
-const REQUEST_RATE_SERIES: &str = "piecewise-linear request-rate series are not yet available; \
-    use --request-rate with --request-rate-ramp-duration, or a sweep --request-rate 5,10,20";
 const FAILED_REQUEST_THRESHOLD: &str = "stopping the run early on a failure ratio is not yet \
     available; the run completes and its error metrics show the failures";
 const SEED_PER_TRIAL: &str = "not yet available: every profile run uses the same seed \
@@ -214,7 +212,6 @@ pub(crate) const REFUSED: &[RefusedOption] = &[
         "warmup-prefill-concurrency-ramp-duration",
         PREFILL_WARMUP_RAMP,
     ),
-    values("request-rate-series", REQUEST_RATE_SERIES),
     values("failed-request-threshold", FAILED_REQUEST_THRESHOLD),
     switch("vary-seed-per-trial", SEED_PER_TRIAL),
     switch("no-vary-seed-per-trial", SEED_PER_TRIAL),

@@ -22,7 +22,10 @@ pub use input::{
     SequenceDistribution, SessionOptions, VideoFormat, VideoOptions, VideoSynthType,
     DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
 };
-pub use load::{ArrivalPattern, FixedScheduleConfig, LoadConfig, UserCentricConfig, WarmupConfig};
+pub use load::{
+    parse_rate_series, ArrivalPattern, FixedScheduleConfig, LoadConfig, RateSeriesPoint,
+    UserCentricConfig, WarmupConfig,
+};
 pub use validated::ValidatedConfig;
 
 /// The whole benchmark configuration.

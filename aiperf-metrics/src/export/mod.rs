@@ -118,7 +118,7 @@ pub fn artifact_dir_name(config: &BenchmarkConfig) -> String {
             py_float(user.rate)
         )
     } else {
-        match (load.concurrency, load.request_rate) {
+        match (load.concurrency, load.initial_request_rate()) {
             (Some(c), Some(r)) => format!("concurrency{c}-request_rate{}", py_float(r)),
             (None, Some(r)) => format!("request_rate{}", py_float(r)),
             (c, None) => format!("concurrency{}", c.unwrap_or(1)),
