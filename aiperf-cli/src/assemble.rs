@@ -495,6 +495,17 @@ mod tests {
     }
 
     #[test]
+    fn the_failed_request_threshold_is_a_fraction() {
+        let config = assemble_from(&["-m", "m", "--failed-request-threshold", "0.25"]).unwrap();
+        assert_eq!(config.load.failed_request_threshold, Some(0.25));
+        let err = assemble_from(&["-m", "m", "--failed-request-threshold", "1.5"]).unwrap_err();
+        assert_eq!(
+            crate::usage::flag_words(&err.to_string()),
+            "--failed-request-threshold must be between 0 and 1, got 1.5"
+        );
+    }
+
+    #[test]
     fn bad_goodput_names_the_item() {
         let err = assemble_from(&["-m", "m", "--goodput", "ttft"]).unwrap_err();
         assert_eq!(

@@ -130,7 +130,8 @@ fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitC
             Outcome::AllFailed
             | Outcome::RunsFailed
             | Outcome::ClientLimited
-            | Outcome::ExportFailed => ExitCode::FAILURE,
+            | Outcome::ExportFailed
+            | Outcome::TooManyFailures => ExitCode::FAILURE,
             Outcome::SlosMissed => ExitCode::from(3),
             Outcome::Cancelled => ExitCode::from(profile::cancel_status()),
         },

@@ -74,7 +74,7 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 82] = [
+const FIELD_FLAGS: [(&str, &str); 83] = [
     ("endpoint.api_key", "--api-key"),
     ("endpoint.endpoint_type", "--endpoint-type"),
     ("endpoint.per_chunk_usage", "--per-chunk-usage"),
@@ -99,6 +99,10 @@ const FIELD_FLAGS: [(&str, &str); 82] = [
         "--concurrency-ramp-duration",
     ),
     ("input.custom_dataset_type", "--custom-dataset-type"),
+    (
+        "load.failed_request_threshold",
+        "--failed-request-threshold",
+    ),
     ("input.sampling_strategy", "--dataset-sampling-strategy"),
     ("telemetry.gpu_urls", "--gpu-telemetry"),
     ("endpoint.headers", "--header"),
@@ -244,6 +248,7 @@ mod tests {
             num_users: 1,
         });
         config.load.request_rate_series = Some(Vec::new());
+        config.load.failed_request_threshold = Some(0.5);
         let mut config = serde_json::to_value(config).unwrap();
         config["telemetry"] =
             serde_json::to_value(aiperf_runner::TelemetryOptions::default()).unwrap();

@@ -238,7 +238,8 @@ impl Session {
         let stop = self.cancel.child_token();
         let mut sink =
             MetricsSink::new(&config, endpoint.info(), Arc::new(self.tokenizer.clone()))?
-                .stop_sending_on_export_failure(stop.clone());
+                .stop_sending_on_export_failure(stop.clone())
+                .stop_sending_on_failure_threshold(stop.clone());
         if let Some(command_line) = &spec.command_line {
             tracing::info!("CLI command: {command_line}");
             sink = sink.with_cli_command(command_line.clone());
@@ -386,6 +387,8 @@ async fn watch_long_waits<T>(
 fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
     if summary.export_failure.is_some() {
         Outcome::ExportFailed
+    } else if summary.failure_threshold_exceeded.is_some() {
+        Outcome::TooManyFailures
     } else if summary.was_cancelled {
         Outcome::Cancelled
     } else if summary.request_count() == 0

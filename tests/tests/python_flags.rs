@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use aiperf_mock_server::{MockConfig, MockServer};
+use aiperf_mock_server::{FaultConfig, MockConfig, MockServer};
 use common::{args, assert_exit, profile, read_json, read_jsonl, recorded_body, recorded_header};
 use serde_json::json;
 
@@ -121,6 +121,41 @@ async fn a_request_rate_series_drives_an_open_loop_run() {
     assert_eq!(profiling["type"], "request_rate");
     assert_eq!(profiling["rate"], 200.0);
     assert_eq!(profiling["arrival_pattern"], "poisson");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_failed_request_threshold_stops_a_failing_run_early() {
+    let server = MockServer::start(MockConfig {
+        faults: FaultConfig {
+            error_rate: 100.0,
+            ..FaultConfig::default()
+        },
+        ..MockConfig::fast()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let output = profile(run_args(
+        &server,
+        dir.path(),
+        "--request-count 2000 --concurrency 1 --failed-request-threshold 0.5",
+    ))
+    .await;
+    assert_exit(&output, 1);
+    // Armed at the 10th record (max(concurrency, 10)), which is the 10th failure.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "error: 10 of 10 requests failed (100 %), more than the threshold of 50 %: \
+             sending stopped"
+        ),
+        "{stderr}"
+    );
+    // Records are judged off the sending path, so a few more may go out before the stop
+    // lands; far from all of them.
+    let sent = server.stats().requests_total;
+    assert!(sent < 2000, "{sent} requests sent");
+    assert!(dir.path().join("profile_export_aiperf.json").is_file());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

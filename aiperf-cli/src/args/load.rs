@@ -75,6 +75,11 @@ pub(crate) struct LoadArgs {
     #[arg(long = "benchmark-grace-period")]
     pub benchmark_grace_period: Option<f64>,
 
+    /// Stop sending once more than this fraction (0–1) of the requests failed, checked
+    /// from the max(--concurrency, 10)-th request on; the run then exits 1.
+    #[arg(long = "failed-request-threshold")]
+    pub failed_request_threshold: Option<f64>,
+
     /// Threads that send requests (default 1: exact stamps, ~30k requests/s on one core).
     #[arg(long = "workers-max", visible_alias = "max-workers", default_value_t = 1,
           value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -193,6 +198,7 @@ impl LoadArgs {
             request_rate_ramp_duration: self.request_rate_ramp_duration,
             // Read from its file when the configuration is assembled.
             request_rate_series: None,
+            failed_request_threshold: self.failed_request_threshold,
             arrival_pattern: self.arrival_pattern.map(ArrivalPattern::from),
             arrival_smoothness: self.arrival_smoothness,
             request_count: self.request_count,

@@ -82,8 +82,6 @@ const NETWORK_LATENCY: &str = "network-latency adjustment is not available; the 
     include the network round trip";
 const PREFILL_WARMUP_RAMP: &str = "a prefill-concurrency ramp during warmup is not yet \
     available; warm up without it (--warmup-concurrency-ramp-duration ramps concurrency)";
-const FAILED_REQUEST_THRESHOLD: &str = "stopping the run early on a failure ratio is not yet \
-    available; the run completes and its error metrics show the failures";
 const SEED_PER_TRIAL: &str = "not yet available: every profile run uses the same seed \
     (--random-seed, or 42); --no-set-consistent-seed lets each run draw its own";
 const SWEEP_SEED: &str = "not yet available: every sweep point uses the same dataset seed";
@@ -212,7 +210,6 @@ pub(crate) const REFUSED: &[RefusedOption] = &[
         "warmup-prefill-concurrency-ramp-duration",
         PREFILL_WARMUP_RAMP,
     ),
-    values("failed-request-threshold", FAILED_REQUEST_THRESHOLD),
     switch("vary-seed-per-trial", SEED_PER_TRIAL),
     switch("no-vary-seed-per-trial", SEED_PER_TRIAL),
     switch("parameter-sweep-same-seed", SWEEP_SEED),

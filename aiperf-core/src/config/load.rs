@@ -101,6 +101,11 @@ pub struct LoadConfig {
     /// first point's and follows the points (after the ramp, if any), then keeps the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_rate_series: Option<Vec<RateSeriesPoint>>,
+    /// Stop sending once more than this fraction (0–1) of the profiling requests failed;
+    /// checked from the `max(concurrency, 10)`-th record on, so one early failure cannot
+    /// end the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_request_threshold: Option<f64>,
     /// Gap distribution in rate mode.
     pub arrival_pattern: Option<ArrivalPattern>,
     /// Gamma shape for `ArrivalPattern::Gamma`.
@@ -264,6 +269,15 @@ impl LoadConfig {
         }
         if let Some(points) = &self.request_rate_series {
             check_rate_series(points, self.request_rate.is_some())?;
+        }
+        if let Some(threshold) = self.failed_request_threshold {
+            if !(0.0..=1.0).contains(&threshold) {
+                return Err(out_of_range(
+                    "load.failed_request_threshold",
+                    "between 0 and 1",
+                    threshold,
+                ));
+            }
         }
         if let Some(d) = self.benchmark_duration {
             positive("load.benchmark_duration", d)?;
