@@ -12,7 +12,7 @@ use crate::args::AnalyzeTraceArgs;
 
 /// Runs the subcommand: analyse, print, and write the report when asked.
 pub(crate) fn run(args: &AnalyzeTraceArgs) -> anyhow::Result<()> {
-    let stats = analyze_trace_file(&args.input_file, args.block_size)?;
+    let stats = analyze_trace_file(args.input_file()?, args.block_size)?;
     print!("{}", render_report(&stats));
     if let Some(output) = &args.output_file {
         write_report(&stats, output)?;

@@ -3,7 +3,7 @@
 
 use aiperf_core::clock::saturating_secs;
 
-use aiperf_core::config::ExportLevel;
+use aiperf_core::config::{parse_rate_series, ExportLevel};
 use aiperf_core::{BenchmarkConfig, ValidatedConfig};
 
 use aiperf_endpoints::{endpoint_for, EndpointOptions};
@@ -43,6 +43,7 @@ pub(crate) fn run_spec(
     spec.records = RecordOptions {
         slice_duration: args.output.slice_duration.map(saturating_secs),
         export_http_trace: args.output.export_http_trace,
+        export_outputs_json: args.output.export_outputs_json,
     };
     spec.runs = multi_run_options(&args.runs);
     spec.slos = slos(args)?;
@@ -134,7 +135,9 @@ pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
         .iter()
         .map(|url| normalise_url(url))
         .collect();
-    endpoint.endpoint_type = args.endpoint.endpoint_type.clone();
+    // The Python AIPerf 0.13's help spells endpoint types with hyphens
+    // (`cohere-rankings`), its config files with underscores.
+    endpoint.endpoint_type = args.endpoint.endpoint_type.replace('-', "_");
     endpoint.custom_endpoint = args.endpoint.custom_endpoint.clone();
     endpoint.streaming = args.endpoint.streaming;
     endpoint.api_key = args.endpoint.api_key.clone();
@@ -147,6 +150,14 @@ pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
     endpoint.request_timeout = saturating_secs(timeout);
     endpoint.use_legacy_max_tokens = args.endpoint.use_legacy_max_tokens;
     endpoint.use_server_token_count = args.endpoint.use_server_token_count;
+    endpoint.per_chunk_usage = args.endpoint.per_chunk_usage;
+    endpoint.session_header = args.endpoint.session_header.clone();
+    if args.endpoint.request_content_type == Some(args::RequestContentTypeArg::MultipartFormData) {
+        anyhow::bail!(
+            "--request-content-type multipart-form-data is not available: every endpoint \
+             type here sends JSON bodies; drop the flag or use application-json"
+        );
+    }
     args.endpoint.readiness()?;
     if let Some(width) = args.output.slice_duration {
         if !(width.is_finite() && width > 0.0) {
@@ -158,6 +169,15 @@ pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
     args.rankings.apply(&mut config.input);
 
     config.load = args.load.to_config();
+    if let Some(path) = &args.load.request_rate_series {
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            anyhow::anyhow!(
+                "cannot read --request-rate-series {}: {error}",
+                path.display()
+            )
+        })?;
+        config.load.request_rate_series = Some(parse_rate_series(&text)?);
+    }
 
     config.output.artifact_dir = args.output.artifact_dir.clone();
     config.output.export_prefix = args.output.profile_export_prefix.clone();
@@ -311,6 +331,178 @@ mod tests {
     fn raw_export_level_reaches_the_config() {
         let config = assemble_from(&["-m", "m", "--export-level", "raw"]).unwrap();
         assert_eq!(config.output.export_level, ExportLevel::Raw);
+    }
+
+    #[test]
+    fn python_hyphenated_values_are_accepted() {
+        let config = assemble_from(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "cohere-rankings",
+            "--model-selection-strategy",
+            "round-robin",
+            "--arrival-pattern",
+            "concurrency-burst",
+            "--url-strategy",
+            "round_robin",
+            "--connection-reuse-strategy",
+            "sticky_user_sessions",
+            "--request-content-type",
+            "application-json",
+            "--transport",
+            "http",
+        ])
+        .unwrap();
+        assert_eq!(config.endpoint.endpoint_type, "cohere_rankings");
+        assert_eq!(
+            config.input.model_selection,
+            aiperf_core::config::ModelSelectionStrategy::RoundRobin
+        );
+        assert_eq!(
+            config.load.arrival_pattern,
+            Some(aiperf_core::config::ArrivalPattern::ConcurrencyBurst)
+        );
+    }
+
+    #[test]
+    fn endpoint_flags_reach_the_config() {
+        let config = assemble_from(&[
+            "-m",
+            "m",
+            "--streaming",
+            "--use-server-token-count",
+            "--per-chunk-usage",
+            "--session-header",
+            "X-Session-ID",
+        ])
+        .unwrap();
+        assert!(config.endpoint.per_chunk_usage);
+        assert_eq!(
+            config.endpoint.session_header.as_deref(),
+            Some("X-Session-ID")
+        );
+    }
+
+    #[test]
+    fn per_chunk_usage_names_what_it_needs() {
+        let error = |extra: &[&str]| {
+            let mut argv = vec!["-m", "m", "--per-chunk-usage"];
+            argv.extend(extra);
+            crate::usage::flag_words(&assemble_from(&argv).unwrap_err().to_string())
+        };
+        assert_eq!(
+            error(&["--streaming"]),
+            "--per-chunk-usage requires --use-server-token-count"
+        );
+        assert_eq!(
+            error(&["--use-server-token-count"]),
+            "--per-chunk-usage requires --streaming"
+        );
+        assert_eq!(
+            error(&[
+                "--use-server-token-count",
+                "--streaming",
+                "--endpoint-type",
+                "completions"
+            ]),
+            "--per-chunk-usage requires --endpoint-type chat"
+        );
+    }
+
+    #[test]
+    fn a_bad_session_header_name_is_refused() {
+        let err = assemble_from(&["-m", "m", "--session-header", "X Session"]).unwrap_err();
+        assert_eq!(
+            crate::usage::flag_words(&err.to_string()),
+            "invalid --session-header \"X Session\": the name contains ' '; a header name is \
+             letters, digits and !#$%&'*+-.^_`|~ only"
+        );
+    }
+
+    #[test]
+    fn multipart_bodies_and_weighted_models_are_refused_with_a_sentence() {
+        let err = assemble_from(&["-m", "m", "--request-content-type", "multipart-form-data"])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--request-content-type multipart-form-data is not available: every endpoint type \
+             here sends JSON bodies; drop the flag or use application-json"
+        );
+        let err =
+            assemble_from(&["-m", "a,b", "--model-selection-strategy", "weighted"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("--model-selection-strategy weighted needs a weight for every model"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_request_rate_series_is_read_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path.to_str().unwrap().to_owned()
+        };
+        let good = file(
+            "good.json",
+            r#"[{"time_s": 0, "qps": 2}, {"time_s": 5, "qps": 4}]"#,
+        );
+        let config = assemble_from(&["-m", "m", "--request-rate-series", &good]).unwrap();
+        assert_eq!(config.load.initial_request_rate(), Some(2.0));
+        assert_eq!(
+            config.load.arrival_pattern,
+            Some(aiperf_core::config::ArrivalPattern::Poisson)
+        );
+        let error = |args: &[&str]| {
+            let mut argv = vec!["-m", "m"];
+            argv.extend(args);
+            crate::usage::flag_words(&assemble_from(&argv).unwrap_err().to_string())
+        };
+        assert_eq!(
+            error(&["--request-rate-series", &good, "--request-rate", "3"]),
+            "--request-rate-series cannot be combined with --request-rate"
+        );
+        let backwards = file(
+            "back.json",
+            r#"[{"time_s": 5, "qps": 2}, {"time_s": 5, "qps": 4}]"#,
+        );
+        assert_eq!(
+            error(&["--request-rate-series", &backwards]),
+            "--request-rate-series time_s values must be strictly increasing"
+        );
+        let one = file("one.json", r#"{"points": [{"time_s": 0, "qps": 2}]}"#);
+        assert_eq!(
+            error(&["--request-rate-series", &one]),
+            "--request-rate-series needs at least two points"
+        );
+        let zero = file(
+            "zero.json",
+            r#"[{"time_s": 0, "qps": 0}, {"time_s": 1, "qps": 4}]"#,
+        );
+        assert_eq!(
+            error(&["--request-rate-series", &zero]),
+            "--request-rate-series must be greater than 0, got 0"
+        );
+        let typo = file(
+            "typo.json",
+            r#"[{"t": 0, "qps": 2}, {"time_s": 1, "qps": 4}]"#,
+        );
+        assert!(error(&["--request-rate-series", &typo])
+            .starts_with("invalid --request-rate-series: expected a JSON array"));
+    }
+
+    #[test]
+    fn the_failed_request_threshold_is_a_fraction() {
+        let config = assemble_from(&["-m", "m", "--failed-request-threshold", "0.25"]).unwrap();
+        assert_eq!(config.load.failed_request_threshold, Some(0.25));
+        let err = assemble_from(&["-m", "m", "--failed-request-threshold", "1.5"]).unwrap_err();
+        assert_eq!(
+            crate::usage::flag_words(&err.to_string()),
+            "--failed-request-threshold must be between 0 and 1, got 1.5"
+        );
     }
 
     #[test]

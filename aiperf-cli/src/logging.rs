@@ -1,6 +1,7 @@
 //! Logs: every event at the chosen level goes to `<artifact dir>/logs/aiperf.log`; the
-//! console gets warnings and errors only, and none while the dashboard owns the screen
-//! (it shows the recent ones itself).
+//! console gets the same level when `--log-level`, `-v` or `-vv` chose it, warnings and
+//! errors only otherwise, and none while the dashboard owns the screen (it shows the
+//! recent ones itself).
 //!
 //! The artifact directory is known only once the run is configured, so the file layer
 //! is installed at start and buffers what it receives until [`open_log_file`] names the
@@ -52,14 +53,19 @@ enum LogFile {
 }
 
 /// Installs the global logger: the file at `level` (or `AIPERF_LOG`, an env-filter
-/// directive, when set), the console at warnings and errors.
-pub(crate) fn init(level: LogLevel) {
+/// directive, when set), the console at `level` too when `console_follows_level`, else at
+/// warnings and errors.
+pub(crate) fn init(level: LogLevel, console_follows_level: bool) {
     let file_level = LevelFilter::from_level(level.tracing_level());
     // Our own crates at the chosen level; dependencies (hyper's h2, rustls) only report
     // their warnings, so the file never carries their frame dumps.
     let file_filter = EnvFilter::try_from_env("AIPERF_LOG")
         .unwrap_or_else(|_| EnvFilter::new(format!("warn,aiperf={file_level}")));
-    let console_level = file_level.min(LevelFilter::WARN);
+    let console_level = if console_follows_level {
+        file_level
+    } else {
+        file_level.min(LevelFilter::WARN)
+    };
     let file = tracing_subscriber::fmt::layer()
         .with_ansi(false)
         .event_format(LineFormat { file: true })
@@ -69,7 +75,11 @@ pub(crate) fn init(level: LogLevel) {
         .with_ansi(false)
         .event_format(LineFormat { file: false })
         .with_writer(|| ConsoleWriter(Vec::new()))
-        .with_filter(filter_fn(move |meta| *meta.level() <= console_level));
+        .with_filter(filter_fn(move |meta| {
+            // Dependencies only with their warnings, as in the file.
+            let ours = meta.target().starts_with("aiperf");
+            *meta.level() <= console_level && (ours || *meta.level() <= Level::WARN)
+        }));
     // A second init (tests calling main twice) keeps the first logger.
     let _ = tracing_subscriber::registry()
         .with(file)

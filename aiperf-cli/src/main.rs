@@ -19,6 +19,8 @@ mod kv;
 mod logging;
 mod plot;
 mod profile;
+#[cfg(test)]
+mod python_options;
 mod sweep;
 mod telemetry;
 mod ui;
@@ -81,7 +83,14 @@ fn main() -> ExitCode {
             }
         },
         Command::Profile(args) => {
-            logging::init(args.output.effective_log_level());
+            if let Some(refusal) = &args.refused.used {
+                eprintln!("error: {refusal}");
+                return ExitCode::from(2);
+            }
+            logging::init(
+                args.output.effective_log_level(),
+                args.output.console_follows_log_level(),
+            );
             tracing::info!("Starting aiperf {}", env!("CARGO_PKG_VERSION"));
             run_profile(&argv, *args, cli_command)
         }
@@ -109,14 +118,20 @@ fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitC
         // On stderr as `error: …` and in the log file.
         tracing::error!("{}", usage::message(error));
     }
+    let plot_failed = match &result {
+        Ok(report) if args.output.auto_plot => auto_plot(report, args.output.plot_required),
+        _ => false,
+    };
     logging::flush();
     match result {
+        Ok(_) if plot_failed => ExitCode::FAILURE,
         Ok(report) => match report.outcome {
             Outcome::Completed => ExitCode::SUCCESS,
             Outcome::AllFailed
             | Outcome::RunsFailed
             | Outcome::ClientLimited
-            | Outcome::ExportFailed => ExitCode::FAILURE,
+            | Outcome::ExportFailed
+            | Outcome::TooManyFailures => ExitCode::FAILURE,
             Outcome::SlosMissed => ExitCode::from(3),
             Outcome::Cancelled => ExitCode::from(profile::cancel_status()),
         },
@@ -124,6 +139,25 @@ fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitC
             ErrorKind::Usage => ExitCode::from(2),
             ErrorKind::Failure => ExitCode::FAILURE,
         },
+    }
+}
+
+/// `--auto-plot` on the finished runs; true when plotting failed and `--plot-required`
+/// makes that fatal (otherwise a failure is a warning, as in the Python AIPerf 0.13).
+fn auto_plot(report: &aiperf_runner::Report, required: bool) -> bool {
+    if report.outcome == Outcome::Cancelled {
+        return false;
+    }
+    match plot::plot_report(report) {
+        Ok(()) => false,
+        Err(error) if required => {
+            tracing::error!("--auto-plot failed (--plot-required): {error:#}");
+            true
+        }
+        Err(error) => {
+            tracing::warn!("--auto-plot failed: {error:#}");
+            false
+        }
     }
 }
 

@@ -1,6 +1,10 @@
-//! `aiperf plot [PATHS…]`: charts and report.html from run artifacts (see aiperf-plot).
+//! `aiperf plot [PATHS…]`: charts and report.html from run artifacts (see aiperf-plot);
+//! also `aiperf profile --auto-plot` on the runs it just made.
 
-use aiperf_plot::{plot, Mode, PlotOptions, Theme};
+use std::path::PathBuf;
+
+use aiperf_plot::{plot, Mode, PlotOptions, PlotOutcome, Theme};
+use aiperf_runner::Report;
 
 use crate::args::{PlotArgs, PlotTheme};
 
@@ -13,7 +17,35 @@ pub(crate) fn run(args: &PlotArgs) -> anyhow::Result<()> {
             PlotTheme::Dark => Theme::Dark,
         },
     };
-    let outcome = plot(&args.paths, &options)?;
+    let outcome = plot(args.run_paths(), &options)?;
+    print_outcome(&outcome);
+    Ok(())
+}
+
+/// `--auto-plot`: plots the run that `report` describes, or compares its runs (a
+/// multi-run or a sweep) into `plots/` beside them; nothing when no run finished.
+pub(crate) fn plot_report(report: &Report) -> anyhow::Result<()> {
+    let dirs: Vec<PathBuf> = report
+        .runs
+        .iter()
+        .map(|run| run.files.dir.clone())
+        .collect();
+    let Some(first) = dirs.first() else {
+        return Ok(());
+    };
+    let output = match (dirs.len(), first.parent()) {
+        (1, _) | (_, None) => None,
+        (_, Some(parent)) => Some(parent.join("plots")),
+    };
+    let options = PlotOptions {
+        output,
+        theme: Theme::Light,
+    };
+    print_outcome(&plot(&dirs, &options)?);
+    Ok(())
+}
+
+fn print_outcome(outcome: &PlotOutcome) {
     match &outcome.mode {
         Mode::Single(dir) => println!("Plotted run {}", dir.display()),
         Mode::Multi(runs) => {
@@ -29,5 +61,4 @@ pub(crate) fn run(args: &PlotArgs) -> anyhow::Result<()> {
         outcome.output.display()
     );
     println!("Report: {}", outcome.report.display());
-    Ok(())
 }

@@ -74,8 +74,15 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 88] = [
+const FIELD_FLAGS: [(&str, &str); 94] = [
     ("endpoint.api_key", "--api-key"),
+    ("endpoint.endpoint_type", "--endpoint-type"),
+    ("endpoint.per_chunk_usage", "--per-chunk-usage"),
+    ("endpoint.session_header", "--session-header"),
+    (
+        "endpoint.use_server_token_count",
+        "--use-server-token-count",
+    ),
     ("load.arrival_pattern", "--arrival-pattern"),
     ("load.arrival_smoothness", "--arrival-smoothness"),
     ("input.audio.depths", "--audio-depths"),
@@ -92,6 +99,10 @@ const FIELD_FLAGS: [(&str, &str); 88] = [
         "--concurrency-ramp-duration",
     ),
     ("input.custom_dataset_type", "--custom-dataset-type"),
+    (
+        "load.failed_request_threshold",
+        "--failed-request-threshold",
+    ),
     ("input.sampling_strategy", "--dataset-sampling-strategy"),
     ("telemetry.gpu_urls", "--gpu-telemetry"),
     ("endpoint.headers", "--header"),
@@ -165,6 +176,7 @@ const FIELD_FLAGS: [(&str, &str); 88] = [
     ),
     ("load.request_count", "--request-count"),
     ("load.request_rate", "--request-rate"),
+    ("load.request_rate_series", "--request-rate-series"),
     (
         "load.request_rate_ramp_duration",
         "--request-rate-ramp-duration",
@@ -249,6 +261,8 @@ mod tests {
             rate: 1.0,
             num_users: 1,
         });
+        config.load.request_rate_series = Some(Vec::new());
+        config.load.failed_request_threshold = Some(0.5);
         let mut config = serde_json::to_value(config).unwrap();
         config["telemetry"] =
             serde_json::to_value(aiperf_runner::TelemetryOptions::default()).unwrap();

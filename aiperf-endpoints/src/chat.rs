@@ -72,7 +72,7 @@ impl Endpoint for ChatEndpoint {
             &self.options,
             turn,
             input.streaming,
-            UsageChunk::WhenStreaming,
+            UsageChunk::WhenStreamingPerChunkOnRequest,
         ))
     }
 

@@ -43,6 +43,10 @@ pub struct EndpointOptions {
     /// Ask streaming servers for usage with `stream_options.include_usage`
     /// (`--use-server-token-count`).
     pub use_server_token_count: bool,
+    /// Ask a streaming chat server for cumulative usage on every chunk with
+    /// `stream_options.continuous_usage_stats` (`--per-chunk-usage`; a vLLM and TRT-LLM
+    /// extension that strict OpenAI rejects). Only chat sends it, as in the Python AIPerf.
+    pub per_chunk_usage: bool,
     /// `--extra-inputs`, merged shallowly over the built body in order (a turn's own
     /// `extra` fields are merged after them). The `template` endpoint takes its
     /// `payload_template` and `response_field` out of them first.

@@ -73,6 +73,9 @@ pub(crate) enum UsageChunk {
     /// Every streaming request (chat and completions, as the Python AIPerf 0.13 does:
     /// usage and its discrepancy metrics need it, and vLLM puts per-request metrics there).
     WhenStreaming,
+    /// Every streaming request, plus `stream_options.continuous_usage_stats` when
+    /// [`EndpointOptions::per_chunk_usage`] asks for usage on every chunk (chat).
+    WhenStreamingPerChunkOnRequest,
     /// Only with `--use-server-token-count`.
     WithServerTokenCount,
     /// Never: the API has no `stream_options` (Anthropic Messages always streams usage).
@@ -94,12 +97,13 @@ pub(crate) fn finish(
     merge(&mut body, &options.extra_inputs);
     merge_turn_extra(&mut body, turn);
     let wanted = match usage {
-        UsageChunk::WhenStreaming => true,
+        UsageChunk::WhenStreaming | UsageChunk::WhenStreamingPerChunkOnRequest => true,
         UsageChunk::WithServerTokenCount => options.use_server_token_count,
         UsageChunk::Never => false,
     };
+    let per_chunk = usage == UsageChunk::WhenStreamingPerChunkOnRequest && options.per_chunk_usage;
     if streaming && wanted {
-        request_usage(&mut body);
+        request_usage(&mut body, per_chunk);
     }
     serialize(body, streaming)
 }
@@ -136,20 +140,22 @@ pub(crate) fn serialize(body: Map<String, Value>, streaming: bool) -> BuiltReque
     }
 }
 
-/// Asks for a usage chunk at the end of the stream, unless the user already decided.
-fn request_usage(body: &mut Map<String, Value>) {
-    match body.get_mut("stream_options") {
-        Some(Value::Object(stream_options)) => {
-            if !stream_options.contains_key("include_usage") {
-                stream_options.insert("include_usage".into(), Value::Bool(true));
-            }
-        }
+/// Asks for a usage chunk at the end of the stream (and, `per_chunk`, cumulative usage on
+/// every chunk), unless the user already decided.
+fn request_usage(body: &mut Map<String, Value>, per_chunk: bool) {
+    let Value::Object(stream_options) = body
+        .entry("stream_options")
+        .or_insert_with(|| Value::Object(Map::new()))
+    else {
         // A non-object value is the user's explicit choice; leave it alone.
-        Some(_) => {}
-        None => {
-            let mut stream_options = Map::new();
-            stream_options.insert("include_usage".into(), Value::Bool(true));
-            body.insert("stream_options".into(), Value::Object(stream_options));
-        }
+        return;
+    };
+    stream_options
+        .entry("include_usage")
+        .or_insert(Value::Bool(true));
+    if per_chunk {
+        stream_options
+            .entry("continuous_usage_stats")
+            .or_insert(Value::Bool(true));
     }
 }

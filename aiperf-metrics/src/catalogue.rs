@@ -118,6 +118,9 @@ pub struct MetricsContext {
     pub tokenizes_input: bool,
     /// `--use-server-token-count`: tokens come from the server's `usage`.
     pub use_server_token_count: bool,
+    /// `--per-chunk-usage`: inter-token latency leaves out the tokens the server reports
+    /// for the first content chunk instead of assuming one.
+    pub per_chunk_usage: bool,
     /// `--goodput` was given.
     pub goodput: bool,
 }
@@ -130,6 +133,7 @@ impl MetricsContext {
             produces_tokens: info.produces_tokens,
             tokenizes_input: info.tokenizes_input,
             use_server_token_count: config.endpoint.use_server_token_count,
+            per_chunk_usage: config.endpoint.per_chunk_usage,
             goodput: !config.goodput.is_empty(),
         }
     }
@@ -141,6 +145,7 @@ impl MetricsContext {
             produces_tokens: true,
             tokenizes_input: true,
             use_server_token_count: false,
+            per_chunk_usage: false,
             goodput: false,
         }
     }

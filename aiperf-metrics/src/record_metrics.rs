@@ -374,6 +374,26 @@ fn diff_pct(server: Option<u64>, client: Option<u64>) -> Option<f64> {
     (c > 0.0).then(|| (s - c).abs() / c * 100.0)
 }
 
+/// The tokens generated after the first content chunk: `osl − 1`, or with
+/// `--per-chunk-usage` `osl` less the cumulative `completion_tokens` the server reported on
+/// the first content chunk that carried usage (the Python AIPerf 0.13's rule), unless
+/// that count is missing or inconsistent (0, or leaving no token after it).
+fn decode_tokens(record: &RequestRecord, osl: u64, ctx: &MetricsContext) -> u64 {
+    let first_chunk = ctx
+        .per_chunk_usage
+        .then(|| {
+            record
+                .content_responses()
+                .find_map(|timed| timed.response.usage.as_ref())
+                .and_then(aiperf_core::Usage::completion_tokens)
+        })
+        .flatten();
+    match first_chunk {
+        Some(first) if first > 0 && first < osl => osl - first,
+        _ => osl - 1,
+    }
+}
+
 /// Computes the record metrics of `record` given its token counts
 /// (docs/metrics.md#per-request-metrics).
 ///
@@ -433,7 +453,7 @@ pub fn compute_record_metrics(
     }
     let itl_ms = match (latency_ns, ttft_ns, osl) {
         (Some(lat), Some(ttft), Some(osl)) if osl >= 2 && lat >= ttft => {
-            Some(ms(lat - ttft) / (osl - 1) as f64)
+            Some(ms(lat - ttft) / decode_tokens(record, osl, ctx) as f64)
         }
         _ => None,
     };
@@ -849,6 +869,51 @@ mod tests {
         let m = compute_record_metrics(&r, &t, &ctx);
         assert_eq!(m.scalar(MetricId::OutputSequenceLength), Some(10.0));
         assert!(m.get(MetricId::UsagePromptTokensDiffPct).is_none());
+    }
+
+    #[test]
+    fn per_chunk_usage_leaves_the_first_chunks_tokens_out_of_inter_token_latency() {
+        // The server bundled 3 tokens into the first chunk; usage is cumulative.
+        let r = record(
+            0,
+            "q",
+            vec![
+                resp(10 * MS, "a", "", Some(r#"{"completion_tokens":3}"#)),
+                resp(20 * MS, "b", "", Some(r#"{"completion_tokens":4}"#)),
+                resp(50 * MS, "c", "", Some(r#"{"completion_tokens":6}"#)),
+            ],
+        );
+        let itl = |per_chunk_usage: bool| {
+            let ctx = MetricsContext {
+                use_server_token_count: true,
+                per_chunk_usage,
+                ..MetricsContext::streaming_chat()
+            };
+            let tokens = count_tokens(&r, Some(&Words), &ctx);
+            compute_record_metrics(&r, &tokens, &ctx).scalar(MetricId::InterTokenLatency)
+        };
+        assert_eq!(itl(false), Some(40.0 / 5.0));
+        assert_eq!(itl(true), Some(40.0 / 3.0));
+
+        // A first-chunk count that leaves no token after it falls back to OSL − 1.
+        let whole = record(
+            0,
+            "q",
+            vec![
+                resp(10 * MS, "a", "", Some(r#"{"completion_tokens":6}"#)),
+                resp(50 * MS, "c", "", Some(r#"{"completion_tokens":6}"#)),
+            ],
+        );
+        let ctx = MetricsContext {
+            use_server_token_count: true,
+            per_chunk_usage: true,
+            ..MetricsContext::streaming_chat()
+        };
+        let tokens = count_tokens(&whole, Some(&Words), &ctx);
+        assert_eq!(
+            compute_record_metrics(&whole, &tokens, &ctx).scalar(MetricId::InterTokenLatency),
+            Some(40.0 / 5.0)
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::catalogue::{
     metric_def, MetricDef, MetricFlags, MetricId, MetricKind, MetricsContext, CATALOGUE,
 };
 use crate::export::jsonl::JsonlWriter;
+use crate::export::outputs::OutputsJsonWriter;
 #[cfg(feature = "parquet")]
 use crate::export::parquet::ParquetWriter;
 use crate::export::raw::RawJsonlWriter;
@@ -111,6 +112,10 @@ pub struct MetricsSink {
     export_failure: Option<String>,
     /// Cancelled at the first export failure, to stop sending.
     stop_on_export_failure: Option<CancellationToken>,
+    /// Cancelled when the failed share passes `load.failed_request_threshold`.
+    stop_on_failures: Option<CancellationToken>,
+    /// Why it was, once it was.
+    failure_threshold_exceeded: Option<String>,
 }
 
 /// `--slice-duration`: a sink per slice of the profiling phase, by slice index.
@@ -281,7 +286,45 @@ impl MetricsSink {
             live: None,
             export_failure: None,
             stop_on_export_failure: None,
+            stop_on_failures: None,
+            failure_threshold_exceeded: None,
         }
+    }
+
+    /// Cancels `stop` once more than `load.failed_request_threshold` of the profiling
+    /// records failed, counted from the `max(concurrency, 10)`-th record on (the Python
+    /// AIPerf 0.13's rule); [`Summary::failure_threshold_exceeded`] then says so. No
+    /// effect without a threshold.
+    #[must_use]
+    pub fn stop_sending_on_failure_threshold(mut self, stop: CancellationToken) -> Self {
+        self.stop_on_failures = Some(stop);
+        self
+    }
+
+    fn check_failure_threshold(&mut self) {
+        let (Some(threshold), Some(stop)) = (
+            self.config.load.failed_request_threshold,
+            &self.stop_on_failures,
+        ) else {
+            return;
+        };
+        let failed = self.totals.errors;
+        let total = self.totals.valid + failed;
+        let floor = self.config.load.concurrency.unwrap_or(1).max(10) as u64;
+        if self.failure_threshold_exceeded.is_some()
+            || total < floor
+            || failed as f64 / total as f64 <= threshold
+        {
+            return;
+        }
+        let reason = format!(
+            "{failed} of {total} requests failed ({:.0} %), more than the threshold of {:.0} %",
+            failed as f64 * 100.0 / total as f64,
+            threshold * 100.0
+        );
+        tracing::error!("{reason}: sending stopped");
+        self.failure_threshold_exceeded = Some(reason);
+        stop.cancel();
     }
 
     /// Cancels `stop` when writing a per-record export fails (a full disk), so the run
@@ -349,6 +392,13 @@ impl MetricsSink {
     pub fn export_raw_records_to(self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
         let writer = RawJsonlWriter::create(path.as_ref())?;
         Ok(self.with_writer(Box::new(writer)))
+    }
+
+    /// Writes the text generated for each profiling record to `path` (`outputs.json`,
+    /// created or truncated when the sink is summarised; `--export-outputs-json`).
+    #[must_use]
+    pub fn export_outputs_to(self, path: impl AsRef<Path>) -> Self {
+        self.with_writer(Box::new(OutputsJsonWriter::new(path.as_ref())))
     }
 
     /// Adds the transport's stamps of each request to its JSONL line as `trace_data`
@@ -432,6 +482,7 @@ impl MetricsSink {
             self.slices = Some(slices);
         }
         self.absorb(record, &tokens, &metrics);
+        self.check_failure_threshold();
         let phase_index = self.phase_index;
         let written = self
             .writers
@@ -679,6 +730,7 @@ impl MetricsSink {
         summary.schedule_lag = schedule_lag;
         summary.connection_retries = self.retries;
         summary.export_failure = self.export_failure.take();
+        summary.failure_threshold_exceeded = self.failure_threshold_exceeded.take();
         summary.was_cancelled = run.was_cancelled;
         summary.is_complete = !run.was_cancelled;
         if let Some(profiling) = run.phase(Phase::Profiling) {

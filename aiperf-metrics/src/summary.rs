@@ -184,6 +184,10 @@ pub struct Summary {
     /// disk, say), naming the file and the OS error. Nothing was written after it; every
     /// line written before it is whole.
     pub export_failure: Option<String>,
+    /// Why sending stopped early because too many requests failed
+    /// (`load.failed_request_threshold`), e.g. `6 of 10 requests failed (60 %), more than
+    /// the threshold of 50 %`.
+    pub failure_threshold_exceeded: Option<String>,
     /// Short random id of this benchmark (12 hex digits).
     pub benchmark_id: String,
     /// Unix ns of the start of the measurement window.
@@ -253,6 +257,7 @@ impl Summary {
             cancelled_in_flight: 0,
             grace_period_expired: false,
             export_failure: None,
+            failure_threshold_exceeded: None,
             benchmark_id: new_benchmark_id(),
             start_time_ns: None,
             end_time_ns: None,

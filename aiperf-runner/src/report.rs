@@ -21,6 +21,10 @@ pub enum Outcome {
     /// No request of a run succeeded: every one failed, or was still in flight when the
     /// grace period ended (its files still hold the error summary).
     AllFailed,
+    /// More requests failed than `load.failed_request_threshold` allows: sending stopped
+    /// early and [`Summary::failure_threshold_exceeded`](aiperf_metrics::Summary::failure_threshold_exceeded)
+    /// says why; what finished was written.
+    TooManyFailures,
     /// Fewer than two runs of a multi-run succeeded, or a sweep point failed.
     RunsFailed,
     /// An artifact could not be written (a full disk): sending stopped at the first

@@ -272,6 +272,7 @@ fn write_run_config(dir: &Path, config: &ValidatedConfig) -> Result<(), RunError
 fn describe_failure(outcome: Outcome) -> &'static str {
     match outcome {
         Outcome::Cancelled => "cancelled by Ctrl-C",
+        Outcome::TooManyFailures => "more requests failed than the failed-request threshold allows",
         _ => "every request failed",
     }
 }

@@ -87,6 +87,7 @@ impl Session {
                 EndpointOptions {
                     use_legacy_max_tokens: config.endpoint.use_legacy_max_tokens,
                     use_server_token_count: config.endpoint.use_server_token_count,
+                    per_chunk_usage: config.endpoint.per_chunk_usage,
                     extra_inputs: config.endpoint.extra_inputs.clone(),
                 },
             )?,
@@ -245,7 +246,8 @@ impl Session {
         // cancelling the whole invocation.
         let stop = self.cancel.child_token();
         let mut sink = MetricsSink::new(&config, endpoint.info(), Arc::clone(&self.token_counter))?
-            .stop_sending_on_export_failure(stop.clone());
+            .stop_sending_on_export_failure(stop.clone())
+            .stop_sending_on_failure_threshold(stop.clone());
         if let Some(command_line) = &spec.command_line {
             tracing::info!("CLI command: {command_line}");
             sink = sink.with_cli_command(command_line.clone());
@@ -266,6 +268,9 @@ impl Session {
             {
                 sink = sink.export_parquet_to(&paths.parquet)?;
             }
+        }
+        if spec.records.export_outputs_json {
+            sink = sink.export_outputs_to(&paths.outputs_json);
         }
         let raw_export = config.output.export_level == ExportLevel::Raw;
         if raw_export {
@@ -402,6 +407,8 @@ async fn watch_long_waits<T>(
 fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
     if summary.export_failure.is_some() {
         Outcome::ExportFailed
+    } else if summary.failure_threshold_exceeded.is_some() {
+        Outcome::TooManyFailures
     } else if summary.was_cancelled {
         Outcome::Cancelled
     } else if summary.request_count() == 0

@@ -199,6 +199,8 @@ pub struct RecordOptions {
     pub slice_duration: Option<Duration>,
     /// Add the HTTP trace (connection, send and receive timings) to every record.
     pub export_http_trace: bool,
+    /// Write each profiling request's generated text to `outputs.json`.
+    pub export_outputs_json: bool,
 }
 
 /// Repeating a benchmark to put confidence intervals on its metrics.

@@ -68,10 +68,22 @@ async fn a_piped_run_logs_to_the_file_and_keeps_the_console_clean() {
     // No dashboard on a pipe: not a single escape sequence.
     assert!(!stdout.contains('\u{1b}'), "escape sequences on stdout");
     assert!(!stderr.contains('\u{1b}'), "escape sequences on stderr");
-    // The console carries warnings only, even at -v.
+    // -v drives the console as well as the file, as in the Python AIPerf 0.13: DEBUG and
+    // INFO lines too, still without secrets.
     for line in stderr.lines() {
-        assert!(line.starts_with("warning: "), "console line {line:?}");
+        assert!(
+            ["warning: ", "info: ", "debug: "]
+                .iter()
+                .any(|level| line.starts_with(level)),
+            "console line {line:?}"
+        );
     }
+    assert!(
+        stderr.contains("\ninfo: profiling phase started\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\ndebug: "), "-v shows DEBUG:\n{stderr}");
+    assert!(!stderr.contains("sk-secret-4711") && !stderr.contains("tok-0815"));
 
     let log_path = std::path::absolute(dir.path().join("logs/aiperf.log")).unwrap();
     assert!(
@@ -118,6 +130,17 @@ async fn the_log_level_decides_what_the_file_keeps() {
     ))
     .await;
     assert_exit(&output, 0);
+    // The console too keeps to warnings.
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|line| line.starts_with("warning: "))
+            .count(),
+        3,
+        "{stderr}"
+    );
+    assert!(!stderr.contains("info: "), "{stderr}");
     let log = std::fs::read_to_string(quiet.path().join("logs/aiperf.log")).unwrap();
     let levels: Vec<&str> = log.lines().map(level_of).collect();
     assert_eq!(

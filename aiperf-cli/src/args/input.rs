@@ -328,6 +328,11 @@ impl InputArgs {
         input.model_selection = match self.model_selection_strategy {
             ModelSelectionArg::RoundRobin => ModelSelectionStrategy::RoundRobin,
             ModelSelectionArg::Random => ModelSelectionStrategy::Random,
+            ModelSelectionArg::Weighted => anyhow::bail!(
+                "--model-selection-strategy weighted needs a weight for every model, which \
+                 the command line cannot give (the Python AIPerf 0.13 refuses it there too); \
+                 use round-robin or random"
+            ),
         };
         self.media.apply(input);
         Ok(())
@@ -352,9 +357,12 @@ impl RankingsArgs {
 #[value(rename_all = "snake_case")]
 pub(crate) enum ModelSelectionArg {
     /// The n-th generated turn uses model n mod k.
+    #[value(alias = "round-robin")]
     RoundRobin,
     /// A uniformly drawn model per turn.
     Random,
+    /// Per-model weights (refused: only a configuration file can give the weights).
+    Weighted,
 }
 
 /// `--custom-dataset-type`.
@@ -362,16 +370,22 @@ pub(crate) enum ModelSelectionArg {
 #[value(rename_all = "snake_case")]
 pub(crate) enum CustomDatasetTypeArg {
     /// One request per line.
+    #[value(alias = "single-turn")]
     SingleTurn,
     /// One conversation per line.
+    #[value(alias = "multi-turn")]
     MultiTurn,
     /// Pools of turns sampled into conversations.
+    #[value(alias = "random-pool")]
     RandomPool,
     /// Mooncake traces.
+    #[value(alias = "mooncake-trace")]
     MooncakeTrace,
     /// Alibaba Bailian traces.
+    #[value(alias = "bailian-trace")]
     BailianTrace,
     /// BurstGPT CSV traces.
+    #[value(alias = "burst-gpt-trace")]
     BurstGptTrace,
 }
 
@@ -601,8 +615,10 @@ pub(crate) enum AudioFormatArg {
 #[value(rename_all = "snake_case")]
 pub(crate) enum VideoSynthTypeArg {
     /// Moving coloured squares.
+    #[value(alias = "moving-shapes")]
     MovingShapes,
     /// A grid whose lit cell counts frames.
+    #[value(alias = "grid-clock")]
     GridClock,
     /// Random pixels.
     Noise,

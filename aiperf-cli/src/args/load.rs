@@ -38,6 +38,12 @@ pub(crate) struct LoadArgs {
     #[arg(long = "request-rate-ramp-duration")]
     pub request_rate_ramp_duration: Option<f64>,
 
+    /// A JSON file of request-rate points instead of --request-rate: `[{"time_s": 0,
+    /// "qps": 5}, {"time_s": 60, "qps": 20}]` (or `{"points": […]}`). The rate follows
+    /// the points linearly (after --request-rate-ramp-duration), then keeps the last.
+    #[arg(long = "request-rate-series", value_name = "FILE")]
+    pub request_rate_series: Option<std::path::PathBuf>,
+
     /// Distribution of gaps between arrivals in request-rate mode.
     #[arg(
         long = "arrival-pattern",
@@ -68,6 +74,11 @@ pub(crate) struct LoadArgs {
     /// Seconds to wait for in-flight requests after --benchmark-duration (default 30; `inf`).
     #[arg(long = "benchmark-grace-period")]
     pub benchmark_grace_period: Option<f64>,
+
+    /// Stop sending once more than this fraction (0–1) of the requests failed, checked
+    /// from the max(--concurrency, 10)-th request on; the run then exits 1.
+    #[arg(long = "failed-request-threshold")]
+    pub failed_request_threshold: Option<f64>,
 
     /// Threads that send requests (default 1: exact stamps, ~30k requests/s on one core).
     #[arg(long = "workers-max", visible_alias = "max-workers", default_value_t = 1,
@@ -160,6 +171,7 @@ pub enum ArrivalPatternArg {
     Poisson,
     Constant,
     Gamma,
+    #[value(alias = "concurrency-burst")]
     ConcurrencyBurst,
 }
 
@@ -184,6 +196,9 @@ impl LoadArgs {
             prefill_concurrency_ramp_duration: self.prefill_concurrency_ramp_duration,
             request_rate: self.request_rate,
             request_rate_ramp_duration: self.request_rate_ramp_duration,
+            // Read from its file when the configuration is assembled.
+            request_rate_series: None,
+            failed_request_threshold: self.failed_request_threshold,
             arrival_pattern: self.arrival_pattern.map(ArrivalPattern::from),
             arrival_smoothness: self.arrival_smoothness,
             request_count: self.request_count,

@@ -9,10 +9,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod input;
 mod load;
+pub(crate) mod refused;
 mod runs;
 
 pub(crate) use input::{InputArgs, RankingsArgs};
 pub(crate) use load::LoadArgs;
+pub(crate) use refused::RefusedArgs;
 pub(crate) use runs::{RunsArgs, SweepType};
 
 /// Benchmark generative-AI inference servers.
@@ -99,6 +101,9 @@ pub(crate) struct ProfileArgs {
     pub runs: RunsArgs,
     #[command(flatten)]
     pub telemetry: crate::telemetry::TelemetryArgs,
+    /// The Python AIPerf options that are recognised but not offered.
+    #[command(flatten)]
+    pub refused: RefusedArgs,
 }
 
 /// Where requests go and what they look like.
@@ -194,6 +199,57 @@ pub(crate) struct EndpointArgs {
     /// servers to include usage).
     #[arg(long = "use-server-token-count")]
     pub use_server_token_count: bool,
+
+    /// Ask a streaming chat server for cumulative usage on every chunk
+    /// (`stream_options.continuous_usage_stats`; vLLM and TRT-LLM support it, OpenAI
+    /// rejects it). Requires --use-server-token-count.
+    #[arg(long = "per-chunk-usage")]
+    pub per_chunk_usage: bool,
+
+    /// Name of the header that carries each conversation's id (default X-Correlation-ID),
+    /// e.g. X-Session-ID for a load balancer's session affinity.
+    #[arg(long = "session-header", value_name = "NAME")]
+    pub session_header: Option<String>,
+
+    /// How requests are spread over several --url values: round-robin, the n-th request
+    /// to URL n mod k (the only strategy, as in the Python AIPerf 0.13).
+    #[arg(long = "url-strategy", value_enum, default_value = "round-robin")]
+    pub url_strategy: UrlStrategyArg,
+
+    /// The transport: http (the only one; chosen from the URL scheme anyway).
+    #[arg(long = "transport", visible_alias = "transport-type", value_enum)]
+    pub transport: Option<TransportArg>,
+
+    /// How request bodies are encoded: application-json. multipart-form-data is refused,
+    /// as no endpoint here sends forms.
+    #[arg(long = "request-content-type", value_enum)]
+    pub request_content_type: Option<RequestContentTypeArg>,
+}
+
+/// `--url-strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum UrlStrategyArg {
+    /// Request n goes to URL n mod k.
+    #[value(name = "round-robin", alias = "round_robin")]
+    RoundRobin,
+}
+
+/// `--transport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TransportArg {
+    /// HTTP/1.1, or HTTP/2 with --http2 on https:// URLs.
+    Http,
+}
+
+/// `--request-content-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum RequestContentTypeArg {
+    /// JSON bodies (what every endpoint sends).
+    #[value(name = "application-json", aliases = ["application_json", "application/json"])]
+    ApplicationJson,
+    /// Form bodies (refused: no endpoint here sends them).
+    #[value(name = "multipart-form-data", aliases = ["multipart_form_data", "multipart/form-data"])]
+    MultipartFormData,
 }
 
 /// How connections are reused.
@@ -202,7 +258,7 @@ pub(crate) enum ConnectionReuse {
     Pooled,
     Never,
     /// One connection per conversation, closed after its last turn.
-    #[value(name = "sticky-user-sessions")]
+    #[value(name = "sticky-user-sessions", alias = "sticky_user_sessions")]
     StickyUserSessions,
 }
 
@@ -272,6 +328,24 @@ pub(crate) struct OutputArgs {
     #[arg(long = "slice-duration")]
     pub slice_duration: Option<f64>,
 
+    /// Write the text generated for each request to <artifact dir>/outputs.json, with its
+    /// ids, times and main metrics.
+    #[arg(long = "export-outputs-json")]
+    pub export_outputs_json: bool,
+
+    /// After the benchmark, draw its charts and report.html as `aiperf plot` does (into
+    /// <artifact dir>/plots). A failure to plot is a warning unless --plot-required.
+    #[arg(long = "auto-plot", overrides_with = "no_auto_plot")]
+    pub auto_plot: bool,
+
+    /// Do not plot after the benchmark (the default).
+    #[arg(long = "no-auto-plot", overrides_with = "auto_plot")]
+    pub no_auto_plot: bool,
+
+    /// With --auto-plot, a failure to plot fails the command (exit status 1).
+    #[arg(long = "plot-required")]
+    pub plot_required: bool,
+
     /// Add each request's connection-level stamps (`trace_data`) to profile_export.jsonl.
     #[arg(long = "export-http-trace")]
     pub export_http_trace: bool,
@@ -285,16 +359,12 @@ pub(crate) struct OutputArgs {
     #[arg(long = "ui-type", visible_alias = "ui", value_enum)]
     pub ui_type: Option<UiType>,
 
-    /// Level of <artifact dir>/logs/aiperf.log. The console shows only warnings and errors.
-    #[arg(
-        long = "log-level",
-        value_enum,
-        ignore_case = true,
-        default_value = "INFO"
-    )]
-    pub log_level: LogLevel,
+    /// Level of the console and of <artifact dir>/logs/aiperf.log. Default: INFO in the
+    /// file, only warnings and errors on the console.
+    #[arg(long = "log-level", value_enum, ignore_case = true)]
+    pub log_level: Option<LogLevel>,
 
-    /// Log at DEBUG (-v) or TRACE (-vv).
+    /// Log at DEBUG (-v) or TRACE (-vv), on the console and in the log file.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
 
@@ -306,16 +376,24 @@ pub(crate) struct OutputArgs {
 impl OutputArgs {
     /// The log level that `--log-level`, `-v` and `-vv` ask for: the most detailed one.
     pub(crate) fn effective_log_level(&self) -> LogLevel {
+        let chosen = self.log_level.unwrap_or(LogLevel::Info);
         let from_flags = match (self.verbose, self.extra_verbose) {
             (_, true) | (2.., _) => LogLevel::Trace,
             (1, _) => LogLevel::Debug,
-            _ => return self.log_level,
+            _ => return chosen,
         };
-        if from_flags.tracing_level() > self.log_level.tracing_level() {
+        if from_flags.tracing_level() > chosen.tracing_level() {
             from_flags
         } else {
-            self.log_level
+            chosen
         }
+    }
+
+    /// Whether the console logs at [`Self::effective_log_level`], as the Python AIPerf
+    /// 0.13 does once `--log-level`, `-v` or `-vv` is given. Without them the console
+    /// keeps to warnings and errors, so a plain run prints only its results.
+    pub(crate) fn console_follows_log_level(&self) -> bool {
+        self.log_level.is_some() || self.is_verbose()
     }
 
     /// Whether `-v`, `-vv` or `--extra-verbose` was given.
@@ -394,9 +472,18 @@ pub(crate) fn normalise_flag_spelling(args: impl IntoIterator<Item = String>) ->
 /// `aiperf analyze-trace`.
 #[derive(Debug, Args)]
 pub(crate) struct AnalyzeTraceArgs {
-    /// Mooncake-style JSONL trace (`input_length`, `output_length`, optional `hash_ids`).
-    #[arg(value_name = "INPUT_FILE")]
-    pub input_file: PathBuf,
+    /// Mooncake-style JSONL trace (`input_length`, `output_length`, optional `hash_ids`),
+    /// given here or as --input-file.
+    #[arg(value_name = "INPUT_FILE", required_unless_present = "input_file_flag")]
+    pub input_file: Option<PathBuf>,
+
+    /// The trace, as the Python AIPerf's documentation spells it.
+    #[arg(
+        long = "input-file",
+        value_name = "INPUT_FILE",
+        conflicts_with = "input_file"
+    )]
+    pub input_file_flag: Option<PathBuf>,
 
     /// KV-cache block size in tokens that the trace's `hash_ids` were made with.
     #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
@@ -405,6 +492,16 @@ pub(crate) struct AnalyzeTraceArgs {
     /// Also write the report as JSON to this path (parent folders are created).
     #[arg(long, value_name = "PATH")]
     pub output_file: Option<PathBuf>,
+}
+
+impl AnalyzeTraceArgs {
+    /// The trace, positional or `--input-file` (clap requires one of them).
+    pub(crate) fn input_file(&self) -> anyhow::Result<&std::path::Path> {
+        self.input_file
+            .as_deref()
+            .or(self.input_file_flag.as_deref())
+            .ok_or_else(|| anyhow::anyhow!("no trace given: pass INPUT_FILE or --input-file"))
+    }
 }
 
 /// `aiperf compare`.
@@ -453,6 +550,11 @@ pub(crate) struct PlotArgs {
     #[arg(value_name = "PATHS", default_value = "./artifacts")]
     pub paths: Vec<PathBuf>,
 
+    /// The run directories, as the Python AIPerf's documentation spells them (`--paths D…`);
+    /// they replace the positional ones.
+    #[arg(long = "paths", value_name = "PATHS", num_args = 1..)]
+    pub paths_flag: Vec<PathBuf>,
+
     /// Folder for the charts and report.html (created if missing; default: FIRST_PATH/plots).
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
@@ -460,6 +562,17 @@ pub(crate) struct PlotArgs {
     /// Colour scheme of the charts and the report.
     #[arg(long, value_enum, default_value_t = PlotTheme::Light)]
     pub theme: PlotTheme,
+}
+
+impl PlotArgs {
+    /// The run directories: `--paths`, else the positional ones (default ./artifacts).
+    pub(crate) fn run_paths(&self) -> &[PathBuf] {
+        if self.paths_flag.is_empty() {
+            &self.paths
+        } else {
+            &self.paths_flag
+        }
+    }
 }
 
 /// `aiperf plot --theme`.
@@ -516,6 +629,43 @@ mod tests {
             args.load.arrival_pattern,
             Some(load::ArrivalPatternArg::Constant)
         );
+    }
+
+    #[test]
+    fn the_python_docs_subcommand_spellings_parse() {
+        let Command::AnalyzeTrace(args) =
+            Cli::try_parse_from(["aiperf", "analyze-trace", "--input-file", "t.jsonl"])
+                .unwrap()
+                .command
+        else {
+            panic!("expected analyze-trace");
+        };
+        assert_eq!(args.input_file().unwrap(), std::path::Path::new("t.jsonl"));
+        assert!(Cli::try_parse_from(["aiperf", "analyze-trace"]).is_err());
+        let Command::Plot(args) = Cli::try_parse_from(["aiperf", "plot", "--paths", "a", "b"])
+            .unwrap()
+            .command
+        else {
+            panic!("expected plot");
+        };
+        assert_eq!(args.run_paths(), [PathBuf::from("a"), PathBuf::from("b")]);
+        let Command::Plot(args) = Cli::try_parse_from(["aiperf", "plot"]).unwrap().command else {
+            panic!("expected plot");
+        };
+        assert_eq!(args.run_paths(), [PathBuf::from("./artifacts")]);
+    }
+
+    #[test]
+    fn the_log_level_reaches_the_console_only_when_chosen() {
+        let quiet = parse(&["-m", "m"]);
+        assert_eq!(quiet.output.effective_log_level(), LogLevel::Info);
+        assert!(!quiet.output.console_follows_log_level());
+        let chosen = parse(&["-m", "m", "--log-level", "debug"]);
+        assert_eq!(chosen.output.effective_log_level(), LogLevel::Debug);
+        assert!(chosen.output.console_follows_log_level());
+        let verbose = parse(&["-m", "m", "-vv"]);
+        assert_eq!(verbose.output.effective_log_level(), LogLevel::Trace);
+        assert!(verbose.output.console_follows_log_level());
     }
 
     #[test]

@@ -40,6 +40,13 @@ pub(super) fn check_endpoint(endpoint: &EndpointConfig) -> Result<(), ConfigErro
             problem,
         })?;
     }
+    if let Some(name) = &endpoint.session_header {
+        check_header(name, "").map_err(|problem| ConfigError::InvalidHeader {
+            field: "endpoint.session_header",
+            name: name.clone(),
+            problem,
+        })?;
+    }
     if let Some(key) = &endpoint.api_key {
         // Sent as a header value (`Authorization: Bearer <key>`).
         check_header_value(key).map_err(|problem| ConfigError::InvalidSecret {

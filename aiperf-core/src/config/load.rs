@@ -43,6 +43,45 @@ impl ArrivalPattern {
     }
 }
 
+/// One control point of a request-rate series (`--request-rate-series`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateSeriesPoint {
+    /// Seconds from the start of the series (after the rate ramp, if any).
+    pub time_s: f64,
+    /// Requests per second at that time.
+    pub qps: f64,
+}
+
+/// A request-rate series file as the Python AIPerf 0.13 reads it: a JSON array of
+/// `{"time_s", "qps"}` points, or an object whose only key `points` holds that array.
+/// The points are checked with the configuration.
+///
+/// ```
+/// use aiperf_core::config::{parse_rate_series, RateSeriesPoint};
+///
+/// let points = parse_rate_series(r#"{"points": [{"time_s": 0, "qps": 2}, {"time_s": 10, "qps": 8}]}"#)
+///     .unwrap();
+/// assert_eq!(points[1], RateSeriesPoint { time_s: 10.0, qps: 8.0 });
+/// ```
+pub fn parse_rate_series(json: &str) -> Result<Vec<RateSeriesPoint>, ConfigError> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum File {
+        Points(Vec<RateSeriesPoint>),
+        Object { points: Vec<RateSeriesPoint> },
+    }
+    match serde_json::from_str::<File>(json) {
+        Ok(File::Points(points) | File::Object { points }) => Ok(points),
+        Err(_) => Err(ConfigError::Invalid {
+            field: "load.request_rate_series",
+            reason: "expected a JSON array of {\"time_s\": seconds, \"qps\": rate} points, or \
+                     {\"points\": [...]}"
+                .into(),
+        }),
+    }
+}
+
 /// The load shape and stop conditions of the profiling phase (and its warmup).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoadConfig {
@@ -58,6 +97,15 @@ pub struct LoadConfig {
     pub request_rate: Option<f64>,
     /// Raise the rate linearly to `request_rate` over this many seconds.
     pub request_rate_ramp_duration: Option<f64>,
+    /// A piecewise-linear request rate instead of `request_rate`: the rate starts at the
+    /// first point's and follows the points (after the ramp, if any), then keeps the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_rate_series: Option<Vec<RateSeriesPoint>>,
+    /// Stop sending once more than this fraction (0–1) of the profiling requests failed;
+    /// checked from the `max(concurrency, 10)`-th record on, so one early failure cannot
+    /// end the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_request_threshold: Option<f64>,
     /// Gap distribution in rate mode.
     pub arrival_pattern: Option<ArrivalPattern>,
     /// Gamma shape for `ArrivalPattern::Gamma`.
@@ -169,6 +217,17 @@ impl WarmupConfig {
 }
 
 impl LoadConfig {
+    /// The profiling phase's request rate at its start: `request_rate`, or the first
+    /// point of `request_rate_series`; `None` without either (closed loop, user-centric).
+    pub fn initial_request_rate(&self) -> Option<f64> {
+        self.request_rate.or_else(|| {
+            self.request_rate_series
+                .as_ref()
+                .and_then(|points| points.first())
+                .map(|point| point.qps)
+        })
+    }
+
     /// Checks the load rules (docs/cli-rules.md#validation-rules) and resolves the arrival
     /// pattern and the default stop condition (10 requests; a fixed schedule defaults to
     /// the whole trace later).
@@ -208,6 +267,18 @@ impl LoadConfig {
         if let Some(rate) = self.request_rate {
             positive("load.request_rate", rate)?;
         }
+        if let Some(points) = &self.request_rate_series {
+            check_rate_series(points, self.request_rate.is_some())?;
+        }
+        if let Some(threshold) = self.failed_request_threshold {
+            if !(0.0..=1.0).contains(&threshold) {
+                return Err(out_of_range(
+                    "load.failed_request_threshold",
+                    "between 0 and 1",
+                    threshold,
+                ));
+            }
+        }
         if let Some(d) = self.benchmark_duration {
             positive("load.benchmark_duration", d)?;
         }
@@ -234,7 +305,7 @@ impl LoadConfig {
             (Some(user), _) => {
                 positive("load.user_centric.rate", user.rate)?;
                 at_least_one("load.num_users", user.num_users as u64)?;
-                if self.request_rate.is_some() {
+                if self.initial_request_rate().is_some() {
                     return Err(ConfigError::Conflict {
                         first: "load.user_centric.rate",
                         second: "load.request_rate",
@@ -286,7 +357,7 @@ impl LoadConfig {
                 ));
             }
         }
-        if self.request_rate.is_some() {
+        if self.initial_request_rate().is_some() {
             return Err(ConfigError::Rule(
                 "load.request_rate cannot be combined with a fixed schedule (a trace with timestamps \
                  replays them); pass load.fixed_schedule.enabled=false to send the trace at a rate instead",
@@ -302,7 +373,7 @@ impl LoadConfig {
     }
 
     fn resolve_arrival_pattern(&mut self) -> Result<(), ConfigError> {
-        match (self.request_rate, self.arrival_pattern) {
+        match (self.initial_request_rate(), self.arrival_pattern) {
             (Some(_), Some(ArrivalPattern::ConcurrencyBurst)) => {
                 return Err(ConfigError::Conflict {
                     first: "load.arrival_pattern concurrency_burst",
@@ -348,7 +419,7 @@ impl LoadConfig {
         }
         if let Some(ramp) = self.request_rate_ramp_duration {
             positive("load.request_rate_ramp_duration", ramp)?;
-            if self.request_rate.is_none() && self.user_centric.is_none() {
+            if self.initial_request_rate().is_none() && self.user_centric.is_none() {
                 return Err(ConfigError::Requires {
                     field: "load.request_rate_ramp_duration",
                     needs: "load.request_rate or load.user_centric.rate",
@@ -440,6 +511,38 @@ impl LoadConfig {
         }
         Ok(())
     }
+}
+
+/// A series has at least two points, finite and in range, strictly later one after the
+/// other (the Python AIPerf 0.13's rules), and replaces `request_rate`.
+fn check_rate_series(points: &[RateSeriesPoint], has_rate: bool) -> Result<(), ConfigError> {
+    const FIELD: &str = "load.request_rate_series";
+    if has_rate {
+        return Err(ConfigError::Conflict {
+            first: FIELD,
+            second: "load.request_rate",
+        });
+    }
+    if points.len() < 2 {
+        return Err(ConfigError::Rule(
+            "load.request_rate_series needs at least two points",
+        ));
+    }
+    for point in points {
+        if !(point.time_s.is_finite() && point.time_s >= 0.0) {
+            return Err(out_of_range(FIELD, "time_s of 0 or more", point.time_s));
+        }
+        positive(FIELD, point.qps)?;
+    }
+    if points
+        .windows(2)
+        .any(|pair| pair[1].time_s <= pair[0].time_s)
+    {
+        return Err(ConfigError::Rule(
+            "load.request_rate_series time_s values must be strictly increasing",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

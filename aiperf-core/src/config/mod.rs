@@ -22,7 +22,10 @@ pub use input::{
     SeqDistPair, SequenceDistribution, SessionOptions, TraceOptions, VideoFormat, VideoOptions,
     VideoSynthType, DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
 };
-pub use load::{ArrivalPattern, FixedScheduleConfig, LoadConfig, UserCentricConfig, WarmupConfig};
+pub use load::{
+    parse_rate_series, ArrivalPattern, FixedScheduleConfig, LoadConfig, RateSeriesPoint,
+    UserCentricConfig, WarmupConfig,
+};
 pub use validated::ValidatedConfig;
 
 /// The whole benchmark configuration.
@@ -70,6 +73,15 @@ pub struct EndpointConfig {
     pub use_legacy_max_tokens: bool,
     /// Count tokens from the server's `usage` instead of the tokenizer.
     pub use_server_token_count: bool,
+    /// Ask a streaming chat server for cumulative usage on every chunk
+    /// (`stream_options.continuous_usage_stats`). Requires `use_server_token_count`,
+    /// `streaming` and the `chat` endpoint type.
+    #[serde(default)]
+    pub per_chunk_usage: bool,
+    /// The header that carries each conversation's id instead of `X-Correlation-ID`
+    /// (e.g. `X-Session-ID` for a load balancer's session affinity).
+    #[serde(default)]
+    pub session_header: Option<String>,
 }
 
 impl Default for EndpointConfig {
@@ -86,7 +98,32 @@ impl Default for EndpointConfig {
             request_timeout: Duration::from_secs(21_600),
             use_legacy_max_tokens: false,
             use_server_token_count: false,
+            per_chunk_usage: false,
+            session_header: None,
         }
+    }
+}
+
+impl EndpointConfig {
+    /// Per-chunk usage needs the server's counts, a stream and the chat endpoint, the only
+    /// one that asks for it (as in the Python AIPerf 0.13).
+    fn check_per_chunk_usage(&self) -> Result<(), ConfigError> {
+        if !self.per_chunk_usage {
+            return Ok(());
+        }
+        let needs = if !self.use_server_token_count {
+            "endpoint.use_server_token_count"
+        } else if !self.streaming {
+            "endpoint.streaming"
+        } else if self.endpoint_type != "chat" {
+            "endpoint.endpoint_type chat"
+        } else {
+            return Ok(());
+        };
+        Err(ConfigError::Requires {
+            field: "endpoint.per_chunk_usage",
+            needs,
+        })
     }
 }
 
@@ -267,6 +304,7 @@ impl BenchmarkConfig {
 
     /// Rules that tie the load to the endpoint or the input (docs/cli-rules.md#validation-rules).
     fn check_cross_section_rules(&self) -> Result<(), ConfigError> {
+        self.endpoint.check_per_chunk_usage()?;
         let load = &self.load;
         if !self.endpoint.streaming {
             if load.prefill_concurrency.is_some() {

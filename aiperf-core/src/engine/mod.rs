@@ -202,6 +202,8 @@ struct Shared {
     model: String,
     streaming: bool,
     headers: Vec<(String, String)>,
+    /// The header that carries the conversation's id.
+    session_header: String,
     timeout: Option<Duration>,
     keep_raw: bool,
     cache_bust: CacheBust,
@@ -337,6 +339,10 @@ impl BenchmarkBuilder {
             model: config.primary_model().to_owned(),
             streaming,
             headers,
+            session_header: endpoint_config
+                .session_header
+                .clone()
+                .unwrap_or_else(|| "X-Correlation-ID".into()),
             timeout: Some(endpoint_config.request_timeout),
             keep_raw: config.output.export_level == ExportLevel::Raw,
             cache_bust: config.input.cache_bust,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::clock::saturating_secs;
-use crate::config::{ArrivalPattern, BenchmarkConfig};
+use crate::config::{ArrivalPattern, BenchmarkConfig, RateSeriesPoint};
 use crate::conversation::Conversation;
 use crate::record::Phase;
 use crate::schedule::{
@@ -128,6 +128,7 @@ fn warmup_plan(config: &BenchmarkConfig, seed: u64) -> Result<PhasePlan, Schedul
         pattern,
         load.arrival_smoothness,
         rate_ramp,
+        None,
         concurrency,
         derive_seed(seed, "timing.warmup.interval"),
     )?;
@@ -183,10 +184,11 @@ fn profiling_plan(
             (Box::new(schedule), load.concurrency)
         } else {
             rate_or_closed_loop(
-                load.request_rate,
+                load.initial_request_rate(),
                 load.arrival_pattern.unwrap_or(ArrivalPattern::Poisson),
                 load.arrival_smoothness,
                 load.request_rate_ramp_duration,
+                load.request_rate_series.as_deref(),
                 load.concurrency,
                 derive_seed(
                     seed,
@@ -221,13 +223,14 @@ fn profiling_plan(
     })
 }
 
-/// Open loop at `rate` (capped by `concurrency` if set), else closed loop at
-/// `concurrency` (default 1).
+/// Open loop at `rate` (ramped, then following `series`, when given; capped by
+/// `concurrency` if set), else closed loop at `concurrency` (default 1).
 fn rate_or_closed_loop(
     rate: Option<f64>,
     pattern: ArrivalPattern,
     smoothness: Option<f64>,
     ramp: Option<f64>,
+    series: Option<&[RateSeriesPoint]>,
     concurrency: Option<usize>,
     seed: u64,
 ) -> Result<(Box<dyn Scheduler>, Option<usize>), ScheduleError> {
@@ -236,6 +239,9 @@ fn rate_or_closed_loop(
             let mut scheduler = RateScheduler::new(rate, pattern, smoothness, seed)?;
             if let Some(ramp) = secs(ramp) {
                 scheduler = scheduler.with_ramp(ramp);
+            }
+            if let Some(points) = series {
+                scheduler = scheduler.with_series(points.to_vec());
             }
             (Box::new(scheduler), concurrency)
         }

@@ -177,7 +177,7 @@ impl PhaseRunner {
         let mut headers = built.headers;
         headers.extend(shared.headers.iter().cloned());
         headers.push(("X-Request-ID".into(), credit.request_id.clone()));
-        headers.push(("X-Correlation-ID".into(), credit.correlation_id.clone()));
+        headers.push((shared.session_header.clone(), credit.correlation_id.clone()));
         let sent_headers = shared.keep_raw.then(|| headers.clone());
         let request = HttpRequest {
             method: HttpMethod::Post,

@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Gamma};
 
 use crate::clock::{instant_after, saturating_secs};
-use crate::config::ArrivalPattern;
+use crate::config::{ArrivalPattern, RateSeriesPoint};
 use crate::conversation::Turn;
 
 mod fixed;
@@ -117,6 +117,8 @@ pub struct RateScheduler {
     unit_gaps: Gaps,
     rate: f64,
     ramp: Option<RateRamp>,
+    /// The series that takes over from `rate` once the ramp ends.
+    series: Option<Vec<RateSeriesPoint>>,
     rng: ChaCha8Rng,
     elapsed_secs: f64,
 }
@@ -188,6 +190,7 @@ impl RateScheduler {
             unit_gaps,
             rate,
             ramp: None,
+            series: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
             elapsed_secs: 0.0,
         })
@@ -205,18 +208,54 @@ impl RateScheduler {
         self
     }
 
+    /// After the ramp (if any), follows `points` (`--request-rate-series`): the rate is
+    /// interpolated linearly between them and updated in the ramp's 0.1 s steps, as the
+    /// Python AIPerf does; before the first point it is the first's, after the last the
+    /// last's. The scheduler's own rate should be the first point's (the ramp's target).
+    #[must_use]
+    pub fn with_series(mut self, points: Vec<RateSeriesPoint>) -> Self {
+        self.series = (!points.is_empty()).then_some(points);
+        self
+    }
+
+    /// The rate in force `elapsed` seconds into the phase.
+    fn rate_at(&self, elapsed: f64) -> f64 {
+        let ramp_secs = self.ramp.map_or(0.0, |ramp| ramp.duration_secs);
+        match (&self.ramp, &self.series) {
+            (Some(ramp), _) if elapsed < ramp_secs => ramp.rate_at(elapsed, self.rate),
+            (_, Some(points)) => {
+                let stepped =
+                    ((elapsed - ramp_secs) / RateRamp::STEP_SECS).floor() * RateRamp::STEP_SECS;
+                series_rate_at(points, stepped, self.rate)
+            }
+            _ => self.rate,
+        }
+    }
+
     /// The gap to the next arrival at the rate in force now.
     fn next_gap(&mut self) -> f64 {
-        let rate = match self.ramp {
-            Some(ramp) => ramp.rate_at(self.elapsed_secs, self.rate),
-            None => self.rate,
-        };
+        let rate = self.rate_at(self.elapsed_secs);
         let unit = match &self.unit_gaps {
             Gaps::Constant => 1.0,
             Gaps::Exponential(exp) => exp.sample(&mut self.rng),
             Gaps::Gamma(gamma) => gamma.sample(&mut self.rng),
         };
         unit / rate
+    }
+}
+
+/// The rate of a series `t` seconds after it starts: linear between the points around
+/// `t`, the first's before them, the last's after (`fallback` for no points).
+fn series_rate_at(points: &[RateSeriesPoint], t: f64, fallback: f64) -> f64 {
+    let after = points.partition_point(|point| point.time_s <= t);
+    match (after.checked_sub(1).map(|i| points[i]), points.get(after)) {
+        (Some(left), Some(right)) => {
+            let progress = (t - left.time_s) / (right.time_s - left.time_s);
+            left.qps + (right.qps - left.qps) * progress
+        }
+        (Some(last), None) => last.qps,
+        (None, Some(first)) => first.qps,
+        (None, None) => fallback,
     }
 }
 
@@ -310,6 +349,25 @@ mod tests {
         assert!(
             cv_smooth < 0.4 && cv_bursty > 1.2,
             "{cv_smooth} {cv_bursty}"
+        );
+    }
+
+    #[test]
+    fn a_series_is_followed_after_the_ramp_in_tenth_of_a_second_steps() {
+        let point = |time_s, qps| RateSeriesPoint { time_s, qps };
+        let scheduler = RateScheduler::new(10.0, ArrivalPattern::Constant, None, 1)
+            .unwrap()
+            .with_ramp(Duration::from_secs(1))
+            .with_series(vec![point(1.0, 10.0), point(3.0, 30.0), point(4.0, 20.0)]);
+        let rates: Vec<f64> = [0.0, 0.95, 1.0, 1.5, 2.0, 3.05, 4.05, 4.55, 5.05, 9.0]
+            .iter()
+            .map(|&t| (scheduler.rate_at(t) * 1e6).round() / 1e6)
+            .collect();
+        // The ramp (1 s) first, then the series from its own time 0: the first point's
+        // rate until time_s 1, linear to 30 at 3, down to 20 at 4, then 20.
+        assert_eq!(
+            rates,
+            [1.0, 9.1, 10.0, 10.0, 10.0, 20.0, 30.0, 25.0, 20.0, 20.0]
         );
     }
 

@@ -195,6 +195,26 @@ fn user_stream_options_are_respected_or_completed() {
 }
 
 #[test]
+fn per_chunk_usage_asks_for_usage_on_every_chunk_when_streaming() {
+    let turns = [turn("hi", None)];
+    let options = EndpointOptions {
+        use_server_token_count: true,
+        per_chunk_usage: true,
+        ..EndpointOptions::default()
+    };
+    let streaming = chat(options.clone()).build(&input(&turns, true)).unwrap();
+    assert_eq!(
+        body(&streaming),
+        r#"{"messages":[{"role":"user","content":"hi"}],"model":"m","stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}"#
+    );
+    let not_streaming = chat(options).build(&input(&turns, false)).unwrap();
+    assert_eq!(
+        body(&not_streaming),
+        r#"{"messages":[{"role":"user","content":"hi"}],"model":"m","stream":false}"#
+    );
+}
+
+#[test]
 fn the_turns_extra_wins_over_extra_inputs_and_endpoint_fields() {
     let turns = [Turn {
         extra: Some(

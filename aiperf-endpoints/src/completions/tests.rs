@@ -51,6 +51,8 @@ fn streaming_with_usage_legacy_flag_and_extra_inputs() {
     let options = EndpointOptions {
         use_legacy_max_tokens: true,
         use_server_token_count: true,
+        // Chat alone asks for per-chunk usage, as in the Python AIPerf.
+        per_chunk_usage: true,
         extra_inputs: json!({"max_tokens": 4, "min_tokens": 4})
             .as_object()
             .unwrap()

@@ -283,7 +283,7 @@ pub(crate) fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
         "fixed_schedule"
     } else if load.user_centric.is_some() {
         "user_centric"
-    } else if load.request_rate.is_some() {
+    } else if load.initial_request_rate().is_some() {
         "request_rate"
     } else {
         "concurrency"
@@ -319,7 +319,7 @@ pub(crate) fn input_config(summary: &Summary) -> InputConfigEcho<'_> {
         duration: load.benchmark_duration,
         concurrency: load.concurrency,
         rate: load
-            .request_rate
+            .initial_request_rate()
             .or(load.user_centric.map(|user| user.rate)),
         arrival_pattern: load
             .arrival_pattern

@@ -7,6 +7,7 @@ pub mod csv;
 pub mod json;
 pub mod jsonl;
 mod line_file;
+pub mod outputs;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod raw;
@@ -47,6 +48,8 @@ pub struct ExportPaths {
     pub console_txt: PathBuf,
     /// `inputs.json` (never prefixed)
     pub inputs_json: PathBuf,
+    /// `outputs.json` (never prefixed)
+    pub outputs_json: PathBuf,
 }
 
 /// Suffixes stripped from a user-given `--profile-export-prefix` (longest first).
@@ -81,6 +84,7 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             timeslices_csv: dir.join("profile_export_aiperf_timeslices.csv"),
             console_txt: dir.join("profile_export_console.txt"),
             inputs_json: dir.join("inputs.json"),
+            outputs_json: dir.join("outputs.json"),
         },
         Some(p) => ExportPaths {
             json: dir.join(format!("{p}.json")),
@@ -92,6 +96,7 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             timeslices_csv: dir.join(format!("{p}_timeslices.csv")),
             console_txt: dir.join(format!("{p}_console.txt")),
             inputs_json: dir.join("inputs.json"),
+            outputs_json: dir.join("outputs.json"),
         },
     }
 }
@@ -117,7 +122,7 @@ pub fn artifact_dir_name(config: &BenchmarkConfig) -> String {
             py_float(user.rate)
         )
     } else {
-        match (load.concurrency, load.request_rate) {
+        match (load.concurrency, load.initial_request_rate()) {
             (Some(c), Some(r)) => format!("concurrency{c}-request_rate{}", py_float(r)),
             (None, Some(r)) => format!("request_rate{}", py_float(r)),
             (c, None) => format!("concurrency{}", c.unwrap_or(1)),
