@@ -144,6 +144,11 @@ fn run_profile(
     };
     let spec = match spec {
         Ok(spec) => spec,
+        // A file's rule errors name configuration fields, which are not flags there.
+        Err(error) if args.config_file.is_some() => {
+            eprintln!("error: {error:#}");
+            return ExitCode::from(2);
+        }
         Err(error) => {
             eprintln!("error: {}", usage::flag_words(&format!("{error:#}")));
             return ExitCode::from(2);

@@ -72,14 +72,14 @@ pub enum ConfigFileError {
         problem: String,
     },
     /// The configuration read breaks a rule of [`BenchmarkConfig::validate`].
-    #[error("{file}: {}{source}", point.as_ref().map(|p| format!("sweep point {p}: ")).unwrap_or_default())]
+    #[error("{file}: {}{rule}", point.as_ref().map(|p| format!("sweep point {p}: ")).unwrap_or_default())]
     Invalid {
         /// The file as named.
         file: String,
         /// The sweep point, when the rule is broken by one.
         point: Option<String>,
         /// The rule broken (it names configuration fields).
-        source: ConfigError,
+        rule: ConfigError,
     },
 }
 
@@ -169,13 +169,23 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// The run configuration of `benchmark` as one run of `spec`.
+    /// The run configuration of `benchmark` as one run of `spec` (credentials in the
+    /// telemetry URLs replaced by `***`, as in the benchmark's URLs).
     pub fn of_run(spec: &RunSpec, benchmark: &BenchmarkConfig) -> Self {
+        let redacted = |urls: &[String]| -> Vec<String> {
+            urls.iter()
+                .map(|url| aiperf_core::url::redact_credentials(url))
+                .collect()
+        };
         Self {
             benchmark: benchmark.clone(),
             transport: spec.transport.clone(),
             readiness: spec.readiness,
-            telemetry: spec.telemetry.clone(),
+            telemetry: TelemetryOptions {
+                gpu_urls: redacted(&spec.telemetry.gpu_urls),
+                server_urls: redacted(&spec.telemetry.server_urls),
+                ..spec.telemetry.clone()
+            },
             records: spec.records.clone(),
             slos: spec.slos.clone(),
         }
@@ -285,10 +295,10 @@ impl ConfigFile {
         let invalid = |point: Option<&str>| {
             let file = self.file.clone();
             let point = point.map(str::to_owned);
-            move |source| ConfigFileError::Invalid {
+            move |rule| ConfigFileError::Invalid {
                 file: file.clone(),
                 point: point.clone(),
-                source,
+                rule,
             }
         };
         let mut spec = RunSpec::new(self.benchmark.clone().validate().map_err(invalid(None))?);
