@@ -539,3 +539,50 @@ pub(crate) fn run_config_command(command: &ConfigCommand) -> anyhow::Result<()> 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flags refused beside a file on purpose (0.13 refuses them too): the sweep is
+    /// the file's, and a public dataset would replace the file's dataset.
+    const REFUSED_WITH_A_FILE: &[&str] = &[
+        "public_dataset",
+        "sweep_type",
+        "parameter_sweep_cooldown_seconds",
+    ];
+
+    /// Every `aiperf profile` flag either overrides something, applies as usual or is
+    /// refused on purpose: a new flag that lands in no list fails here, so that it is not
+    /// refused beside a file by accident.
+    #[test]
+    fn every_profile_flag_is_classified() {
+        let command = Cli::command();
+        let profile = command.find_subcommand("profile").unwrap();
+        let unclassified: Vec<&str> = profile
+            .get_arguments()
+            .map(|arg| arg.get_id().as_str())
+            .filter(|id| *id != "help")
+            .filter(|id| !is_applicable(id) && !REFUSED_WITH_A_FILE.contains(id))
+            .collect();
+        assert!(
+            unclassified.is_empty(),
+            "unclassified flags: {unclassified:?}"
+        );
+        let count = profile.get_arguments().count();
+        assert!(count >= 130, "only {count} flags looked at");
+        for id in REFUSED_WITH_A_FILE {
+            assert!(!is_applicable(id), "{id}");
+            assert!(
+                profile.get_arguments().any(|arg| arg.get_id() == id),
+                "{id}"
+            );
+        }
+    }
+
+    #[test]
+    fn refused_flags_are_named_as_typed() {
+        assert_eq!(flag_name("sweep_type"), "--sweep-type");
+        assert_eq!(flag_name("public_dataset"), "--public-dataset");
+    }
+}

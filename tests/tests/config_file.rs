@@ -183,12 +183,15 @@ async fn a_sweep_of_multi_runs_in_the_file_runs_every_point() {
     assert_eq!(
         String::from_utf8_lossy(&expand.stdout),
         format!(
-            "{file}: zip sweep, 2 points\n  1  concurrency_1_isl_8              concurrency=1 isl=8\n  \
-             2  concurrency_2_isl_24             concurrency=2 isl=24\n"
+            "{file}: zip sweep, 2 points\n  1  isl_8__concurrency_1             isl=8 concurrency=1\n  \
+             2  isl_24__concurrency_2            isl=24 concurrency=2\n"
         )
     );
     assert_exit(&profile(with_file(&file, "--no-server-metrics")).await, 0);
-    for (label, isl) in [("concurrency_1_isl_8", 8.0), ("concurrency_2_isl_24", 24.0)] {
+    for (label, isl) in [
+        ("isl_8__concurrency_1", 8.0),
+        ("isl_24__concurrency_2", 24.0),
+    ] {
         for run in ["run_0001", "run_0002"] {
             let run_dir = dir.join(label).join("profile_runs").join(run);
             let summary = read_json(&run_dir.join("profile_export_aiperf.json"));

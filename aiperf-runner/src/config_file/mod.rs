@@ -134,7 +134,8 @@ pub struct FileSweep {
 /// One point of a file's sweep.
 #[derive(Debug, Clone)]
 pub struct FileSweepPoint {
-    /// The point's directory name, e.g. `rate_10_isl_128`.
+    /// The point's directory name, e.g. `isl_128__rate_10` (as the Python AIPerf 0.13
+    /// names it: the parameters in the order of their key paths).
     pub label: String,
     /// Each swept key (its last path segment) and its value as written.
     pub parameters: Vec<(String, String)>,

@@ -102,6 +102,9 @@ pub(super) fn read_sweep<'a>(field: &Field<'a>) -> Result<SweepSection<'a>, Conf
             )));
         }
     }
+    // As the Python AIPerf 0.13 does: parameters combine in the order of their paths,
+    // whatever their order in the file, so that a point's directory has the same name.
+    parameters.sort_by_key(|p| p.path.join("."));
     r.finish(&[
         "iteration_order",
         "post_process",
@@ -127,7 +130,7 @@ fn resolve_path(key: &str) -> Vec<String> {
 }
 
 impl SweepSection<'_> {
-    /// The points, grid points varying the last parameter fastest.
+    /// The points, grid points varying the last parameter (by path) fastest.
     pub(super) fn points(&self, benchmark: &Node) -> Result<Vec<PointTree>, ConfigFileError> {
         let choices: Vec<Vec<usize>> = match self.sweep_type {
             SweepType::Zip => (0..self.parameters[0].values.len())
@@ -166,11 +169,12 @@ impl SweepSection<'_> {
                     let name = parameter.path.last().cloned().unwrap_or_default();
                     parameters.push((name, text.clone()));
                 }
+                // 0.13's directory names: `rate_10`, `isl_128__concurrency_4`.
                 let label = parameters
                     .iter()
                     .map(|(name, value)| format!("{name}_{value}"))
                     .collect::<Vec<_>>()
-                    .join("_");
+                    .join("__");
                 Ok(PointTree {
                     label,
                     parameters,

@@ -222,20 +222,22 @@ fn a_grid_sweep_expands_to_every_combination_in_order() {
             )
         })
         .collect();
+    // Parameters combine in the order of their paths (datasets.… before phases.…), the
+    // last varying fastest, and name the directories as the Python AIPerf 0.13 does.
     assert_eq!(
         got,
         [
-            ("concurrency_1_isl_128", Some(1), 128),
-            ("concurrency_1_isl_512", Some(1), 512),
-            ("concurrency_4_isl_128", Some(4), 128),
-            ("concurrency_4_isl_512", Some(4), 512),
+            ("isl_128__concurrency_1", Some(1), 128),
+            ("isl_128__concurrency_4", Some(4), 128),
+            ("isl_512__concurrency_1", Some(1), 512),
+            ("isl_512__concurrency_4", Some(4), 512),
         ]
     );
     assert_eq!(
         sweep.points[0].parameters,
         [
-            ("concurrency".to_string(), "1".to_string()),
-            ("isl".to_string(), "128".to_string())
+            ("isl".to_string(), "128".to_string()),
+            ("concurrency".to_string(), "1".to_string())
         ]
     );
     // The rest of each point is the file's.
@@ -246,7 +248,7 @@ fn a_grid_sweep_expands_to_every_combination_in_order() {
             && p.benchmark.input.osl_mean == Some(8)));
     let spec = file.into_run_spec().unwrap();
     assert_eq!(spec.sweep.unwrap().points.len(), 4);
-    assert_eq!(spec.benchmark.load.concurrency, Some(1));
+    assert_eq!(spec.benchmark.input.isl_mean, 128);
 }
 
 #[test]
@@ -272,8 +274,8 @@ fn a_zip_sweep_pairs_values_and_needs_equal_lengths() {
     assert_eq!(
         points,
         [
-            ("rate_1_concurrency_3".to_string(), Some(1.0), Some(3)),
-            ("rate_2_concurrency_6".to_string(), Some(2.0), Some(6)),
+            ("concurrency_3__rate_1".to_string(), Some(1.0), Some(3)),
+            ("concurrency_6__rate_2".to_string(), Some(2.0), Some(6)),
         ]
     );
     assert_eq!(
