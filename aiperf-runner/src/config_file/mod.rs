@@ -107,7 +107,7 @@ pub struct ConfigFile {
     pub transport: TransportOptions,
     /// Waiting for the server (only `run_config.json` holds it).
     pub readiness: Option<ReadinessOptions>,
-    /// Telemetry (only `run_config.json` holds it; `None`: the defaults).
+    /// Telemetry (`gpuTelemetry:`, `serverMetrics:`; `None`: the defaults).
     pub telemetry: Option<TelemetryOptions>,
     /// Extras of the per-record export.
     pub records: RecordOptions,
@@ -243,7 +243,7 @@ pub fn parse_config_file(text: &str, file: &str) -> Result<ConfigFile, ConfigFil
         benchmark: parts.config,
         transport: parts.transport,
         readiness: None,
-        telemetry: None,
+        telemetry: parts.telemetry,
         records: parts.records,
         runs: top.runs,
         slos: Vec::new(),

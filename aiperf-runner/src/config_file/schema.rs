@@ -10,7 +10,9 @@ use aiperf_core::BenchmarkConfig;
 use super::reader::{Field, MapReader};
 use super::yaml::{Node, Value};
 use super::ConfigFileError;
-use crate::spec::{ConnectionReuse, MultiRunOptions, RecordOptions, TransportOptions};
+use crate::spec::{
+    ConnectionReuse, MultiRunOptions, RecordOptions, TelemetryOptions, TransportOptions,
+};
 
 /// What the `benchmark:` section gives.
 #[derive(Debug, Clone, Default)]
@@ -18,6 +20,8 @@ pub(super) struct BenchmarkParts {
     pub(super) config: BenchmarkConfig,
     pub(super) transport: TransportOptions,
     pub(super) records: RecordOptions,
+    /// `None` without `gpuTelemetry:` and `serverMetrics:` (the defaults apply).
+    pub(super) telemetry: Option<TelemetryOptions>,
 }
 
 /// 0.13 keys of the phases that aiperf-rs does not implement.
@@ -197,9 +201,65 @@ pub(super) fn read_benchmark(
             _ => field.string()?,
         });
     }
+    if let Some(f) = r.take("gpu_telemetry") {
+        let telemetry = parts
+            .telemetry
+            .get_or_insert_with(TelemetryOptions::default);
+        let mut g = f.map()?;
+        if let Some(f) = g.take("enabled") {
+            telemetry.gpu = f.boolean()?;
+        }
+        if let Some(f) = g.take("urls") {
+            telemetry.gpu_urls = f.strings()?;
+        }
+        if let Some(f) = g.take("collector") {
+            let collector = f.string()?;
+            if collector != "dcgm" {
+                return Err(f.error(&format!(
+                    "collector {collector:?} is not available in aiperf-rs; run a DCGM \
+                     exporter and use collector dcgm"
+                )));
+            }
+        }
+        if let Some(f) = g.take("mode") {
+            let mode = f.string()?;
+            if mode != "summary" {
+                return Err(f.error(&format!(
+                    "mode {mode:?} is not available in a configuration file; use \
+                     --gpu-telemetry dashboard"
+                )));
+            }
+        }
+        g.finish(&["metrics_file"])?;
+    }
+    if let Some(f) = r.take("server_metrics") {
+        let telemetry = parts
+            .telemetry
+            .get_or_insert_with(TelemetryOptions::default);
+        let mut m = f.map()?;
+        if let Some(f) = m.take("enabled") {
+            telemetry.server_metrics = f.boolean()?;
+        }
+        if let Some(f) = m.take("urls") {
+            telemetry.server_urls = f.strings()?;
+        }
+        if let Some(f) = m.take("formats") {
+            telemetry.server_metrics_formats = f
+                .strings()?
+                .into_iter()
+                .map(|name| {
+                    serde_json::from_value(serde_json::Value::String(name.clone())).map_err(|_| {
+                        f.error(&format!(
+                            "expected json, csv, jsonl or parquet, got {name:?}"
+                        ))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        m.finish(&["discovery"])?;
+    }
     r.finish(&[
         "accuracy",
-        "gpu_telemetry",
         "logging",
         "metrics",
         "mlflow",
@@ -207,7 +267,6 @@ pub(super) fn read_benchmark(
         "otel",
         "runtime",
         "scenario",
-        "server_metrics",
         "unsafe_override",
         "wandb",
     ])?;
@@ -328,6 +387,13 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
     if let Some(f) = r.take("use_server_token_count") {
         endpoint.use_server_token_count = f.boolean()?;
     }
+    if let Some(f) = r.take("url_strategy") {
+        // Requests go to the URLs in turn, 0.13's only strategy.
+        let strategy = f.string()?;
+        if strategy != "round_robin" {
+            return Err(f.error(&format!("expected round_robin, got {strategy:?}")));
+        }
+    }
     if let Some(f) = r.take("connection_reuse") {
         parts.transport.connection_reuse = match f.string()?.replace('-', "_").as_str() {
             "pooled" => ConnectionReuse::Pooled,
@@ -349,7 +415,6 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
         "session_header",
         "template",
         "transport",
-        "url_strategy",
         "uuid_and_strip",
         "wait_for_model_interval",
         "wait_for_model_mode",
@@ -377,6 +442,16 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
     if let Some(f) = r.take("random_seed") {
         input.random_seed = Some(f.count()?);
     }
+    if let Some(f) = r.take("sampling") {
+        let name = f.string()?;
+        input.sampling_strategy = Some(
+            serde_json::from_value(serde_json::Value::String(name.clone())).map_err(|_| {
+                f.error(&format!(
+                    "expected sequential, random or shuffle, got {name:?}"
+                ))
+            })?,
+        );
+    }
     match kind.as_str() {
         "synthetic" => {
             if let Some(f) = r.take("entries") {
@@ -403,7 +478,6 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 "images",
                 "prefix_prompts",
                 "rankings",
-                "sampling",
                 "system_prompt",
                 "system_prompt_file",
                 "turn_delay",
@@ -449,7 +523,6 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 "prompts",
                 "records",
                 "replay_speedup",
-                "sampling",
                 "synthesis",
                 "system_prompt",
                 "system_prompt_file",
@@ -490,17 +563,12 @@ fn read_lengths(
 fn read_distribution(field: &Field<'_>) -> Result<(u32, f64), ConfigFileError> {
     if let Value::Map(_) = field.node.value {
         let mut r = field.map()?;
-        let mean = r
-            .take("mean")
-            .ok_or_else(|| field.error("missing `mean`"))?
-            .count()?;
-        let stddev = r
-            .take("stddev")
-            .map(|f| f.number())
-            .transpose()?
-            .unwrap_or(0.0);
+        let mean = r.take("mean");
+        let stddev = r.take("stddev").map(|f| f.number()).transpose()?;
+        // A lognormal, multimodal or empirical distribution is refused by its key.
         r.finish(&["median", "peaks", "points"])?;
-        Ok((mean, stddev))
+        let mean = mean.ok_or_else(|| field.error("missing `mean`"))?.count()?;
+        Ok((mean, stddev.unwrap_or(0.0)))
     } else {
         Ok((field.count()?, 0.0))
     }

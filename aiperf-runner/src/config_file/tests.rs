@@ -349,3 +349,39 @@ fn run_config_json_reads_back_as_written() {
         .to_string();
     assert!(message.starts_with("run_config.json:"), "{message}");
 }
+
+#[test]
+fn telemetry_sampling_and_url_strategy_map_onto_their_options() {
+    let file = parse(
+        "benchmark:\n  model: m\n  endpoint: {urls: [a, b], urlStrategy: round_robin}\n  \
+         dataset: {type: synthetic, sampling: sequential}\n  \
+         gpuTelemetry: {enabled: true, collector: dcgm, urls: [http://g:9400/metrics]}\n  \
+         serverMetrics: {enabled: false, formats: [json, parquet]}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        file.benchmark.input.sampling_strategy,
+        Some(aiperf_core::dataset::SamplingStrategy::Sequential)
+    );
+    let telemetry = file.telemetry.unwrap();
+    assert!(telemetry.gpu && !telemetry.server_metrics);
+    assert_eq!(telemetry.gpu_urls, ["http://g:9400/metrics"]);
+    assert_eq!(
+        telemetry.server_metrics_formats,
+        [
+            aiperf_telemetry::export::ServerMetricsFormat::Json,
+            aiperf_telemetry::export::ServerMetricsFormat::Parquet
+        ]
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  gpuTelemetry: {collector: pynvml}\n"),
+        "bench.yaml:3: benchmark.gpuTelemetry.collector: collector \"pynvml\" is not available \
+         in aiperf-rs; run a DCGM exporter and use collector dcgm"
+    );
+    // A distribution aiperf-rs does not draw is refused by its key, not as a missing mean.
+    assert_eq!(
+        error("benchmark:\n  model: m\n  dataset:\n    isl:\n      peaks: []\n"),
+        "bench.yaml:5: benchmark.dataset.isl.peaks: not available in aiperf-rs (a key of the \
+         Python AIPerf 0.13 this implementation does not support; remove it)"
+    );
+}
