@@ -419,7 +419,8 @@ fn is_applicable(id: &str) -> bool {
         .any(|flags| flags.contains(&id))
 }
 
-/// The flags' values onto every benchmark of the file (the base and each sweep point).
+/// The flags' values onto every benchmark of the file (the base and each sweep point,
+/// whose swept values stay).
 fn apply_flags(file: &mut ConfigFile, args: &ProfileArgs, given: &[String]) -> anyhow::Result<()> {
     let flags = assemble::build_config(args)?;
     let replaces_dataset_file = given
@@ -432,7 +433,7 @@ fn apply_flags(file: &mut ConfigFile, args: &ProfileArgs, given: &[String]) -> a
             file.file
         );
     }
-    for benchmark in file.benchmarks_mut() {
+    file.change_every_run(|benchmark| {
         for id in given {
             if let Some((_, apply)) = BENCHMARK_OVERRIDES.iter().find(|(flag, _)| flag == id) {
                 apply(benchmark, &flags);
@@ -443,7 +444,7 @@ fn apply_flags(file: &mut ConfigFile, args: &ProfileArgs, given: &[String]) -> a
                 apply(benchmark, &flags);
             }
         }
-    }
+    });
     Ok(())
 }
 

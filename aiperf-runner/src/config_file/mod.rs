@@ -280,14 +280,27 @@ fn parse_run_config(text: &str, file: &str) -> Result<ConfigFile, ConfigFileErro
 }
 
 impl ConfigFile {
-    /// Every benchmark of the file: the base and each sweep point's, to change together
-    /// (as command-line overrides do).
-    pub fn benchmarks_mut(&mut self) -> impl Iterator<Item = &mut BenchmarkConfig> {
-        std::iter::once(&mut self.benchmark).chain(
-            self.sweep
-                .iter_mut()
-                .flat_map(|sweep| sweep.points.iter_mut().map(|point| &mut point.benchmark)),
-        )
+    /// Applies `change` (command-line overrides) to the benchmark and to every sweep
+    /// point, each point keeping the values its sweep gives it: as in the Python AIPerf
+    /// 0.13, where the sweep expands after the command line is merged into the file,
+    /// `--concurrency 8` beside a concurrency sweep does not flatten the sweep.
+    pub fn change_every_run(&mut self, change: impl Fn(&mut BenchmarkConfig)) {
+        let base = to_json(&self.benchmark);
+        change(&mut self.benchmark);
+        for point in self.sweep.iter_mut().flat_map(|sweep| &mut sweep.points) {
+            let swept = to_json(&point.benchmark);
+            change(&mut point.benchmark);
+            let mut changed = to_json(&point.benchmark);
+            keep_swept_values(&base, &swept, &mut changed);
+            // Secrets and URL credentials are not serialised: they come from `change`.
+            if let Ok(mut kept) = serde_json::from_value::<BenchmarkConfig>(changed) {
+                let endpoint = &mut point.benchmark.endpoint;
+                kept.endpoint.api_key = endpoint.api_key.take();
+                kept.endpoint.headers = std::mem::take(&mut endpoint.headers);
+                kept.endpoint.urls = std::mem::take(&mut endpoint.urls);
+                point.benchmark = kept;
+            }
+        }
     }
 
     /// Validates every run and returns what [`run`](crate::run) takes. With a sweep, the
@@ -334,6 +347,39 @@ impl ConfigFile {
             });
         }
         Ok(spec)
+    }
+}
+
+fn to_json(config: &BenchmarkConfig) -> serde_json::Value {
+    serde_json::to_value(config).unwrap_or_default()
+}
+
+/// Where `swept` differs from `base` (a value the sweep set), `changed` takes `swept`'s.
+fn keep_swept_values(
+    base: &serde_json::Value,
+    swept: &serde_json::Value,
+    changed: &mut serde_json::Value,
+) {
+    use serde_json::Value;
+    match (base, swept, changed) {
+        (Value::Object(base), Value::Object(swept), Value::Object(changed)) => {
+            for (key, swept_value) in swept {
+                match (base.get(key), changed.get_mut(key)) {
+                    (Some(base_value), Some(changed_value)) => {
+                        keep_swept_values(base_value, swept_value, changed_value);
+                    }
+                    (None, _) => {
+                        changed.insert(key.clone(), swept_value.clone());
+                    }
+                    (Some(_), None) => {}
+                }
+            }
+        }
+        (base, swept, changed) => {
+            if base != swept {
+                *changed = swept.clone();
+            }
+        }
     }
 }
 

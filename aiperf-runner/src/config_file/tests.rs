@@ -385,3 +385,42 @@ fn telemetry_sampling_and_url_strategy_map_onto_their_options() {
          Python AIPerf 0.13 this implementation does not support; remove it)"
     );
 }
+
+#[test]
+fn changes_to_every_run_keep_each_points_swept_values() {
+    let mut file = parse(
+        "sweep:\n  parameters:\n    concurrency: [1, 4]\n\
+         benchmark:\n  model: m\n  endpoint: {url: 'http://u:p@h:1'}\n  \
+         phases: [{name: profiling, type: concurrency, concurrency: 2, requests: 10}]\n",
+    )
+    .unwrap();
+    file.change_every_run(|c| {
+        c.load.concurrency = Some(8);
+        c.load.request_count = Some(3);
+        c.endpoint.api_key = Some("sk-1".into());
+    });
+    assert_eq!(file.benchmark.load.concurrency, Some(8));
+    let points: Vec<_> = file
+        .sweep
+        .unwrap()
+        .points
+        .into_iter()
+        .map(|p| {
+            let c = p.benchmark;
+            (
+                c.load.concurrency,
+                c.load.request_count,
+                c.endpoint.api_key,
+                c.endpoint.urls,
+            )
+        })
+        .collect();
+    let url = vec!["http://u:p@h:1".to_string()];
+    assert_eq!(
+        points,
+        [
+            (Some(1), Some(3), Some("sk-1".to_string()), url.clone()),
+            (Some(4), Some(3), Some("sk-1".to_string()), url),
+        ]
+    );
+}
