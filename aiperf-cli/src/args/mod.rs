@@ -59,7 +59,7 @@ pub(crate) enum ConfigCommand {
         #[arg(short = 't', long = "template", default_value = "default")]
         template: String,
         /// List the templates.
-        #[arg(long)]
+        #[arg(short = 'l', long)]
         list: bool,
         /// The model to put in the file.
         #[arg(short = 'm', long = "model")]
