@@ -57,7 +57,7 @@ pub(crate) fn run_spec(
     Ok(spec)
 }
 
-fn transport_options(args: &ProfileArgs) -> TransportOptions {
+pub(crate) fn transport_options(args: &ProfileArgs) -> TransportOptions {
     let endpoint = &args.endpoint;
     let verify_off_by_env = std::env::var("AIPERF_HTTP_SSL_VERIFY")
         .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "no"));
@@ -74,7 +74,7 @@ fn transport_options(args: &ProfileArgs) -> TransportOptions {
     }
 }
 
-fn multi_run_options(runs: &RunsArgs) -> MultiRunOptions {
+pub(crate) fn multi_run_options(runs: &RunsArgs) -> MultiRunOptions {
     MultiRunOptions {
         count: runs.num_profile_runs,
         cooldown: saturating_secs(runs.profile_run_cooldown_seconds),
@@ -120,6 +120,14 @@ fn sweep_points(argv: &[String], args: &ProfileArgs) -> anyhow::Result<Option<Sw
 
 /// Builds and validates the configuration. Errors are usage errors (exit status 2).
 pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
+    let config = build_config(args)?.validate()?;
+    check_endpoint_options(&config)?;
+    Ok(config)
+}
+
+/// The configuration the flags describe, not yet validated (a configuration file's
+/// overrides take fields from it). Errors are usage errors (exit status 2).
+pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig> {
     let mut config = BenchmarkConfig::default();
     let endpoint = &mut config.endpoint;
     endpoint.models = args
@@ -189,14 +197,12 @@ pub(crate) fn assemble(args: &ProfileArgs) -> anyhow::Result<ValidatedConfig> {
     if let Some(goodput) = &args.input.goodput {
         config.goodput = parse_goodput(goodput)?;
     }
-    let config = config.validate()?;
-    check_endpoint_options(&config)?;
     Ok(config)
 }
 
 /// Rules that need the endpoint type: it must exist, and every --goodput tag must be a
 /// metric this endpoint and streaming mode produce.
-fn check_endpoint_options(config: &BenchmarkConfig) -> anyhow::Result<()> {
+pub(crate) fn check_endpoint_options(config: &BenchmarkConfig) -> anyhow::Result<()> {
     let endpoint = endpoint_for(&config.endpoint.endpoint_type, EndpointOptions::default())?;
     let context = MetricsContext::new(config, endpoint.info());
     validate_goodput(&config.goodput, &context)?;
@@ -204,7 +210,7 @@ fn check_endpoint_options(config: &BenchmarkConfig) -> anyhow::Result<()> {
 }
 
 /// The run-level SLOs of `--slo` (empty without the flag).
-fn slos(args: &ProfileArgs) -> anyhow::Result<Vec<Slo>> {
+pub(crate) fn slos(args: &ProfileArgs) -> anyhow::Result<Vec<Slo>> {
     Ok(match &args.input.slo {
         Some(text) => parse_slos(text)?,
         None => Vec::new(),

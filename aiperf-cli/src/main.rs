@@ -15,6 +15,7 @@ mod assemble;
 #[cfg(test)]
 mod cli_docs;
 mod compare;
+mod config_file;
 mod kv;
 mod logging;
 mod plot;
@@ -29,7 +30,7 @@ mod usage;
 use std::process::ExitCode;
 
 use aiperf_runner::{ErrorKind, Outcome};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use args::{Cli, Command, ProfileArgs};
 
@@ -50,10 +51,22 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let cli = Cli::parse_from(first_point);
+    let has_sweep_lists = first_point != argv;
+    let matches = Cli::command().get_matches_from(first_point);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
     match cli.command {
+        Command::Config(command) => match config_file::run_config_command(&command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::from(2)
+            }
+        },
         Command::Completions { shell } => {
-            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "aiperf", &mut std::io::stdout());
             ExitCode::SUCCESS
         }
@@ -92,15 +105,59 @@ fn main() -> ExitCode {
                 args.output.console_follows_log_level(),
             );
             tracing::info!("Starting aiperf {}", env!("CARGO_PKG_VERSION"));
-            run_profile(&argv, *args, cli_command)
+            let given = matches
+                .subcommand_matches("profile")
+                .map(flags_given)
+                .unwrap_or_default();
+            run_profile(&argv, *args, &given, has_sweep_lists, cli_command)
         }
     }
 }
 
+/// The clap ids of the flags given on the command line (or, for the API key, in its
+/// environment variable), which override a configuration file.
+fn flags_given(matches: &clap::ArgMatches) -> Vec<String> {
+    let command = Cli::command();
+    let is_argument = |id: &clap::Id| {
+        command
+            .find_subcommand("profile")
+            .is_some_and(|profile| profile.get_arguments().any(|arg| arg.get_id() == id))
+    };
+    matches
+        .ids()
+        // Argument groups (one per flattened struct) are listed too.
+        .filter(|id| is_argument(id))
+        .filter(|id| {
+            matches!(
+                matches.value_source(id.as_str()),
+                Some(
+                    clap::parser::ValueSource::CommandLine | clap::parser::ValueSource::EnvVariable
+                )
+            )
+        })
+        .map(|id| id.as_str().to_owned())
+        .collect()
+}
+
 /// `aiperf profile`: one run, or the runs of `--num-profile-runs` and of a sweep.
-fn run_profile(argv: &[String], args: ProfileArgs, cli_command: String) -> ExitCode {
-    let spec = match assemble::run_spec(argv, &args, cli_command) {
+fn run_profile(
+    argv: &[String],
+    args: ProfileArgs,
+    given: &[String],
+    has_sweep_lists: bool,
+    cli_command: String,
+) -> ExitCode {
+    let spec = match &args.config_file {
+        Some(path) => config_file::run_spec(path, &args, given, has_sweep_lists, cli_command),
+        None => assemble::run_spec(argv, &args, cli_command),
+    };
+    let spec = match spec {
         Ok(spec) => spec,
+        // A file's rule errors name configuration fields, which are not flags there.
+        Err(error) if args.config_file.is_some() => {
+            eprintln!("error: {error:#}");
+            return ExitCode::from(2);
+        }
         Err(error) => {
             eprintln!("error: {}", usage::flag_words(&format!("{error:#}")));
             return ExitCode::from(2);

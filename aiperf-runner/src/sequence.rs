@@ -16,6 +16,7 @@ use aiperf_metrics::export::{resolve_artifact_dir, resolve_sweep_artifact_dir};
 use aiperf_metrics::sweep::{SweepParameter, SweepPoint as SweepSummaryPoint, SweepSummary};
 use aiperf_metrics::Summary;
 
+use crate::config_file::RunConfig;
 use crate::error::ErrorKind;
 use crate::hooks::{Notice, RunHooks};
 use crate::report::{AggregateReport, Outcome, Report, SweepReport};
@@ -39,13 +40,25 @@ pub(crate) async fn run(
     let Some(sweep) = &spec.sweep else {
         let dir = resolve_artifact_dir(&benchmark);
         report.outcome = if spec.runs.count == 1 {
-            let run = session.run_once(spec, benchmark, None, hooks).await?;
+            // The configuration as given (`mock` stays `mock`), its seed drawn here so
+            // that run_config.json records it.
+            let config = spec.benchmark.clone().with_seed_drawn(rand::random::<u64>);
+            let run = session.run_once(spec, config.clone(), None, hooks).await?;
+            write_run_config(&run.files.dir, spec, &config)?;
             hooks.run_finished(&run);
             let outcome = run.outcome;
             report.runs.push(run);
             outcome
         } else {
-            run_point(session, spec, benchmark, &dir, &mut report, hooks).await?
+            run_point(
+                session,
+                spec,
+                spec.benchmark.clone(),
+                &dir,
+                &mut report,
+                hooks,
+            )
+            .await?
         };
         return Ok(report);
     };
@@ -69,7 +82,9 @@ pub(crate) async fn run(
         });
         let runs_before = (report.runs.len(), report.aggregates.len());
         let dir = root.join(&point.label);
-        let config = session.adopt(&point.benchmark)?;
+        // Checked against the session before anything runs; each run adopts it again.
+        session.adopt(&point.benchmark)?;
+        let config = point.benchmark.clone();
         let outcome = match run_point(session, spec, config, &dir, &mut report, hooks).await {
             Ok(outcome) => outcome,
             Err(error) if error.kind() == ErrorKind::Usage => return Err(error),
@@ -145,7 +160,8 @@ async fn run_point(
     let runs = &spec.runs;
     let count = runs.count;
     if count == 1 {
-        write_run_config(dir, &config)?;
+        let config = config.with_seed_drawn(rand::random::<u64>);
+        write_run_config(dir, spec, &config)?;
         let run = session.run_once(spec, config, Some(dir), hooks).await?;
         hooks.run_finished(&run);
         let outcome = run.outcome;
@@ -178,9 +194,10 @@ async fn run_point(
             label: &label,
         });
         let run_dir = dir.join("profile_runs").join(&label);
-        write_run_config(&run_dir, &config)?;
+        let run_config = config.clone().with_seed_drawn(rand::random::<u64>);
+        write_run_config(&run_dir, spec, &run_config)?;
         match session
-            .run_once(spec, config.clone(), Some(&run_dir), hooks)
+            .run_once(spec, run_config, Some(&run_dir), hooks)
             .await
         {
             Ok(run) => {
@@ -257,13 +274,15 @@ async fn run_point(
 }
 
 /// `run_config.json`: the configuration the run was given (warmup and seed as this
-/// run has them), so a single run of a sequence can be understood and repeated.
-/// Secrets (API key, header values) are not part of the serialised configuration.
-fn write_run_config(dir: &Path, config: &ValidatedConfig) -> Result<(), RunError> {
+/// run has them) and the options around it ([`RunConfig`]), so that
+/// `aiperf profile -f run_config.json` repeats the run. Secrets (API key, header values)
+/// are not part of the serialised configuration.
+fn write_run_config(dir: &Path, spec: &RunSpec, config: &ValidatedConfig) -> Result<(), RunError> {
     let path = dir.join("run_config.json");
     std::fs::create_dir_all(dir)
         .and_then(|()| {
-            let json = serde_json::to_string_pretty(config).map_err(std::io::Error::other)?;
+            let run_config = RunConfig::of_run(spec, config);
+            let json = serde_json::to_string_pretty(&run_config).map_err(std::io::Error::other)?;
             std::fs::write(&path, json)
         })
         .map_err(RunError::write(&path))

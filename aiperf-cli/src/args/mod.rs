@@ -47,6 +47,42 @@ pub(crate) enum Command {
     /// Draw charts (PNG and SVG) and a self-contained report.html from one run's artifacts,
     /// or compare several runs (a sweep, a multi-run folder, or several directories).
     Plot(PlotArgs),
+    /// Configuration files: write a starter, check one, list a sweep's runs.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+/// `aiperf config …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Write a commented starter configuration file (to stdout unless -o).
+    Init {
+        /// The template (see --list).
+        #[arg(short = 't', long = "template", default_value = "default")]
+        template: String,
+        /// List the templates.
+        #[arg(short = 'l', long)]
+        list: bool,
+        /// The model to put in the file.
+        #[arg(short = 'm', long = "model")]
+        model: Option<String>,
+        /// The server URL to put in the file.
+        #[arg(short = 'u', long = "url")]
+        url: Option<String>,
+        /// Write the file here instead of to stdout.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Check a configuration file: every key, value and rule of every run.
+    Validate {
+        /// The file.
+        file: PathBuf,
+    },
+    /// Print the runs a configuration file's sweep expands to, one per point.
+    Expand {
+        /// The file.
+        file: PathBuf,
+    },
 }
 
 /// A whole number, 0 or more: a negative one is refused with that rule rather than
@@ -87,6 +123,11 @@ where
 /// `aiperf profile`.
 #[derive(Debug, Args)]
 pub(crate) struct ProfileArgs {
+    /// A configuration file (the Python AIPerf 0.13 YAML, or a run's run_config.json)
+    /// as the base of the run; flags given beside it override its values
+    /// (docs/config-file.md).
+    #[arg(short = 'f', long = "config")]
+    pub config_file: Option<PathBuf>,
     #[command(flatten)]
     pub endpoint: EndpointArgs,
     #[command(flatten)]
@@ -111,7 +152,8 @@ pub(crate) struct ProfileArgs {
 #[command(next_help_heading = "Endpoint")]
 pub(crate) struct EndpointArgs {
     /// Model name(s) to benchmark; the first is the primary model. Comma or space separated.
-    #[arg(short = 'm', long = "model", visible_alias = "model-names", required = true,
+    #[arg(short = 'm', long = "model", visible_alias = "model-names",
+          required_unless_present = "config_file",
           num_args = 1.., value_delimiter = ',')]
     pub models: Vec<String>,
 

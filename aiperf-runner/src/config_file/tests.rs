@@ -1,0 +1,426 @@
+use std::time::Duration;
+
+use aiperf_core::config::{ArrivalPattern, CustomDatasetType, ExportLevel};
+
+use super::*;
+
+fn parse(text: &str) -> Result<ConfigFile, ConfigFileError> {
+    parse_config_file(text, "bench.yaml")
+}
+
+fn error(text: &str) -> String {
+    parse(text)
+        .expect_err("the file should be refused")
+        .to_string()
+}
+
+#[test]
+fn a_full_file_maps_onto_the_configuration() {
+    let file = parse(
+        r#"
+schemaVersion: "2.0"
+randomSeed: 7
+benchmark:
+  models: [a, b]
+  endpoint:
+    urls: [localhost:9000, mock]
+    type: completions
+    path: /v2/generate
+    streaming: true
+    timeout: 2m
+    apiKey: sk-1
+    headers: {X-Team: perf}
+    extra: {ignore_eos: true, temperature: 0.5}
+    connectionReuse: never
+  dataset:
+    type: synthetic
+    entries: 12
+    prompts:
+      isl: {mean: 100, stddev: 5}
+      osl: 20
+  phases:
+    - name: warmup
+      type: concurrency
+      excludeFromResults: true
+      requests: 3
+      concurrency: 2
+    - name: profiling
+      type: gamma
+      rate: 12.5
+      smoothness: 1.5
+      concurrency: 4
+      duration: 30s
+      gracePeriod: 5
+      rateRamp: 10
+  slos: {request_latency: 500, time_to_first_token: 50}
+  artifacts:
+    dir: out/x
+    prefix: px
+    raw: true
+    sliceDuration: 10s
+  tokenizer: {name: gpt2}
+"#,
+    )
+    .unwrap();
+    let c = &file.benchmark;
+    assert_eq!(c.endpoint.models, ["a", "b"]);
+    assert_eq!(c.endpoint.urls, ["http://localhost:9000", "mock"]);
+    assert_eq!(c.endpoint.endpoint_type, "completions");
+    assert_eq!(c.endpoint.custom_endpoint.as_deref(), Some("/v2/generate"));
+    assert!(c.endpoint.streaming);
+    assert_eq!(c.endpoint.request_timeout, Duration::from_secs(120));
+    assert_eq!(c.endpoint.api_key.as_deref(), Some("sk-1"));
+    assert_eq!(
+        c.endpoint.headers,
+        [("X-Team".to_string(), "perf".to_string())]
+    );
+    assert_eq!(
+        serde_json::Value::Object(c.endpoint.extra_inputs.clone()),
+        serde_json::json!({"ignore_eos": true, "temperature": 0.5})
+    );
+    assert_eq!(
+        file.transport.connection_reuse,
+        crate::ConnectionReuse::Never
+    );
+    assert_eq!(c.input.random_seed, Some(7));
+    assert_eq!(c.input.num_dataset_entries, Some(12));
+    assert_eq!((c.input.isl_mean, c.input.isl_stddev), (100, 5.0));
+    assert_eq!((c.input.osl_mean, c.input.osl_stddev), (Some(20), 0.0));
+    assert_eq!(c.load.warmup.request_count, Some(3));
+    assert_eq!(c.load.warmup.concurrency, Some(2));
+    assert_eq!(c.load.request_rate, Some(12.5));
+    assert_eq!(c.load.arrival_pattern, Some(ArrivalPattern::Gamma));
+    assert_eq!(c.load.arrival_smoothness, Some(1.5));
+    assert_eq!(c.load.concurrency, Some(4));
+    assert_eq!(c.load.benchmark_duration, Some(30.0));
+    assert_eq!(c.load.benchmark_grace_period, Some(5.0));
+    assert_eq!(c.load.request_rate_ramp_duration, Some(10.0));
+    assert_eq!(
+        c.goodput,
+        [
+            ("request_latency".to_string(), 500.0),
+            ("time_to_first_token".to_string(), 50.0)
+        ]
+    );
+    assert_eq!(c.output.artifact_dir.as_deref(), Some(Path::new("out/x")));
+    assert_eq!(c.output.export_prefix.as_deref(), Some("px"));
+    assert_eq!(c.output.export_level, ExportLevel::Raw);
+    assert_eq!(file.records.slice_duration, Some(Duration::from_secs(10)));
+    assert_eq!(c.input.tokenizer.as_deref(), Some("gpt2"));
+    file.into_run_spec().unwrap();
+}
+
+#[test]
+fn shorthands_read_like_their_long_forms() {
+    let file = parse(
+        "benchmark:\n  model: m\n  dataset: {type: file, path: t.jsonl, format: mooncake_trace}\n  \
+         warmup: {type: concurrency, requests: 5}\n  profiling: {type: poisson, rate: 3, requests: 9}\n",
+    )
+    .unwrap();
+    let c = &file.benchmark;
+    assert_eq!(c.input.input_file.as_deref(), Some(Path::new("t.jsonl")));
+    assert_eq!(
+        c.input.custom_dataset_type,
+        Some(CustomDatasetType::MooncakeTrace)
+    );
+    assert_eq!(c.load.warmup.request_count, Some(5));
+    assert_eq!(c.load.request_rate, Some(3.0));
+    assert_eq!(c.load.arrival_pattern, Some(ArrivalPattern::Poisson));
+    assert_eq!(c.load.request_count, Some(9));
+}
+
+#[test]
+fn an_unknown_key_is_refused_with_its_line_and_the_nearest_key() {
+    assert_eq!(
+        error("benchmark:\n  model: m\n  endpoint:\n    ulr: http://x\n"),
+        "bench.yaml:4: benchmark.endpoint.ulr: unknown key; did you mean `url`?"
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  phases:\n    - type: concurrency\n      concurency: 3\n"),
+        "bench.yaml:5: benchmark.phases[0].concurency: unknown key; did you mean `concurrency`?"
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  banana: 1\n"),
+        "bench.yaml:3: benchmark.banana: unknown key"
+    );
+}
+
+#[test]
+fn a_0_13_key_without_an_implementation_is_refused_by_name() {
+    assert_eq!(
+        error("benchmark:\n  model: m\n  endpoint:\n    url: x\n    template: {body: '{}'}\n"),
+        "bench.yaml:5: benchmark.endpoint.template: not available in aiperf-rs (a key of the \
+         Python AIPerf 0.13 this implementation does not support; remove it)"
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  wandb: {project: p}\n"),
+        "bench.yaml:3: benchmark.wandb: not available in aiperf-rs (a key of the Python \
+         AIPerf 0.13 this implementation does not support; remove it)"
+    );
+}
+
+#[test]
+fn wrong_values_name_the_file_line_and_key() {
+    assert_eq!(
+        error("benchmark:\n  model: m\n  phases:\n    type: concurrency\n    concurrency: many\n"),
+        "bench.yaml:5: benchmark.phases.concurrency: expected a whole number, got \"many\""
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  endpoint:\n    streaming: sometimes\n"),
+        "bench.yaml:4: benchmark.endpoint.streaming: expected true or false, got \"sometimes\""
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  endpoint:\n    timeout: soon\n"),
+        "bench.yaml:4: benchmark.endpoint.timeout: expected a duration (seconds, or e.g. \
+         500ms, 30s, 2m, 1h), got \"soon\""
+    );
+    assert_eq!(
+        error("schemaVersion: '1.0'\nbenchmark: {model: m}\n"),
+        "bench.yaml:1: schemaVersion: schema version \"1.0\" is not supported; aiperf-rs \
+         reads version \"2.0\""
+    );
+    assert_eq!(
+        error("randomSeed: 1\n"),
+        "bench.yaml:1: benchmark: missing: the file needs a `benchmark:` section"
+    );
+    assert_eq!(
+        error("benchmark: [1, 2\n"),
+        "bench.yaml:2: while parsing a flow sequence, expected ',' or ']'"
+    );
+}
+
+#[test]
+fn rule_violations_are_found_when_the_runs_are_validated() {
+    let file =
+        parse("benchmark:\n  model: m\n  phases: {type: concurrency, gracePeriod: 3}\n").unwrap();
+    assert_eq!(
+        file.into_run_spec().unwrap_err().to_string(),
+        "bench.yaml: load.benchmark_grace_period requires load.benchmark_duration"
+    );
+}
+
+#[test]
+fn a_grid_sweep_expands_to_every_combination_in_order() {
+    let file = parse(
+        "sweep:\n  type: grid\n  cooldownSeconds: 2\n  parameters:\n    concurrency: [1, 4]\n    \
+         datasets.default.prompts.isl: [128, 512]\n\
+         benchmark:\n  model: m\n  datasets:\n    - name: default\n      type: synthetic\n      \
+         prompts: {isl: 64, osl: 8}\n  phases:\n    - {name: warmup, excludeFromResults: true, requests: 2}\n    \
+         - {name: profiling, type: concurrency, concurrency: 9, requests: 10}\n",
+    )
+    .unwrap();
+    let sweep = file.sweep.as_ref().unwrap();
+    assert_eq!(sweep.cooldown, Duration::from_secs(2));
+    let got: Vec<_> = sweep
+        .points
+        .iter()
+        .map(|p| {
+            (
+                p.label.as_str(),
+                p.benchmark.load.concurrency,
+                p.benchmark.input.isl_mean,
+            )
+        })
+        .collect();
+    // Parameters combine in the order of their paths (datasets.… before phases.…), the
+    // last varying fastest, and name the directories as the Python AIPerf 0.13 does.
+    assert_eq!(
+        got,
+        [
+            ("isl_128__concurrency_1", Some(1), 128),
+            ("isl_128__concurrency_4", Some(4), 128),
+            ("isl_512__concurrency_1", Some(1), 512),
+            ("isl_512__concurrency_4", Some(4), 512),
+        ]
+    );
+    assert_eq!(
+        sweep.points[0].parameters,
+        [
+            ("isl".to_string(), "128".to_string()),
+            ("concurrency".to_string(), "1".to_string())
+        ]
+    );
+    // The rest of each point is the file's.
+    assert!(sweep
+        .points
+        .iter()
+        .all(|p| p.benchmark.load.warmup.request_count == Some(2)
+            && p.benchmark.input.osl_mean == Some(8)));
+    let spec = file.into_run_spec().unwrap();
+    assert_eq!(spec.sweep.unwrap().points.len(), 4);
+    assert_eq!(spec.benchmark.input.isl_mean, 128);
+}
+
+#[test]
+fn a_zip_sweep_pairs_values_and_needs_equal_lengths() {
+    let file = parse(
+        "sweep:\n  type: zip\n  parameters:\n    rate: [1, 2]\n    phases.profiling.concurrency: [3, 6]\n\
+         benchmark:\n  model: m\n  phases: {type: poisson, rate: 9, requests: 4}\n",
+    )
+    .unwrap();
+    let points: Vec<_> = file
+        .sweep
+        .unwrap()
+        .points
+        .into_iter()
+        .map(|p| {
+            (
+                p.label,
+                p.benchmark.load.request_rate,
+                p.benchmark.load.concurrency,
+            )
+        })
+        .collect();
+    assert_eq!(
+        points,
+        [
+            ("concurrency_3__rate_1".to_string(), Some(1.0), Some(3)),
+            ("concurrency_6__rate_2".to_string(), Some(2.0), Some(6)),
+        ]
+    );
+    assert_eq!(
+        error("sweep:\n  type: zip\n  parameters:\n    rate: [1, 2]\n    concurrency: [3]\nbenchmark: {model: m}\n"),
+        "bench.yaml:5: sweep.parameters.concurrency: a zip sweep needs lists of the same \
+         length: 1 values here, 2 in the first"
+    );
+    assert_eq!(
+        error("sweep:\n  parameters:\n    phases.cooldown.rate: [1]\nbenchmark: {model: m}\n"),
+        "bench.yaml:3: sweep.parameters.phases.cooldown.rate: the benchmark has no phase named \"cooldown\""
+    );
+}
+
+#[test]
+fn multi_run_reads_onto_the_multi_run_options() {
+    let file = parse(
+        "multiRun:\n  numRuns: 3\n  cooldownSeconds: 1.5\n  confidenceLevel: 0.9\n  \
+         setConsistentSeed: false\n  disableWarmupAfterFirst: false\nbenchmark: {model: m}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        file.runs,
+        MultiRunOptions {
+            count: 3,
+            cooldown: Duration::from_millis(1500),
+            confidence_level: 0.9,
+            warmup_only_before_first_run: false,
+            consistent_seed: false,
+        }
+    );
+}
+
+#[test]
+fn every_template_loads_and_validates() {
+    for template in TEMPLATES {
+        let text = template.render(Some("my-model"), Some("http://h:1"));
+        let file = parse_config_file(&text, template.name)
+            .unwrap_or_else(|e| panic!("template {}: {e}", template.name));
+        assert_eq!(
+            file.benchmark.endpoint.models,
+            ["my-model"],
+            "{}",
+            template.name
+        );
+        assert_eq!(
+            file.benchmark.endpoint.urls,
+            ["http://h:1"],
+            "{}",
+            template.name
+        );
+        file.into_run_spec()
+            .unwrap_or_else(|e| panic!("template {}: {e}", template.name));
+    }
+}
+
+#[test]
+fn run_config_json_reads_back_as_written() {
+    let mut config = BenchmarkConfig::default();
+    config.endpoint.models = vec!["m".into()];
+    config.input.random_seed = Some(99);
+    config.load.concurrency = Some(3);
+    let mut spec = RunSpec::new(config.clone().validate().unwrap());
+    spec.transport.http2 = true;
+    let json = serde_json::to_string_pretty(&RunConfig::of_run(&spec, &config)).unwrap();
+    let file = parse_config_file(&json, "run_config.json").unwrap();
+    assert_eq!(file.benchmark, config);
+    assert!(file.transport.http2);
+    let bad = json.replace("\"concurrency\": 3", "\"concurrency\": \"x\"");
+    let message = parse_config_file(&bad, "run_config.json")
+        .unwrap_err()
+        .to_string();
+    assert!(message.starts_with("run_config.json:"), "{message}");
+}
+
+#[test]
+fn telemetry_sampling_and_url_strategy_map_onto_their_options() {
+    let file = parse(
+        "benchmark:\n  model: m\n  endpoint: {urls: [a, b], urlStrategy: round_robin}\n  \
+         dataset: {type: synthetic, sampling: sequential}\n  \
+         gpuTelemetry: {enabled: true, collector: dcgm, urls: [http://g:9400/metrics]}\n  \
+         serverMetrics: {enabled: false, formats: [json, parquet]}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        file.benchmark.input.sampling_strategy,
+        Some(aiperf_core::dataset::SamplingStrategy::Sequential)
+    );
+    let telemetry = file.telemetry.unwrap();
+    assert!(telemetry.gpu && !telemetry.server_metrics);
+    assert_eq!(telemetry.gpu_urls, ["http://g:9400/metrics"]);
+    assert_eq!(
+        telemetry.server_metrics_formats,
+        [
+            aiperf_telemetry::export::ServerMetricsFormat::Json,
+            aiperf_telemetry::export::ServerMetricsFormat::Parquet
+        ]
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  gpuTelemetry: {collector: pynvml}\n"),
+        "bench.yaml:3: benchmark.gpuTelemetry.collector: collector \"pynvml\" is not available \
+         in aiperf-rs; run a DCGM exporter and use collector dcgm"
+    );
+    // A distribution aiperf-rs does not draw is refused by its key, not as a missing mean.
+    assert_eq!(
+        error("benchmark:\n  model: m\n  dataset:\n    isl:\n      peaks: []\n"),
+        "bench.yaml:5: benchmark.dataset.isl.peaks: not available in aiperf-rs (a key of the \
+         Python AIPerf 0.13 this implementation does not support; remove it)"
+    );
+}
+
+#[test]
+fn changes_to_every_run_keep_each_points_swept_values() {
+    let mut file = parse(
+        "sweep:\n  parameters:\n    concurrency: [1, 4]\n\
+         benchmark:\n  model: m\n  endpoint: {url: 'http://u:p@h:1'}\n  \
+         phases: [{name: profiling, type: concurrency, concurrency: 2, requests: 10}]\n",
+    )
+    .unwrap();
+    file.change_every_run(|c| {
+        c.load.concurrency = Some(8);
+        c.load.request_count = Some(3);
+        c.endpoint.api_key = Some("sk-1".into());
+    });
+    assert_eq!(file.benchmark.load.concurrency, Some(8));
+    let points: Vec<_> = file
+        .sweep
+        .unwrap()
+        .points
+        .into_iter()
+        .map(|p| {
+            let c = p.benchmark;
+            (
+                c.load.concurrency,
+                c.load.request_count,
+                c.endpoint.api_key,
+                c.endpoint.urls,
+            )
+        })
+        .collect();
+    let url = vec!["http://u:p@h:1".to_string()];
+    assert_eq!(
+        points,
+        [
+            (Some(1), Some(3), Some("sk-1".to_string()), url.clone()),
+            (Some(4), Some(3), Some("sk-1".to_string()), url),
+        ]
+    );
+}
