@@ -53,6 +53,73 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("use_server_token_count", |c, f| {
         c.endpoint.use_server_token_count = f.endpoint.use_server_token_count;
     }),
+    ("per_chunk_usage", |c, f| {
+        c.endpoint.per_chunk_usage = f.endpoint.per_chunk_usage;
+    }),
+    ("session_header", |c, f| {
+        c.endpoint
+            .session_header
+            .clone_from(&f.endpoint.session_header);
+    }),
+    ("random_range_ratio", |c, f| {
+        c.input.random_range_ratio = f.input.random_range_ratio;
+    }),
+    ("system_prompt", |c, f| {
+        c.input
+            .prompt
+            .system_prompt
+            .clone_from(&f.input.prompt.system_prompt);
+    }),
+    ("system_prompt_file", |c, f| {
+        c.input
+            .prompt
+            .system_prompt_file
+            .clone_from(&f.input.prompt.system_prompt_file);
+    }),
+    ("ignore_trace_delays", |c, f| {
+        c.input.trace.ignore_delays = f.input.trace.ignore_delays;
+    }),
+    ("use_think_time_only", |c, f| {
+        c.input.trace.use_think_time_only = f.input.trace.use_think_time_only;
+    }),
+    ("trace_session_sample_ratio", |c, f| {
+        c.input.trace.session_sample_ratio = f.input.trace.session_sample_ratio;
+    }),
+    ("replay_speedup", |c, f| {
+        c.input.trace.replay_speedup = f.input.trace.replay_speedup;
+    }),
+    ("max_context_length", |c, f| {
+        c.input.trace.max_context_length = f.input.trace.max_context_length;
+    }),
+    ("cache_bust", |c, f| c.input.cache_bust = f.input.cache_bust),
+    ("allow_dataset_wrap", |c, f| {
+        c.input.trace.allow_dataset_wrap = f.input.trace.allow_dataset_wrap;
+    }),
+    ("no_allow_dataset_wrap", |c, f| {
+        c.input.trace.allow_dataset_wrap = f.input.trace.allow_dataset_wrap;
+    }),
+    ("dataset_filters", |c, f| {
+        c.input.dataset_filters.clone_from(&f.input.dataset_filters);
+    }),
+    ("tokenizer_revision", |c, f| {
+        c.input
+            .tokenizer_revision
+            .clone_from(&f.input.tokenizer_revision);
+    }),
+    ("tokenizer_trust_remote_code", |c, f| {
+        c.input.tokenizer_trust_remote_code = f.input.tokenizer_trust_remote_code;
+    }),
+    ("apply_chat_template", |c, f| {
+        c.input.apply_chat_template = f.input.apply_chat_template;
+    }),
+    ("request_rate_series", |c, f| {
+        c.load
+            .request_rate_series
+            .clone_from(&f.load.request_rate_series);
+    }),
+    ("failed_request_threshold", |c, f| {
+        c.load.failed_request_threshold = f.load.failed_request_threshold;
+    }),
     ("isl", |c, f| c.input.isl_mean = f.input.isl_mean),
     ("isl_stddev", |c, f| c.input.isl_stddev = f.input.isl_stddev),
     ("osl", |c, f| c.input.osl_mean = f.input.osl_mean),
@@ -299,6 +366,7 @@ const TELEMETRY_FLAGS: &[&str] = &[
 const SPEC_FLAGS: &[&str] = &[
     "slice_duration",
     "export_http_trace",
+    "export_outputs_json",
     "num_profile_runs",
     "profile_run_cooldown_seconds",
     "confidence_level",
@@ -312,6 +380,14 @@ const SPEC_FLAGS: &[&str] = &[
 /// Flags about the console and the process, not the benchmark: they apply as usual.
 const PROCESS_FLAGS: &[&str] = &[
     "config_file",
+    // 0.13's only working values, checked and otherwise without effect.
+    "url_strategy",
+    "transport",
+    "request_content_type",
+    // Plotting runs after the runs, on what they wrote.
+    "auto_plot",
+    "no_auto_plot",
+    "plot_required",
     "ui_type",
     "log_level",
     "verbose",
@@ -379,6 +455,9 @@ pub(crate) fn run_spec(
     if is_given(&["export_http_trace"]) {
         spec.records.export_http_trace = args.output.export_http_trace;
     }
+    if is_given(&["export_outputs_json"]) {
+        spec.records.export_outputs_json = args.output.export_outputs_json;
+    }
     let runs = assemble::multi_run_options(&args.runs);
     if is_given(&["num_profile_runs"]) {
         spec.runs.count = runs.count;
@@ -406,7 +485,12 @@ pub(crate) fn run_spec(
 }
 
 fn is_applicable(id: &str) -> bool {
-    BENCHMARK_OVERRIDES.iter().any(|(flag, _)| *flag == id)
+    // Refused 0.13 options stop the command before any file is read.
+    let refused = crate::args::refused::REFUSED
+        .iter()
+        .any(|option| option.name == id);
+    refused
+        || BENCHMARK_OVERRIDES.iter().any(|(flag, _)| *flag == id)
         || GROUP_OVERRIDES.iter().any(|(flags, _)| flags.contains(&id))
         || [
             TRANSPORT_FLAGS,

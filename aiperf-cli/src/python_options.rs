@@ -13,28 +13,6 @@ use crate::args::Cli;
 const PYTHON_OPTIONS: &str =
     include_str!("../../tests/fixtures/python_aiperf_0.13_profile_options.tsv");
 
-/// Implemented on other branches of issue 16; removed at merge.
-const ON_OTHER_BRANCHES: &[&str] = &[
-    "--config",
-    "-f",
-    "--allow-dataset-wrap",
-    "--no-allow-dataset-wrap",
-    "--tokenizer-revision",
-    "--tokenizer-trust-remote-code",
-    "--apply-chat-template",
-    "--system-prompt",
-    "--system-prompt-file",
-    "--prompt-corpus",
-    "--random-range-ratio",
-    "--max-context-length",
-    "--cache-bust",
-    "--ignore-trace-delays",
-    "--use-think-time-only",
-    "--trace-session-sample-ratio",
-    "--replay-speedup",
-    "--dataset-filter",
-];
-
 /// The option names of the fixture, e.g. `--model-names`, `-m`.
 fn python_option_names() -> Vec<String> {
     PYTHON_OPTIONS
@@ -90,11 +68,7 @@ fn every_python_option_is_supported_or_refused() {
     assert_eq!(python.len(), 317, "the fixture's option names");
     let unhandled: Vec<&String> = python
         .iter()
-        .filter(|name| {
-            !supported.contains(*name)
-                && !refused.contains(*name)
-                && !ON_OTHER_BRANCHES.contains(&name.as_str())
-        })
+        .filter(|name| !supported.contains(*name) && !refused.contains(*name))
         .collect();
     assert!(
         unhandled.is_empty(),

@@ -102,6 +102,12 @@ pub(crate) async fn load(
         let seed = config.input.random_seed.unwrap_or_default();
         conversations = adjust::sample_sessions(conversations, ratio, seed);
     }
+    if trace.allow_dataset_wrap {
+        tracing::warn!(
+            "--allow-dataset-wrap has no effect: it governs agentic (weka) trace replay \
+             only, which aiperf-rs does not read; other datasets are reused as the run needs"
+        );
+    }
     if trace.use_think_time_only {
         tracing::warn!(
             "--use-think-time-only has no effect: it applies to weka_trace files only, \

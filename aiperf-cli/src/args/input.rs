@@ -179,6 +179,15 @@ pub(crate) struct InputArgs {
     #[arg(long = "replay-speedup")]
     pub replay_speedup: Option<f64>,
 
+    /// Let agentic (weka) trace replay reuse traces across concurrency lanes (no weka
+    /// reader here: no effect; other datasets are reused as the run needs).
+    #[arg(long = "allow-dataset-wrap", overrides_with = "no_allow_dataset_wrap")]
+    pub allow_dataset_wrap: bool,
+
+    /// Do not let agentic trace replay reuse traces (the default).
+    #[arg(long = "no-allow-dataset-wrap", overrides_with = "allow_dataset_wrap")]
+    pub no_allow_dataset_wrap: bool,
+
     /// Peak context ceiling of weka traces (not read here, so refused).
     #[arg(long = "max-context-length", value_parser = count::<u64>)]
     pub max_context_length: Option<u64>,
@@ -307,6 +316,7 @@ impl InputArgs {
             session_sample_ratio: self.trace_session_sample_ratio,
             replay_speedup: self.replay_speedup,
             max_context_length: self.max_context_length,
+            allow_dataset_wrap: self.allow_dataset_wrap,
         };
         input.cache_bust = self.cache_bust.into_config();
         input.dataset_filters =
@@ -708,6 +718,7 @@ mod tests {
                 session_sample_ratio: Some(0.25),
                 replay_speedup: Some(10.0),
                 max_context_length: None,
+                allow_dataset_wrap: false,
             }
         );
         assert_eq!(
@@ -715,6 +726,12 @@ mod tests {
             [("lang", "en"), ("split", "test")]
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .into()
+        );
+        assert!(config(&["--allow-dataset-wrap"]).trace.allow_dataset_wrap);
+        assert!(
+            !config(&["--allow-dataset-wrap", "--no-allow-dataset-wrap"])
+                .trace
+                .allow_dataset_wrap
         );
         let file = config(&["--system-prompt-file", "p.txt", "--use-think-time-only"]);
         assert_eq!(file.prompt.system_prompt_file, Some("p.txt".into()));

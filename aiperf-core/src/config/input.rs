@@ -216,6 +216,11 @@ pub struct TraceOptions {
     /// `--max-context-length`: the Python AIPerf's ceiling on a weka trace's recorded
     /// peak context; rejected, as no loader here reads weka traces.
     pub max_context_length: Option<u64>,
+    /// `--allow-dataset-wrap`: in the Python AIPerf 0.13, lets agentic (weka) trace
+    /// replay reuse traces across concurrency lanes when there are more lanes than
+    /// traces. Every other dataset is reused as the run needs, there and here; no loader
+    /// here reads weka traces, so it changes nothing.
+    pub allow_dataset_wrap: bool,
 }
 
 /// Multi-turn synthetic sessions (docs/cli.md#input; how they are sampled:
