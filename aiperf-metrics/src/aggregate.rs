@@ -332,7 +332,8 @@ struct MetadataJson<'a> {
     single_run: bool,
 }
 
-struct MetricsJson<'a>(&'a [(String, ConfidenceStats)]);
+/// `<tag>_<stat>` → statistics, as a JSON object in order (also the sweep summary's).
+pub(crate) struct MetricsJson<'a>(pub(crate) &'a [(String, ConfidenceStats)]);
 
 impl Serialize for MetricsJson<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

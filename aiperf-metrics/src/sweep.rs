@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use crate::aggregate::ConfidenceAggregate;
+use crate::aggregate::{ConfidenceAggregate, MetricsJson};
 use crate::export::console::{format_number, TextTable};
 use crate::export::json::AIPERF_COMPAT_VERSION;
 use crate::MetricsError;
@@ -327,18 +327,6 @@ struct MetadataJson<'a> {
 struct CombinationJson<'a> {
     parameters: ParametersJson<'a>,
     metrics: Option<MetricsJson<'a>>,
-}
-
-struct MetricsJson<'a>(&'a [(String, crate::aggregate::ConfidenceStats)]);
-
-impl Serialize for MetricsJson<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (key, stats) in self.0 {
-            map.serialize_entry(key, stats)?;
-        }
-        map.end()
-    }
 }
 
 /// `best_configurations`: the point with the highest request throughput and the one
