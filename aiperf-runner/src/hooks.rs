@@ -114,6 +114,10 @@ impl PhaseTargets {
     }
 }
 
+/// Synthetic datasets at least this large are announced before they are generated
+/// ([`Notice::GeneratingDataset`]): about 2 s of work at the default prompt length.
+pub const LARGE_DATASET: usize = 10_000;
+
 /// Progress worth a line on a console; `Display` gives that line.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -153,6 +157,12 @@ pub enum Notice<'a> {
         path: &'a Path,
         /// How long the download may take.
         timeout: Duration,
+    },
+    /// A synthetic dataset of at least [`LARGE_DATASET`] conversations is being generated
+    /// (one per request or session): this takes seconds before the first request.
+    GeneratingDataset {
+        /// Conversations to generate.
+        entries: usize,
     },
     /// The dataset's timestamps turned on the fixed schedule.
     ReplayingTimestamps,
@@ -236,6 +246,11 @@ impl fmt::Display for Notice<'_> {
                 "Downloading ShareGPT to {} (once; up to {} s)…",
                 path.display(),
                 timeout.as_secs()
+            ),
+            Notice::GeneratingDataset { entries } => write!(
+                f,
+                "Generating {entries} synthetic conversations, one per request (set \
+                 --num-dataset-entries to use fewer)…"
             ),
             Notice::ReplayingTimestamps => {
                 f.write_str("The input trace has timestamps: replaying them on a fixed schedule.")

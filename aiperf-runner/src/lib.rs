@@ -52,7 +52,7 @@ use std::sync::Arc;
 use aiperf_core::{CancellationToken, DatasetSource, Endpoint};
 
 pub use error::{ErrorKind, RunError};
-pub use hooks::{NoHooks, Notice, PhaseTargets, RunHooks, RunWatch, StopCondition};
+pub use hooks::{NoHooks, Notice, PhaseTargets, RunHooks, RunWatch, StopCondition, LARGE_DATASET};
 pub use report::{AggregateReport, Outcome, Report, RunFiles, RunReport, SweepReport};
 pub use spec::{
     ConnectionReuse, MultiRunOptions, ReadinessOptions, RecordOptions, RunSpec, Sweep, SweepPoint,

@@ -16,7 +16,7 @@ use aiperf_datasets::{
     Tokenizer,
 };
 
-use crate::hooks::{Notice, RunHooks};
+use crate::hooks::{Notice, RunHooks, LARGE_DATASET};
 
 /// What the user asked for cannot run with the data as it is (a malformed dataset line,
 /// a replay window with nothing in it, …).
@@ -83,6 +83,10 @@ pub(crate) async fn load(
     let dataset = if let Some(source) = own_source {
         source.load()
     } else {
+        let entries = config.dataset_entries();
+        if config.input.is_synthetic() && entries >= LARGE_DATASET {
+            hooks.notice(&Notice::GeneratingDataset { entries });
+        }
         let mut source = built_in_source(&config, endpoint, tokenizer, transport, hooks).await?;
         source.load()
     };

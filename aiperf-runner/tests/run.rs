@@ -19,7 +19,7 @@ use aiperf_mock_server::{MockConfig, MockServer};
 use aiperf_runner::{
     run, run_with, ErrorKind, MultiRunOptions, NoHooks, Notice, Outcome, RunError, RunHooks,
     RunParts, RunReport, RunSpec, RunWatch, Sweep, SweepPoint, SweepType, TelemetryOptions,
-    WorkloadError,
+    WorkloadError, LARGE_DATASET,
 };
 
 /// A streaming chat benchmark of `url`: 12 requests at concurrency 3, no telemetry.
@@ -417,4 +417,36 @@ async fn an_embedders_endpoint_and_dataset_run_like_built_in_ones() {
     sent.sort();
     let order: Vec<&str> = sent.iter().map(|(_, id)| id.as_str()).collect();
     assert_eq!(order, ["q1", "q2", "q3", "q1", "q2", "q3"]);
+}
+
+/// A synthetic dataset of one conversation per request is announced when it is large, so
+/// the seconds spent generating it before the first request are explained.
+#[tokio::test]
+async fn a_large_synthetic_dataset_is_announced_before_it_is_generated() {
+    let server = mock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = config(&server.url(), dir.path());
+    config.input.isl_mean = 1;
+    config.load.request_count = Some(LARGE_DATASET as u64);
+    config.load.benchmark_duration = Some(0.2);
+    let mut hooks = Recorder::default();
+    run(&spec(config.clone()), &mut hooks, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        hooks.calls[0],
+        "notice: Generating 10000 synthetic conversations, one per request (set \
+         --num-dataset-entries to use fewer)…"
+    );
+    let inputs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("inputs.json")).unwrap())
+            .unwrap();
+    assert_eq!(inputs["data"].as_array().unwrap().len(), LARGE_DATASET);
+
+    config.input.num_dataset_entries = Some(100);
+    let mut hooks = Recorder::default();
+    run(&spec(config), &mut hooks, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(hooks.calls[0], "artifacts_at");
 }
