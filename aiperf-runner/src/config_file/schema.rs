@@ -387,6 +387,12 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
     if let Some(f) = r.take("use_server_token_count") {
         endpoint.use_server_token_count = f.boolean()?;
     }
+    if let Some(f) = r.take("per_chunk_usage") {
+        endpoint.per_chunk_usage = f.boolean()?;
+    }
+    if let Some(f) = r.take("session_header") {
+        endpoint.session_header = Some(f.string()?);
+    }
     if let Some(f) = r.take("url_strategy") {
         // Requests go to the URLs in turn, 0.13's only strategy.
         let strategy = f.string()?;
@@ -408,11 +414,9 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
     }
     r.finish(&[
         "download_video_content",
-        "per_chunk_usage",
         "request_content_type",
         "reset_kv_cache",
         "server_profiler",
-        "session_header",
         "template",
         "transport",
         "uuid_and_strip",
@@ -473,13 +477,12 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 ])?;
             }
             read_lengths(&mut r, config)?;
+            read_system_prompt(&mut r, config)?;
             r.finish(&[
                 "audio",
                 "images",
                 "prefix_prompts",
                 "rankings",
-                "system_prompt",
-                "system_prompt_file",
                 "turn_delay",
                 "turn_delay_ratio",
                 "turns",
@@ -504,13 +507,14 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                     .ok_or_else(|| f.error(&format!("unknown dataset format {name:?}")))?;
                 input.custom_dataset_type = Some(format);
             }
+            read_trace_options(&mut r, config)?;
+            read_system_prompt(&mut r, config)?;
             r.finish(&[
                 "audio_batch_size",
                 "block_size",
                 "cache_bust",
                 "entries",
                 "force_min_tokens",
-                "ignore_trace_delays",
                 "image_batch_size",
                 "inter_turn_delay_cap_seconds",
                 "max_context_length",
@@ -522,13 +526,8 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 "prompt_batch_size",
                 "prompts",
                 "records",
-                "replay_speedup",
                 "synthesis",
-                "system_prompt",
-                "system_prompt_file",
                 "trace_idle_gap_cap_seconds",
-                "trace_session_sample_ratio",
-                "use_think_time_only",
                 "video_batch_size",
             ])
         }
@@ -540,6 +539,44 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
             "unknown dataset type {other:?}; expected synthetic or file"
         ))),
     }
+}
+
+/// `system_prompt` / `system_prompt_file` of a dataset: `--system-prompt` and
+/// `--system-prompt-file`.
+fn read_system_prompt(
+    r: &mut MapReader<'_>,
+    config: &mut BenchmarkConfig,
+) -> Result<(), ConfigFileError> {
+    let prompt = &mut config.input.prompt;
+    if let Some(f) = r.take("system_prompt") {
+        prompt.system_prompt = Some(f.string()?);
+    }
+    if let Some(f) = r.take("system_prompt_file") {
+        prompt.system_prompt_file = Some(f.string()?.into());
+    }
+    Ok(())
+}
+
+/// How a file dataset's turns are timed and sampled: `--ignore-trace-delays`,
+/// `--use-think-time-only`, `--replay-speedup`, `--trace-session-sample-ratio`.
+fn read_trace_options(
+    r: &mut MapReader<'_>,
+    config: &mut BenchmarkConfig,
+) -> Result<(), ConfigFileError> {
+    let trace = &mut config.input.trace;
+    if let Some(f) = r.take("ignore_trace_delays") {
+        trace.ignore_delays = f.boolean()?;
+    }
+    if let Some(f) = r.take("use_think_time_only") {
+        trace.use_think_time_only = f.boolean()?;
+    }
+    if let Some(f) = r.take("replay_speedup") {
+        trace.replay_speedup = Some(f.number()?);
+    }
+    if let Some(f) = r.take("trace_session_sample_ratio") {
+        trace.session_sample_ratio = Some(f.number()?);
+    }
+    Ok(())
 }
 
 /// `isl`/`osl`: a number, or `{mean, stddev}`.

@@ -424,3 +424,51 @@ fn changes_to_every_run_keep_each_points_swept_values() {
         ]
     );
 }
+
+#[test]
+fn the_input_and_endpoint_options_of_issue_16_map_from_the_file() {
+    let file = parse(
+        r"
+benchmark:
+  model: m
+  endpoint:
+    url: localhost:9000
+    perChunkUsage: true
+    sessionHeader: X-Session-ID
+  dataset:
+    type: file
+    path: trace.jsonl
+    systemPrompt: Be brief.
+    ignoreTraceDelays: true
+    replaySpeedup: 2
+    traceSessionSampleRatio: 0.5
+",
+    )
+    .unwrap();
+    let config = &file.benchmark;
+    assert!(config.endpoint.per_chunk_usage);
+    assert_eq!(
+        config.endpoint.session_header.as_deref(),
+        Some("X-Session-ID")
+    );
+    assert_eq!(
+        config.input.prompt.system_prompt.as_deref(),
+        Some("Be brief.")
+    );
+    let trace = &config.input.trace;
+    assert!(trace.ignore_delays && !trace.use_think_time_only);
+    assert_eq!(trace.replay_speedup, Some(2.0));
+    assert_eq!(trace.session_sample_ratio, Some(0.5));
+
+    let synthetic =
+        parse("benchmark:\n  model: m\n  dataset:\n    systemPromptFile: prompt.txt\n").unwrap();
+    assert_eq!(
+        synthetic.benchmark.input.prompt.system_prompt_file,
+        Some("prompt.txt".into())
+    );
+    // A synthetic dataset has no trace timing to speed up.
+    assert_eq!(
+        error("benchmark:\n  model: m\n  dataset:\n    replaySpeedup: 2\n"),
+        "bench.yaml:4: benchmark.dataset.replaySpeedup: unknown key"
+    );
+}
