@@ -72,6 +72,26 @@ pub struct ConfidenceStats {
     pub unit: String,
 }
 
+impl ConfidenceStats {
+    /// The statistics of a single observation: mean, min and max the value; std, cv and
+    /// se 0; the interval collapsed to the value; `t_critical` undefined (NaN, written as
+    /// null), as 0.13 writes a single run.
+    pub fn point_estimate(value: f64, unit: &str) -> Self {
+        Self {
+            mean: value,
+            std: 0.0,
+            min: value,
+            max: value,
+            cv: 0.0,
+            se: 0.0,
+            ci_low: value,
+            ci_high: value,
+            t_critical: f64::NAN,
+            unit: unit.to_owned(),
+        }
+    }
+}
+
 fn finite_or_null<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
     if value.is_finite() {
         serializer.serialize_f64(*value)
@@ -234,18 +254,7 @@ impl ConfidenceAggregate {
             .iter()
             .flat_map(|metric| {
                 metric_values(metric).map(|(stat, value)| {
-                    let stats = ConfidenceStats {
-                        mean: value,
-                        std: 0.0,
-                        min: value,
-                        max: value,
-                        cv: 0.0,
-                        se: 0.0,
-                        ci_low: value,
-                        ci_high: value,
-                        t_critical: f64::NAN,
-                        unit: metric.unit.to_owned(),
-                    };
+                    let stats = ConfidenceStats::point_estimate(value, metric.unit);
                     (format!("{}_{stat}", metric.tag), stats)
                 })
             })

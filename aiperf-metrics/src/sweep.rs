@@ -413,18 +413,6 @@ mod tests {
     /// A point run once whose key metrics are derived from `throughput` (output tokens
     /// per second) and `latency` (request latency average, ms).
     fn point(concurrency: f64, throughput: f64, latency: f64) -> SweepPoint {
-        let stats = |value: f64, unit: &str| crate::aggregate::ConfidenceStats {
-            mean: value,
-            std: 0.0,
-            min: value,
-            max: value,
-            cv: 0.0,
-            se: 0.0,
-            ci_low: value,
-            ci_high: value,
-            t_critical: f64::NAN,
-            unit: unit.into(),
-        };
         let metrics = [
             ("request_throughput_avg", throughput / 10.0, "requests/sec"),
             ("output_token_throughput_avg", throughput, "tokens/sec"),
@@ -434,7 +422,12 @@ mod tests {
             ("request_latency_p99", latency * 2.0, "ms"),
         ]
         .into_iter()
-        .map(|(key, value, unit)| (key.to_owned(), stats(value, unit)))
+        .map(|(key, value, unit)| {
+            (
+                key.to_owned(),
+                crate::aggregate::ConfidenceStats::point_estimate(value, unit),
+            )
+        })
         .collect();
         SweepPoint {
             label: format!("concurrency_{concurrency}"),
