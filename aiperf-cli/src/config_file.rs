@@ -163,7 +163,7 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
         c.input.session.delay_ratio = f.input.session.delay_ratio;
     }),
     ("model_selection_strategy", |c, f| {
-        c.input.model_selection = f.input.model_selection;
+        c.input.model_selection = f.input.model_selection.clone();
     }),
     ("input_file", |c, f| {
         c.input.input_file.clone_from(&f.input.input_file);

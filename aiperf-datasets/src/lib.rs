@@ -65,6 +65,7 @@ mod corpus;
 pub mod custom;
 pub mod error;
 pub mod media;
+pub mod model_choice;
 pub mod prompt;
 pub mod public;
 pub mod resolve;

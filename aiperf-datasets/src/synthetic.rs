@@ -3,7 +3,7 @@
 //! images, audio and video, think times and per-turn models
 //! (docs/datasets.md#synthetic-dataset).
 
-use aiperf_core::config::{InputConfig, ModelSelectionStrategy, RankingsOptions};
+use aiperf_core::config::{InputConfig, RankingsOptions};
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy, Turn};
 use rand::{Rng, RngExt};
@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::SyntheticError;
 use crate::media::MediaSynth;
+use crate::model_choice::ModelPicker;
 use crate::prompt::PromptGenerator;
 use crate::seed::{self, derive_rng, derive_seed};
 use crate::seq_dist::SeqDistSampler;
@@ -23,7 +24,6 @@ use crate::tokenizer::Tokenizer;
 mod streams {
     pub(super) const TURN_COUNT: &str = "composer.conversation.turn_count";
     pub(super) const TURN_DELAY: &str = "composer.conversation.turn_delay";
-    pub(super) const MODEL_SELECTION: &str = "composer.turn.model_selection";
     pub(super) const SEQ_DIST: &str = "composer.turn.sequence_distribution";
     pub(super) const RANGE_RATIO: &str = "composer.turn.random_range_ratio";
     pub(super) const PREFIX_POOL: &str = "dataset.prompt.prefix";
@@ -280,8 +280,7 @@ struct Composer<'a> {
     passages_rng: ChaCha8Rng,
     turn_count_rng: ChaCha8Rng,
     delay_rng: ChaCha8Rng,
-    model_rng: ChaCha8Rng,
-    turn_index: usize,
+    models: ModelPicker<'a>,
     media: MediaSynth,
 }
 
@@ -322,8 +321,7 @@ impl<'a> Composer<'a> {
             passages_rng: derive_rng(root, seed::RANKING_PASSAGES),
             turn_count_rng: derive_rng(root, streams::TURN_COUNT),
             delay_rng: derive_rng(root, streams::TURN_DELAY),
-            model_rng: derive_rng(root, streams::MODEL_SELECTION),
-            turn_index: 0,
+            models: ModelPicker::new(&dataset.models, &input.model_selection, root),
             media: dataset.media.clone(),
         })
     }
@@ -395,7 +393,7 @@ impl<'a> Composer<'a> {
             images: media.images,
             audios: media.audios,
             videos: media.videos,
-            model: self.next_model(),
+            model: self.models.next(),
             max_tokens,
             delay_ms,
             ..Turn::default()
@@ -421,24 +419,10 @@ impl<'a> Composer<'a> {
         }
         Turn {
             texts,
-            model: self.next_model(),
+            model: self.models.next(),
             max_tokens: self.dataset.osl.map(|osl| osl.sample(&mut self.osl_rng)),
             ..Turn::default()
         }
-    }
-
-    /// Round robin: the n-th generated turn names model n mod k; random: uniform.
-    fn next_model(&mut self) -> Option<String> {
-        let models = &self.dataset.models;
-        if models.is_empty() {
-            return None;
-        }
-        let index = match self.dataset.input.model_selection {
-            ModelSelectionStrategy::RoundRobin => self.turn_index % models.len(),
-            ModelSelectionStrategy::Random => self.model_rng.random_range(0..models.len()),
-        };
-        self.turn_index += 1;
-        Some(models[index].clone())
     }
 }
 

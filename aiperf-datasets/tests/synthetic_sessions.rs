@@ -183,6 +183,22 @@ fn random_model_selection_is_seeded_and_uses_every_model() {
 }
 
 #[test]
+fn weighted_model_selection_follows_the_weights_and_never_picks_a_zero_weight() {
+    let mut input = base();
+    input.num_dataset_entries = Some(2000);
+    input.isl_mean = 1;
+    input.model_selection = ModelSelectionStrategy::Weighted(vec![0.7, 0.0, 0.3]);
+    let mut counts = BTreeMap::new();
+    for c in generate(&input, &["a", "b", "c"]) {
+        *counts.entry(c.turns[0].model.clone().unwrap()).or_insert(0) += 1;
+    }
+    assert_eq!(counts.get("b"), None, "{counts:?}");
+    // 2000 draws at p = 0.7: the standard deviation of the share is about 0.01.
+    let share_a = f64::from(counts["a"]) / 2000.0;
+    assert!((share_a - 0.7).abs() < 0.05, "{counts:?}");
+}
+
+#[test]
 fn seq_dist_sets_each_turns_isl_and_max_tokens() {
     let t = Tokenizer::builtin();
     let mut input = base();

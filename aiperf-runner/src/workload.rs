@@ -11,9 +11,9 @@ use aiperf_core::{
     SamplingStrategy, Transport, ValidatedConfig,
 };
 use aiperf_datasets::{
-    adjust, derive_rng, fetch_sharegpt, sharegpt_cache_path, CustomDataset, CustomDatasetOptions,
-    DatasetFileError, LengthDistribution, ShareGptDataset, SyntheticDataset, SyntheticError,
-    Tokenizer,
+    adjust, derive_rng, fetch_sharegpt, model_choice, sharegpt_cache_path, CustomDataset,
+    CustomDatasetOptions, DatasetFileError, LengthDistribution, ShareGptDataset, SyntheticDataset,
+    SyntheticError, Tokenizer,
 };
 
 use crate::hooks::{Notice, RunHooks, LARGE_DATASET};
@@ -98,6 +98,14 @@ pub(crate) async fn load(
     if config.input.input_file.is_some() && config.input.public_dataset.is_none() {
         fill_output_lengths(&mut conversations, &config)?;
     }
+    // Synthetic turns already name theirs; a file's or an embedder's turns that name
+    // none are spread over the models the same way.
+    model_choice::assign_models(
+        &mut conversations,
+        &config.endpoint.models,
+        &config.input.model_selection,
+        config.input.random_seed.unwrap_or_else(rand::random),
+    );
     if let Some(prompt) = config.input.prompt.system_prompt_text()? {
         adjust::prepend_system_prompt(&mut conversations, &prompt);
     }

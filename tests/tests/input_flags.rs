@@ -113,6 +113,32 @@ async fn the_system_prompt_joins_a_dataset_file_s_requests() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dataset_file_s_turns_are_spread_over_the_models_like_synthetic_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "prompts.jsonl",
+        "{\"text\": \"1\"}\n{\"text\": \"2\"}\n{\"text\": \"3\"}\n",
+    );
+    let mut argv = run_args(
+        "mock",
+        dir.path(),
+        &format!("--input-file {file} --custom-dataset-type single_turn --request-count 3"),
+    );
+    argv[1] = "mock-a,mock-b".into();
+    assert_exit(&profile(argv).await, 0);
+    let inputs = read_json(&dir.path().join("artifacts").join("inputs.json"));
+    let models: Vec<&str> = inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| session["payloads"][0]["model"].as_str().unwrap())
+        .collect();
+    // Python 0.13 does the same; before, every request named the first model.
+    assert_eq!(models, ["mock-a", "mock-b", "mock-a"]);
+}
+
 /// A word-level tokenizer.json: with a whitespace pre-tokenizer "one two three" is three
 /// tokens; without one it is a single (unknown) token.
 fn word_level_tokenizer(split_on_whitespace: bool) -> String {

@@ -341,7 +341,8 @@ impl InputArgs {
             ModelSelectionArg::Weighted => anyhow::bail!(
                 "--model-selection-strategy weighted needs a weight for every model, which \
                  the command line cannot give (the Python AIPerf 0.13 refuses it there too); \
-                 use round-robin or random"
+                 give them in a configuration file, `models: {{strategy: weighted, items: \
+                 [{{name: a, weight: 0.7}}, {{name: b, weight: 0.3}}]}}`, and pass it with -f"
             ),
         };
         self.media.apply(input);

@@ -252,8 +252,8 @@ impl Default for SessionOptions {
     }
 }
 
-/// `--model-selection-strategy`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `--model-selection-strategy`, or a configuration file's `models.strategy`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ModelSelectionStrategy {
     /// The n-th generated turn names model n mod k.
@@ -261,6 +261,44 @@ pub enum ModelSelectionStrategy {
     RoundRobin,
     /// A uniformly drawn model per turn.
     Random,
+    /// A model drawn per turn with these probabilities, one per `endpoint.models` entry in
+    /// the same order. As in the Python AIPerf they must sum to 1 (within 0.01) and are
+    /// not rescaled, so a typo cannot silently shift the traffic split.
+    Weighted(Vec<f64>),
+}
+
+impl ModelSelectionStrategy {
+    /// Checks a weighted strategy against the number of models it chooses among.
+    pub fn check(&self, models: usize) -> Result<(), ConfigError> {
+        let Self::Weighted(weights) = self else {
+            return Ok(());
+        };
+        if weights.len() != models {
+            return Err(ConfigError::Invalid {
+                field: "input.model_selection",
+                reason: format!(
+                    "weighted selection needs one weight per model: {} weights for {models} \
+                     models",
+                    weights.len()
+                ),
+            });
+        }
+        if let Some(bad) = weights.iter().find(|w| !(0.0..=1.0).contains(*w)) {
+            return Err(out_of_range(
+                "input.model_selection",
+                "a list of weights each in [0, 1]",
+                bad,
+            ));
+        }
+        let total: f64 = weights.iter().sum();
+        if !(0.99..=1.01).contains(&total) {
+            return Err(ConfigError::Invalid {
+                field: "input.model_selection",
+                reason: format!("model weights must sum to 1.0 (within 0.01), got {total}"),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// `--rankings-*`: one query and some passages per ranking request.
@@ -661,6 +699,29 @@ mod tests {
     fn defaults_are_valid() {
         InputConfig::default().validate().unwrap();
         assert_eq!(InputConfig::default().dataset_entries(), 100);
+    }
+
+    #[test]
+    fn weighted_selection_needs_one_weight_per_model_in_range_summing_to_one() {
+        let weighted = |w: &[f64]| ModelSelectionStrategy::Weighted(w.to_vec());
+        weighted(&[0.7, 0.3]).check(2).unwrap();
+        weighted(&[0.5, 0.495]).check(2).unwrap();
+        ModelSelectionStrategy::Random.check(5).unwrap();
+        let err = |w: &[f64], models| weighted(w).check(models).unwrap_err().to_string();
+        assert_eq!(
+            err(&[1.0], 2),
+            "invalid input.model_selection: weighted selection needs one weight per model: \
+             1 weights for 2 models"
+        );
+        assert_eq!(
+            err(&[1.5, -0.5], 2),
+            "input.model_selection must be a list of weights each in [0, 1], got 1.5"
+        );
+        assert_eq!(
+            err(&[0.5, 0.4], 2),
+            "invalid input.model_selection: model weights must sum to 1.0 (within 0.01), got 0.9"
+        );
+        assert!(err(&[f64::NAN, 1.0], 2).contains("each in [0, 1], got NaN"));
     }
 
     #[test]

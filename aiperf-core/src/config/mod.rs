@@ -305,6 +305,9 @@ impl BenchmarkConfig {
     /// Rules that tie the load to the endpoint or the input (docs/cli-rules.md#validation-rules).
     fn check_cross_section_rules(&self) -> Result<(), ConfigError> {
         self.endpoint.check_per_chunk_usage()?;
+        self.input
+            .model_selection
+            .check(self.endpoint.models.len())?;
         let load = &self.load;
         if !self.endpoint.streaming {
             if load.prefill_concurrency.is_some() {

@@ -105,7 +105,7 @@ pub struct ConfigFile {
     pub benchmark: BenchmarkConfig,
     /// How requests reach the server.
     pub transport: TransportOptions,
-    /// Waiting for the server (only `run_config.json` holds it).
+    /// Waiting for the server (`endpoint.waitForModel*`).
     pub readiness: Option<ReadinessOptions>,
     /// Telemetry (`gpuTelemetry:`, `serverMetrics:`; `None`: the defaults).
     pub telemetry: Option<TelemetryOptions>,
@@ -242,7 +242,7 @@ pub fn parse_config_file(text: &str, file: &str) -> Result<ConfigFile, ConfigFil
         file: file.to_owned(),
         benchmark: parts.config,
         transport: parts.transport,
-        readiness: None,
+        readiness: parts.readiness,
         telemetry: parts.telemetry,
         records: parts.records,
         runs: top.runs,

@@ -6,12 +6,14 @@ use aiperf_core::clock::saturating_secs;
 use aiperf_core::config::{ArrivalPattern, CustomDatasetType, ExportLevel, UserCentricConfig};
 use aiperf_core::config::{LoadConfig, ModelSelectionStrategy, WarmupConfig};
 use aiperf_core::BenchmarkConfig;
+use aiperf_endpoints::readiness::WaitMode;
 
 use super::reader::{Field, MapReader};
 use super::yaml::{Node, Value};
 use super::ConfigFileError;
 use crate::spec::{
-    ConnectionReuse, MultiRunOptions, RecordOptions, TelemetryOptions, TransportOptions,
+    ConnectionReuse, MultiRunOptions, ReadinessOptions, RecordOptions, TelemetryOptions,
+    TransportOptions,
 };
 
 /// What the `benchmark:` section gives.
@@ -22,6 +24,8 @@ pub(super) struct BenchmarkParts {
     pub(super) records: RecordOptions,
     /// `None` without `gpuTelemetry:` and `serverMetrics:` (the defaults apply).
     pub(super) telemetry: Option<TelemetryOptions>,
+    /// `endpoint.waitForModel*`; `None` unless the timeout is above 0.
+    pub(super) readiness: Option<ReadinessOptions>,
 }
 
 /// 0.13 keys of the phases that aiperf-rs does not implement.
@@ -295,21 +299,12 @@ fn items<'a>(field: &Field<'a>) -> Vec<Field<'a>> {
 }
 
 /// `model: name`, `models: [a, b]`, `models: [{name: a}]` or
-/// `models: {items: [...], strategy: random}`.
+/// `models: {items: [{name: a, weight: 0.7}, ...], strategy: weighted}`.
 fn read_models(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), ConfigFileError> {
+    let mut strategy = None;
     let list = if let Value::Map(_) = field.node.value {
         let mut r = field.map()?;
-        if let Some(strategy) = r.take("strategy") {
-            config.input.model_selection = match strategy.string()?.replace('-', "_").as_str() {
-                "round_robin" => ModelSelectionStrategy::RoundRobin,
-                "random" => ModelSelectionStrategy::Random,
-                other => {
-                    return Err(
-                        strategy.error(&format!("expected round_robin or random, got {other:?}"))
-                    )
-                }
-            };
-        }
+        strategy = r.take("strategy");
         let items = r
             .take("items")
             .ok_or_else(|| field.error("missing `items`"))?;
@@ -318,22 +313,52 @@ fn read_models(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), Co
     } else {
         field.clone()
     };
+    let mut weights = Vec::new();
     for item in items(&list) {
-        let name = if let Value::Map(_) = item.node.value {
+        let (name, weight) = if let Value::Map(_) = item.node.value {
             let mut r = item.map()?;
             let name = r
                 .take("name")
                 .ok_or_else(|| item.error("missing `name`"))?
                 .string()?;
-            r.finish(&["weight"])?;
-            name
+            let weight = r.take("weight").map(|w| w.number()).transpose()?;
+            r.finish(&["lora", "modalities", "tokenizer"])?;
+            (name, weight)
         } else {
-            item.string()?
+            (item.string()?, None)
         };
         let name = name.trim().to_owned();
         if !name.is_empty() {
             config.endpoint.models.push(name);
+            weights.push((item, weight));
         }
+    }
+    if let Some(strategy) = strategy {
+        let selection = match strategy.string()?.replace('-', "_").as_str() {
+            "round_robin" => ModelSelectionStrategy::RoundRobin,
+            "random" => ModelSelectionStrategy::Random,
+            "weighted" => ModelSelectionStrategy::Weighted(
+                weights
+                    .into_iter()
+                    .map(|(item, weight)| {
+                        weight.ok_or_else(|| {
+                            item.error(
+                                "missing `weight`: the weighted strategy needs one on every model",
+                            )
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            other => {
+                return Err(strategy.error(&format!(
+                    "expected round_robin, random or weighted, got {other:?}"
+                )))
+            }
+        };
+        selection
+            .check(config.endpoint.models.len())
+            .map_err(|e| strategy.error(&e.to_string()))?;
+        config.input.model_selection = selection;
     }
     Ok(())
 }
@@ -412,6 +437,7 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
             }
         };
     }
+    parts.readiness = read_readiness(&mut r)?;
     r.finish(&[
         "download_video_content",
         "request_content_type",
@@ -420,10 +446,62 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
         "template",
         "transport",
         "uuid_and_strip",
-        "wait_for_model_interval",
-        "wait_for_model_mode",
-        "wait_for_model_timeout",
     ])
+}
+
+/// `waitForModelTimeout` (seconds; 0 or absent: no wait), `waitForModelInterval`
+/// (default 5 s) and `waitForModelMode` (`inference`, `models` or `both`). As in 0.13, an
+/// interval or mode other than the default without a timeout is an error: it would do
+/// nothing.
+fn read_readiness(r: &mut MapReader<'_>) -> Result<Option<ReadinessOptions>, ConfigFileError> {
+    let timeout = r.take("wait_for_model_timeout");
+    let interval = r.take("wait_for_model_interval");
+    let mode = r.take("wait_for_model_mode");
+    let interval_secs = match &interval {
+        Some(f) => {
+            let secs = f.seconds()?;
+            if secs <= 0.0 {
+                return Err(f.error("expected more than 0 seconds"));
+            }
+            secs
+        }
+        None => 5.0,
+    };
+    let wait_mode = match &mode {
+        Some(f) => match f.string()?.as_str() {
+            "inference" => WaitMode::Inference,
+            "models" => WaitMode::Models,
+            "both" => WaitMode::Both,
+            other => {
+                return Err(f.error(&format!(
+                    "expected inference, models or both, got {other:?}"
+                )))
+            }
+        },
+        None => WaitMode::Inference,
+    };
+    let timeout_secs = match &timeout {
+        Some(f) => f.seconds()?,
+        None => 0.0,
+    };
+    if timeout_secs == 0.0 {
+        let not_default = [
+            (interval.as_ref(), interval_secs != 5.0),
+            (mode.as_ref(), wait_mode != WaitMode::Inference),
+        ];
+        if let Some((Some(f), _)) = not_default.into_iter().find(|(_, differs)| *differs) {
+            return Err(f.error(
+                "has no effect without a waitForModelTimeout above 0, which turns the \
+                 readiness probe on",
+            ));
+        }
+        return Ok(None);
+    }
+    Ok(Some(ReadinessOptions {
+        timeout: saturating_secs(timeout_secs),
+        interval: saturating_secs(interval_secs),
+        mode: wait_mode,
+    }))
 }
 
 /// `http://` is prepended when a URL has no scheme; `mock` is kept as is.

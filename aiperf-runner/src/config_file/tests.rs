@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use aiperf_core::config::{ArrivalPattern, CustomDatasetType, ExportLevel};
+use aiperf_core::config::{ArrivalPattern, CustomDatasetType, ExportLevel, ModelSelectionStrategy};
 
 use super::*;
 
@@ -470,5 +470,78 @@ benchmark:
     assert_eq!(
         error("benchmark:\n  model: m\n  dataset:\n    replaySpeedup: 2\n"),
         "bench.yaml:4: benchmark.dataset.replaySpeedup: unknown key"
+    );
+}
+
+#[test]
+fn weighted_model_selection_reads_its_weights_and_checks_them_at_their_line() {
+    let file = parse(
+        "benchmark:\n  models:\n    strategy: weighted\n    items:\n      - {name: a, weight: 0.7}\n      - {name: b, weight: 0.3}\n",
+    )
+    .unwrap();
+    assert_eq!(file.benchmark.endpoint.models, ["a", "b"]);
+    assert_eq!(
+        file.benchmark.input.model_selection,
+        ModelSelectionStrategy::Weighted(vec![0.7, 0.3])
+    );
+    // It survives run_config.json and validation.
+    let json = serde_json::to_string(&file.benchmark).unwrap();
+    assert!(
+        json.contains(r#""model_selection":{"weighted":[0.7,0.3]}"#),
+        "{json}"
+    );
+    file.into_run_spec().unwrap();
+
+    assert_eq!(
+        error("benchmark:\n  models:\n    strategy: weighted\n    items:\n      - {name: a, weight: 0.7}\n      - {name: b}\n"),
+        "bench.yaml:6: benchmark.models.items[1]: missing `weight`: the weighted strategy \
+         needs one on every model"
+    );
+    assert_eq!(
+        error("benchmark:\n  models:\n    strategy: weighted\n    items: [{name: a, weight: 0.5}, {name: b, weight: 0.3}]\n"),
+        "bench.yaml:3: benchmark.models.strategy: invalid input.model_selection: model \
+         weights must sum to 1.0 (within 0.01), got 0.8"
+    );
+    assert_eq!(
+        error("benchmark:\n  models:\n    items: [{name: a, lora: l}]\n"),
+        "bench.yaml:3: benchmark.models.items[0].lora: not available in aiperf-rs (a key of \
+         the Python AIPerf 0.13 this implementation does not support; remove it)"
+    );
+}
+
+#[test]
+fn the_readiness_probe_reads_from_the_endpoint_section() {
+    let file = parse(
+        "benchmark:\n  model: m\n  endpoint:\n    waitForModelTimeout: 2m\n    waitForModelInterval: 500ms\n    waitForModelMode: both\n",
+    )
+    .unwrap();
+    let readiness = file.readiness.unwrap();
+    assert_eq!(readiness.timeout, Duration::from_secs(120));
+    assert_eq!(readiness.interval, Duration::from_millis(500));
+    assert_eq!(readiness.mode, aiperf_endpoints::readiness::WaitMode::Both);
+    let defaults = parse("benchmark:\n  model: m\n  endpoint: {waitForModelTimeout: 30}\n")
+        .unwrap()
+        .readiness
+        .unwrap();
+    assert_eq!(defaults.interval, Duration::from_secs(5));
+    assert_eq!(
+        defaults.mode,
+        aiperf_endpoints::readiness::WaitMode::Inference
+    );
+    assert!(
+        parse("benchmark:\n  model: m\n  endpoint: {waitForModelTimeout: 0}\n")
+            .unwrap()
+            .readiness
+            .is_none()
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  endpoint:\n    waitForModelMode: models\n"),
+        "bench.yaml:4: benchmark.endpoint.waitForModelMode: has no effect without a \
+         waitForModelTimeout above 0, which turns the readiness probe on"
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  endpoint:\n    waitForModelTimeout: 5\n    waitForModelMode: sometimes\n"),
+        "bench.yaml:5: benchmark.endpoint.waitForModelMode: expected inference, models or \
+         both, got \"sometimes\""
     );
 }
