@@ -26,6 +26,7 @@ mod sweep;
 mod telemetry;
 mod ui;
 mod usage;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -86,6 +87,14 @@ fn main() -> ExitCode {
                     ErrorKind::Usage => ExitCode::from(2),
                     ErrorKind::Failure => ExitCode::FAILURE,
                 }
+            }
+        },
+        Command::Validate(args) => match validate::run(&args) {
+            Ok(validate::Verdict::Valid) => ExitCode::SUCCESS,
+            Ok(validate::Verdict::Invalid) => ExitCode::FAILURE,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
             }
         },
         Command::Plot(args) => match plot::run(&args) {

@@ -75,6 +75,7 @@ pub mod synthetic;
 mod text_file;
 pub mod tokenizer;
 pub mod trace_analysis;
+pub mod trace_check;
 
 pub use custom::{
     detect_dataset_type, load_custom_dataset, CustomDataset, CustomDatasetOptions,

@@ -56,6 +56,7 @@ pub mod export;
 pub mod live;
 mod memo;
 pub mod record_metrics;
+pub mod run_check;
 pub mod sink;
 pub mod slo;
 pub mod stats;

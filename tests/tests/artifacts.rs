@@ -97,6 +97,115 @@ async fn our_run_reads_back_as_it_was_written() {
         .any(|slice| slice.metrics.contains_key("time_to_first_token")));
 }
 
+/// `aiperf validate ARGS…`, blocking.
+fn validate(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(common::aiperf_binary())
+        .arg("validate")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_passes_a_run_with_errors_and_names_what_a_damaged_one_gets_wrong() {
+    let server = MockServer::start(MockConfig {
+        random_seed: Some(3),
+        faults: aiperf_mock_server::FaultConfig {
+            error_rate: 30.0,
+            ..aiperf_mock_server::FaultConfig::default()
+        },
+        ..MockConfig::with_timing(0.0, 0.0)
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(&format!(
+        "-m mock-model --url {} --streaming --concurrency 2 --request-count 20 \
+         --no-server-metrics --no-gpu-telemetry --random-seed 1",
+        server.url()
+    ));
+    argv.extend(["--artifact-dir".into(), dir.path().to_str().unwrap().into()]);
+    assert_exit(&profile(argv).await, 0);
+    server.shutdown().await;
+    let errors = read_jsonl(&dir.path().join(RECORDS_FILE))
+        .iter()
+        .filter(|r| !r["error"].is_null())
+        .count();
+    assert!(
+        errors > 0 && errors < 20,
+        "the run should have some errors: {errors}"
+    );
+
+    let run_dir = dir.path().to_str().unwrap();
+    let passed = validate(&["run", run_dir]);
+    assert_exit(&passed, 0);
+    let stdout = String::from_utf8_lossy(&passed.stdout);
+    assert!(stdout.starts_with("Validation passed: "), "{stdout}");
+    assert!(stdout.trim_end().ends_with(", 20 records."), "{stdout}");
+
+    // Drop one error record: the summary's error count no longer adds up.
+    let records = std::fs::read_to_string(dir.path().join(RECORDS_FILE)).unwrap();
+    let kept: Vec<&str> = {
+        let mut dropped = false;
+        records
+            .lines()
+            .filter(|line| {
+                let is_error =
+                    !serde_json::from_str::<serde_json::Value>(line).unwrap()["error"].is_null();
+                let drop = is_error && !dropped;
+                dropped |= drop;
+                !drop
+            })
+            .collect()
+    };
+    std::fs::write(dir.path().join(RECORDS_FILE), kept.join("\n") + "\n").unwrap();
+    let failed = validate(&["--target", "run", "--input", run_dir]);
+    assert_exit(&failed, 1);
+    assert_eq!(
+        String::from_utf8_lossy(&failed.stdout),
+        format!(
+            "Validation failed with 1 problem(s):\n  profile_export_aiperf.json: \
+             error_request_count is {errors}, but profile_export.jsonl has {} error records\n",
+            errors - 1
+        )
+    );
+}
+
+#[test]
+fn validate_checks_a_mooncake_trace_line_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"timestamp\": 0, \"input_length\": 12, \"output_length\": 3, \"hash_ids\": [1]}\n\
+         {\"timestamp\": 5, \"input_length\": 20, \"output_length\": 4}\n",
+    )
+    .unwrap();
+    let passed = validate(&["mooncake-trace", "--input", trace.to_str().unwrap()]);
+    assert_exit(&passed, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&passed.stdout),
+        "Validation passed: 2 rows are Mooncake-compatible.\n"
+    );
+    std::fs::write(
+        &trace,
+        "{\"timestamp\": 0, \"input_length\": 12}\n{\"timestamp\": 1}\n",
+    )
+    .unwrap();
+    let failed = validate(&["mooncake-trace", trace.to_str().unwrap()]);
+    assert_exit(&failed, 1);
+    assert_eq!(
+        String::from_utf8_lossy(&failed.stdout),
+        format!(
+            "Validation failed: {}:2: exactly one of input_length, text_input, messages or \
+             payload is required\n",
+            trace.display()
+        )
+    );
+    let missing = validate(&["mooncake-trace", "/nonexistent/trace.jsonl"]);
+    assert_exit(&missing, 1);
+}
+
 #[test]
 fn a_python_aiperf_run_reads_with_every_statistic() {
     let (Some(run_dir), Some(sliced)) = (

@@ -50,6 +50,41 @@ pub(crate) enum Command {
     /// Configuration files: write a starter, check one, list a sweep's runs.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Check an artifact: a mooncake trace loads as a benchmark would load it, or a run
+    /// directory is whole and agrees with itself. Exit 0 when valid, 1 when not.
+    Validate(ValidateArgs),
+}
+
+/// `aiperf validate`.
+#[derive(Debug, Args)]
+pub(crate) struct ValidateArgs {
+    /// What to check, given here or as --target.
+    #[arg(value_enum, required_unless_present = "target_flag")]
+    pub target: Option<ValidateTarget>,
+
+    /// The file or directory, given here or as --input.
+    #[arg(value_name = "INPUT", required_unless_present = "input_flag")]
+    pub input: Option<PathBuf>,
+
+    /// What to check, as the Python AIPerf spells it.
+    #[arg(long = "target", value_enum, conflicts_with = "target")]
+    pub target_flag: Option<ValidateTarget>,
+
+    /// The file or directory, as the Python AIPerf spells it.
+    #[arg(long = "input", value_name = "INPUT", conflicts_with = "input")]
+    pub input_flag: Option<PathBuf>,
+}
+
+/// What `aiperf validate` checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ValidateTarget {
+    /// A mooncake trace (JSONL), as `--custom-dataset-type mooncake_trace` reads it.
+    #[value(name = "mooncake-trace", alias = "mooncake_trace")]
+    MooncakeTrace,
+    /// A run's artifact directory: every file parses, the records add up to the
+    /// summary's counts, the CSV shows the summary's values, the records' conversations
+    /// are in inputs.json.
+    Run,
 }
 
 /// `aiperf config …`.
