@@ -19,6 +19,7 @@ mod config_file;
 mod kv;
 mod logging;
 mod plot;
+mod plugins;
 mod profile;
 #[cfg(test)]
 mod python_options;
@@ -87,6 +88,21 @@ fn main() -> ExitCode {
                     ErrorKind::Usage => ExitCode::from(2),
                     ErrorKind::Failure => ExitCode::FAILURE,
                 }
+            }
+        },
+        Command::SpeedBenchReport { .. } => {
+            eprintln!(
+                "error: aiperf speed-bench-report is not available: it reports on runs of \
+                 the SPEED-Bench datasets, which aiperf-rs cannot run yet; use aiperf plot \
+                 or aiperf compare on your runs"
+            );
+            ExitCode::from(2)
+        }
+        Command::Plugins(args) => match plugins::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::from(2)
             }
         },
         Command::Validate(args) => match validate::run(&args) {

@@ -80,6 +80,7 @@
 //! ```
 
 pub mod cache_bust;
+pub mod capability;
 pub mod clock;
 pub mod config;
 pub mod conversation;

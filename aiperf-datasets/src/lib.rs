@@ -64,6 +64,7 @@ pub mod chat_template;
 mod corpus;
 pub mod custom;
 pub mod error;
+pub mod listing;
 pub mod media;
 pub mod model_choice;
 pub mod prompt;

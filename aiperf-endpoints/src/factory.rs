@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use aiperf_core::capability::Capability;
 use aiperf_core::Endpoint;
 use serde_json::{Map, Value};
 
@@ -33,6 +34,49 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     #[cfg(feature = "templates")]
     "template",
 ];
+
+/// Every endpoint type this crate knows, with a line on each, for listings (`aiperf
+/// plugins`): the [`SUPPORTED_ENDPOINT_TYPES`] plus `template` marked as not compiled in
+/// when the `templates` feature is off.
+pub fn endpoint_types() -> Vec<Capability> {
+    let mut types: Vec<Capability> = SUPPORTED_ENDPOINT_TYPES
+        .iter()
+        .filter(|name| **name != "template")
+        .map(|name| Capability::always(name, endpoint_summary(name)))
+        .collect();
+    types.push(Capability::optional(
+        "template",
+        endpoint_summary("template"),
+        "aiperf-endpoints/templates",
+        cfg!(feature = "templates"),
+    ));
+    types
+}
+
+/// One line on an endpoint type (its request, its response, its default path).
+fn endpoint_summary(name: &str) -> &'static str {
+    match name {
+        "chat" => {
+            "OpenAI chat completions, streaming or not, text and media (/v1/chat/completions)"
+        }
+        "completions" => "OpenAI text completions (/v1/completions)",
+        "responses" => "OpenAI Responses API (/v1/responses)",
+        "embeddings" => "OpenAI embeddings (/v1/embeddings)",
+        "chat_embeddings" => "vLLM multimodal embeddings sent as chat messages (/v1/embeddings)",
+        "nim_embeddings" => "NVIDIA NIM embeddings with input_type (/v1/embeddings)",
+        "nim_rankings" => "NVIDIA NIM reranking of passages for a query (/v1/ranking)",
+        "cohere_rankings" => "Cohere rerank API (/v2/rerank)",
+        "hf_tei_rankings" => "Hugging Face TEI rerank (/rerank)",
+        "huggingface_generate" => "Hugging Face TGI generate and generate_stream (/generate)",
+        "image_generation" => "OpenAI image generation (/v1/images/generations)",
+        "messages" => "Anthropic Messages API, streaming or not (/v1/messages)",
+        "template" => {
+            "any JSON API: request bodies from your Jinja template, the reply text \
+                       from a JSON path you name"
+        }
+        _ => "",
+    }
+}
 
 /// Options shared by the request-building formats.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -137,6 +181,27 @@ pub fn endpoint_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_endpoint_type_is_listed_with_a_summary_and_its_path_is_true() {
+        let types = endpoint_types();
+        for name in SUPPORTED_ENDPOINT_TYPES {
+            assert!(types.iter().any(|t| t.name == *name), "{name} not listed");
+        }
+        for listed in &types {
+            assert!(!listed.summary.is_empty(), "{} has no summary", listed.name);
+            let Ok(endpoint) = endpoint_for(listed.name, EndpointOptions::default()) else {
+                continue;
+            };
+            let path = endpoint.info().default_path;
+            if listed.summary.ends_with(')') {
+                assert!(
+                    listed.summary.ends_with(&format!("({path})")),
+                    "{listed:?}: {path}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn every_supported_type_is_built_with_its_own_name() {

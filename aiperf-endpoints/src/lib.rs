@@ -101,7 +101,9 @@ pub use chat::ChatEndpoint;
 pub use chat_embeddings::ChatEmbeddingsEndpoint;
 pub use completions::CompletionsEndpoint;
 pub use embeddings::EmbeddingsEndpoint;
-pub use factory::{endpoint_for, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES};
+pub use factory::{
+    endpoint_for, endpoint_types, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES,
+};
 pub use huggingface::HuggingFaceGenerateEndpoint;
 pub use image_generation::ImageGenerationEndpoint;
 pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};

@@ -24,6 +24,7 @@ pub mod artifacts;
 pub mod chart;
 pub mod discover;
 mod error;
+pub mod kinds;
 pub mod multi;
 pub mod render;
 pub mod report;

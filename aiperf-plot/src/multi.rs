@@ -215,6 +215,7 @@ mod tests {
             run("c8", 300.0, 3000.0, 60.0, Some(2)),
         ];
         let charts = charts(&runs);
+        crate::kinds::assert_listed(&charts);
         let names: Vec<&str> = charts.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(
             names,
@@ -257,6 +258,7 @@ mod tests {
             run("b", 2.0, 20.0, 4.0, Some(1)),
         ];
         let charts = charts(&runs);
+        crate::kinds::assert_listed(&charts);
         assert_eq!(
             charts[1].y.label,
             "output token throughput per run (tokens/s, GPU count unknown)"

@@ -402,6 +402,7 @@ mod tests {
             ..RequestRow::default()
         };
         let charts = charts(&run((0..4).map(row).collect(), Vec::new()));
+        crate::kinds::assert_listed(&charts);
         assert_eq!(
             names(&charts),
             [
@@ -447,6 +448,7 @@ mod tests {
             Vec::new(),
             vec![slice(100, 50.0, 10.0), slice(102, 70.0, 12.0)],
         ));
+        crate::kinds::assert_listed(&charts);
         assert_eq!(names(&charts), ["throughput_over_time", "timeslices_ttft"]);
         let Body::Xy { series } = &charts[0].body else {
             panic!("xy chart");
@@ -482,6 +484,7 @@ mod tests {
             sample(9, "0", 0.0),
         ];
         let charts = charts(&run);
+        crate::kinds::assert_listed(&charts);
         let chart = charts
             .iter()
             .find(|c| c.name == "gpu_utilization_over_time")

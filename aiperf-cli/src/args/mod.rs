@@ -53,6 +53,37 @@ pub(crate) enum Command {
     /// Check an artifact: a mooncake trace loads as a benchmark would load it, or a run
     /// directory is whole and agrees with itself. Exit 0 when valid, 1 when not.
     Validate(ValidateArgs),
+    /// List what this build provides: endpoint types, dataset formats, public datasets,
+    /// accuracy benchmarks and chart kinds, with a line on each.
+    Plugins(PluginsArgs),
+    /// The Python AIPerf's SPEED-Bench report; not available here (no SPEED-Bench
+    /// datasets yet), so it says so and exits 2.
+    SpeedBenchReport {
+        /// Anything the Python command takes.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// `aiperf plugins`.
+#[derive(Debug, Args)]
+pub(crate) struct PluginsArgs {
+    /// A category to list (endpoint, custom-dataset-loader, public-dataset-loader,
+    /// accuracy-benchmark, plot); without one, every category and its count.
+    #[arg(value_name = "CATEGORY", conflicts_with = "category_flag")]
+    pub category: Option<String>,
+    /// One entry of the category to describe.
+    #[arg(value_name = "NAME", conflicts_with = "name_flag")]
+    pub name: Option<String>,
+    /// The category, as the Python AIPerf spells it.
+    #[arg(long = "category", value_name = "CATEGORY")]
+    pub category_flag: Option<String>,
+    /// The entry, as the Python AIPerf spells it.
+    #[arg(long = "name", value_name = "NAME")]
+    pub name_flag: Option<String>,
+    /// Every category with every entry.
+    #[arg(short = 'a', long)]
+    pub all: bool,
 }
 
 /// `aiperf validate`.

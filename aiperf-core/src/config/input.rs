@@ -373,6 +373,32 @@ impl CustomDatasetType {
         }
     }
 
+    /// One line on the format, for listings (`aiperf plugins`).
+    pub fn summary(&self) -> &'static str {
+        match self {
+            CustomDatasetType::SingleTurn => {
+                "JSONL, one request per line (text, images, audio, video, timestamps); lines \
+                 sharing a session_id form a session"
+            }
+            CustomDatasetType::MultiTurn => {
+                "JSONL, one conversation per line: {\"session_id\", \"turns\": [...]}"
+            }
+            CustomDatasetType::RandomPool => {
+                "a file or folder of turns drawn at random into conversations"
+            }
+            CustomDatasetType::MooncakeTrace => {
+                "Mooncake trace: timestamped input_length/hash_ids, text_input, messages or \
+                 payload lines"
+            }
+            CustomDatasetType::BailianTrace => {
+                "Alibaba Bailian (Qwen) trace: timestamped requests with parent-chat links"
+            }
+            CustomDatasetType::BurstGptTrace => {
+                "BurstGPT CSV trace of request and response lengths"
+            }
+        }
+    }
+
     /// Whether this is a timestamped trace format (fixed-schedule replay candidates).
     pub fn is_trace(&self) -> bool {
         matches!(
