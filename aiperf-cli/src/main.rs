@@ -9,6 +9,7 @@
 // The binary is where results and errors reach the terminal.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod analyze;
 mod analyze_trace;
 mod args;
 mod assemble;
@@ -98,6 +99,7 @@ fn main() -> ExitCode {
             );
             ExitCode::from(2)
         }
+        Command::Analyze(command) => analyze::run(&command),
         Command::Plugins(args) => match plugins::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

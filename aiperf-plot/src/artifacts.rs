@@ -39,6 +39,8 @@ pub struct RequestRow {
     pub inter_chunk_ms: Vec<f64>,
     /// Whether the request failed.
     pub failed: bool,
+    /// The conversation (session) the request belongs to.
+    pub conversation_id: Option<String>,
 }
 
 /// One GPU's readings at one scrape of `gpu_telemetry_export.jsonl`.
@@ -133,6 +135,7 @@ struct RawRecord {
 struct RawMetadata {
     request_start_ns: Option<u64>,
     request_end_ns: Option<u64>,
+    conversation_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -182,6 +185,7 @@ impl RawRecord {
                 .map(|gaps| gaps.iter().filter_map(Value::as_f64).collect())
                 .unwrap_or_default(),
             failed: self.error.as_ref().is_some_and(|e| !e.is_null()),
+            conversation_id: metadata.conversation_id,
         }
     }
 }

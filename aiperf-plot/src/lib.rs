@@ -30,6 +30,7 @@ pub mod render;
 pub mod report;
 pub mod series;
 pub mod single;
+pub mod swim_lane;
 mod theme;
 
 use std::path::{Path, PathBuf};

@@ -24,7 +24,7 @@ pub const WIDTH: u32 = 1200;
 pub const HEIGHT: u32 = 700;
 
 /// The font family name the embedded font is registered under.
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 /// DejaVu Sans (Bitstream Vera licence, see fonts/DejaVuSans-LICENSE.txt): bundled so that
 /// PNGs render the same on a machine without any font installed.
 static DEJAVU_SANS: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
@@ -104,18 +104,25 @@ pub fn png(chart: &Chart, theme: Theme) -> Result<Vec<u8>, PlotError> {
         root.present()
             .map_err(|e| PlotError::draw(&chart.name, e))?;
     }
+    encode_png(&pixels, (width, height)).map_err(|e| PlotError::draw(&chart.name, e))
+}
+
+/// RGB pixels as PNG file contents.
+pub(crate) fn encode_png(
+    pixels: &[u8],
+    (width, height): (u32, u32),
+) -> Result<Vec<u8>, png::EncodingError> {
     let mut file = Vec::new();
     let mut encoder = png::Encoder::new(&mut file, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     encoder
         .write_header()
-        .and_then(|mut writer| writer.write_image_data(&pixels))
-        .map_err(|e| PlotError::draw(&chart.name, e))?;
+        .and_then(|mut writer| writer.write_image_data(pixels))?;
     Ok(file)
 }
 
-fn register_font() -> Result<(), PlotError> {
+pub(crate) fn register_font() -> Result<(), PlotError> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let ok = *REGISTERED.get_or_init(|| {
         plotters::style::register_font(FONT, FontStyle::Normal, DEJAVU_SANS).is_ok()

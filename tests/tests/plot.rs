@@ -281,3 +281,66 @@ async fn a_sweep_with_gpu_telemetry_is_compared_per_gpu() {
         );
     }
 }
+
+fn analyze(arguments: &[&str]) -> Output {
+    Command::new(aiperf_binary())
+        .arg("analyze")
+        .args(arguments)
+        .output()
+        .expect("aiperf runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swim_lane_draws_each_run_and_skips_one_without_records() {
+    let server = MockServer::start(MockConfig::with_timing(5.0, 1.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (lanes, summary_only) = (dir.path().join("lanes"), dir.path().join("summary"));
+    for (run, level) in [(&lanes, "records"), (&summary_only, "summary")] {
+        let mut argv = args(&format!(
+            "-m mock-model --url {} --concurrency 2 --request-count 8 \
+             --session-turns-mean 2 --random-seed 3 --export-level {level} \
+             --no-server-metrics --no-gpu-telemetry",
+            server.url()
+        ));
+        argv.extend(["--artifact-dir".into(), run.to_str().unwrap().into()]);
+        assert_exit(&profile(argv).await, 0);
+    }
+
+    let drawn = analyze(&["swim-lane", lanes.to_str().unwrap(), "-c", "2"]);
+    assert_exit(&drawn, 0);
+    let png = lanes.join("swim_lane.png");
+    assert_eq!(
+        String::from_utf8_lossy(&drawn.stdout),
+        format!("saved {}\n", png.display())
+    );
+    // aiperf_plot::swim_lane::SIZE.
+    assert_eq!(png_size(&png), (1400, 900));
+
+    let mixed = analyze(&[
+        "swim-lane",
+        summary_only.to_str().unwrap(),
+        lanes.to_str().unwrap(),
+    ]);
+    assert_exit(&mixed, 1);
+    assert_eq!(
+        String::from_utf8_lossy(&mixed.stdout),
+        format!("saved {}\n", png.display())
+    );
+    let stderr = String::from_utf8_lossy(&mixed.stderr);
+    assert!(
+        stderr.starts_with(&format!("skip {}: ", summary_only.display()))
+            && stderr.contains("has no timed records"),
+        "{stderr}"
+    );
+
+    let two_outs = analyze(&[
+        "swim-lane",
+        lanes.to_str().unwrap(),
+        summary_only.to_str().unwrap(),
+        "-o",
+        "x.png",
+    ]);
+    assert_exit(&two_outs, 2);
+}

@@ -56,9 +56,44 @@ pub(crate) enum Command {
     /// List what this build provides: endpoint types, dataset formats, public datasets,
     /// accuracy benchmarks and chart kinds, with a line on each.
     Plugins(PluginsArgs),
+    /// Post-run views of a run's records.
+    #[command(subcommand)]
+    Analyze(AnalyzeCommand),
     /// The Python AIPerf's SPEED-Bench report; not available here (no SPEED-Bench
     /// datasets yet), so it says so and exits 2.
     SpeedBenchReport {
+        /// Anything the Python command takes.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// `aiperf analyze …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AnalyzeCommand {
+    /// Draw a per-session swim-lane PNG with the in-flight count underneath, from each
+    /// run directory's profile_export.jsonl (written as swim_lane.png in the run
+    /// directory unless -o).
+    SwimLane {
+        /// One or more run directories.
+        #[arg(value_name = "RUN_DIRS", required = true)]
+        run_dirs: Vec<PathBuf>,
+        /// The PNG to write (only with a single run directory).
+        #[arg(short = 'o', long = "out")]
+        out: Option<PathBuf>,
+        /// A target concurrency, drawn as a reference line under the in-flight curve.
+        #[arg(short = 'c', long = "concurrency")]
+        concurrency: Option<u32>,
+        /// A ramp duration in seconds, marked with a vertical line.
+        #[arg(long = "ramp")]
+        ramp: Option<f64>,
+        /// The Python AIPerf's interactive HTML viewer: not available here (refused).
+        #[arg(long = "html")]
+        html: bool,
+    },
+    /// The Python AIPerf's HTML viewer of each turn's messages: not available here yet,
+    /// so it says so and exits 2.
+    TurnMessages {
         /// Anything the Python command takes.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
