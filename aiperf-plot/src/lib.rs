@@ -32,6 +32,7 @@ pub mod series;
 pub mod single;
 pub mod swim_lane;
 mod theme;
+pub mod turn_messages;
 
 use std::path::{Path, PathBuf};
 

@@ -115,7 +115,7 @@ fn strip_xml_declaration(svg: &str) -> &str {
     }
 }
 
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -291,13 +291,13 @@ fn analyze(arguments: &[&str]) -> Output {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn swim_lane_draws_each_run_and_skips_one_without_records() {
+async fn analyze_draws_swim_lanes_and_turn_messages_and_skips_a_run_without_records() {
     let server = MockServer::start(MockConfig::with_timing(5.0, 1.0))
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (lanes, summary_only) = (dir.path().join("lanes"), dir.path().join("summary"));
-    for (run, level) in [(&lanes, "records"), (&summary_only, "summary")] {
+    for (run, level) in [(&lanes, "raw"), (&summary_only, "summary")] {
         let mut argv = args(&format!(
             "-m mock-model --url {} --concurrency 2 --request-count 8 \
              --session-turns-mean 2 --random-seed 3 --export-level {level} \
@@ -334,6 +334,28 @@ async fn swim_lane_draws_each_run_and_skips_one_without_records() {
             && stderr.contains("has no timed records"),
         "{stderr}"
     );
+
+    let page = analyze(&["turn-messages", lanes.to_str().unwrap(), "-n", "3"]);
+    assert_exit(&page, 0);
+    let html_path = lanes.join("turn_messages.html");
+    let stdout = String::from_utf8_lossy(&page.stdout);
+    assert!(
+        stdout.starts_with(&format!("saved {} (", html_path.display()))
+            && stdout.ends_with(" KB)\n"),
+        "{stdout}"
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    // 8 requests in sessions of 2 turns: 4 conversations, 3 shown, each with 2 turns.
+    assert!(html.contains("<p>4 conversations, 8 requests; showing 3 (earliest first).</p>"));
+    assert_eq!(html.matches("· 2 turn(s)</summary>").count(), 3, "{html}");
+    assert_eq!(
+        html.matches("<div class=\"role\">user</div>").count(),
+        3 * (1 + 2)
+    );
+    assert!(!html.contains("http") && !html.contains("<script"));
+    let no_raw = analyze(&["turn-messages", summary_only.to_str().unwrap()]);
+    assert_exit(&no_raw, 1);
+    assert!(String::from_utf8_lossy(&no_raw.stderr).contains("--export-level raw"));
 
     let two_outs = analyze(&[
         "swim-lane",

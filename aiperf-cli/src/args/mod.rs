@@ -91,12 +91,25 @@ pub(crate) enum AnalyzeCommand {
         #[arg(long = "html")]
         html: bool,
     },
-    /// The Python AIPerf's HTML viewer of each turn's messages: not available here yet,
-    /// so it says so and exits 2.
+    /// Write a self-contained HTML page of the messages each turn sent, conversation by
+    /// conversation, from each run directory's profile_export_raw.jsonl (--export-level
+    /// raw); written as turn_messages.html in the run directory unless -o.
     TurnMessages {
-        /// Anything the Python command takes.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
+        /// One or more run directories.
+        #[arg(value_name = "RUN_DIRS", required = true)]
+        run_dirs: Vec<PathBuf>,
+        /// The HTML file to write (only with a single run directory).
+        #[arg(short = 'o', long = "out")]
+        out: Option<PathBuf>,
+        /// Conversations shown, earliest first.
+        #[arg(short = 'n', long = "limit-conversations", default_value_t = 40)]
+        limit_conversations: usize,
+        /// Turns shown per conversation; the rest are counted.
+        #[arg(long = "max-turns", default_value_t = 60)]
+        max_turns: usize,
+        /// Characters kept of each message; the rest are counted.
+        #[arg(long = "content-cap", default_value_t = 8000)]
+        content_cap: usize,
     },
 }
 
