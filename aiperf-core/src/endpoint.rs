@@ -204,27 +204,40 @@ pub trait Endpoint: Send + Sync + 'static {
 }
 
 /// The request for `input`: the current turn's `raw_payload` verbatim when the dataset
-/// gave one (a trace's complete request body), else what `endpoint` builds.
+/// gave one (a trace's or a `raw_payload`/`inputs_json` file's complete request body),
+/// else what `endpoint` builds.
+///
+/// A raw payload is sent as compact JSON with its keys in the file's order (JSON-equal to
+/// the line, byte-equal when the line was compact), with `Content-Type: application/json`
+/// and the `Accept` header that fits `input.streaming`, as the Python AIPerf sends it;
+/// `--extra-inputs` are not merged into it.
 pub fn build_request(
     endpoint: &dyn Endpoint,
     input: &RequestInput<'_>,
 ) -> Result<BuiltRequest, EndpointError> {
-    match input
+    let Some(payload) = input
         .turns
         .last()
         .and_then(|turn| turn.raw_payload.as_ref())
-    {
-        Some(payload) => Ok(BuiltRequest {
-            body: serde_json::to_vec(payload)
-                .map_err(|e| EndpointError {
-                    endpoint: endpoint.info().name,
-                    reason: format!("the raw payload cannot be serialised: {e}"),
-                })?
-                .into(),
-            headers: Vec::new(),
-        }),
-        None => endpoint.build(input),
-    }
+    else {
+        return endpoint.build(input);
+    };
+    let body = serde_json::to_vec(payload).map_err(|e| EndpointError {
+        endpoint: endpoint.info().name,
+        reason: format!("the raw payload cannot be serialised: {e}"),
+    })?;
+    let accept = if input.streaming {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    Ok(BuiltRequest {
+        body: body.into(),
+        headers: vec![
+            ("Content-Type".into(), "application/json".into()),
+            ("Accept".into(), accept.into()),
+        ],
+    })
 }
 
 /// Why a request body could not be built.

@@ -292,7 +292,7 @@ fn undetectable_and_missing_files() {
         format!(
             "{}: cannot tell the dataset type (the first line has none of the keys of a known \
              format); pass --custom-dataset-type with one of: mooncake_trace, bailian_trace, \
-             burst_gpt_trace, multi_turn, single_turn, random_pool",
+             burst_gpt_trace, multi_turn, single_turn, random_pool, raw_payload, inputs_json",
             path.display()
         )
     );

@@ -12,7 +12,7 @@ use crate::TemplateEndpoint;
 use crate::{
     ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint,
     HuggingFaceGenerateEndpoint, ImageGenerationEndpoint, MessagesEndpoint, RankingsEndpoint,
-    ResponsesEndpoint,
+    RawEndpoint, ResponsesEndpoint,
 };
 
 /// The endpoint types [`endpoint_for`] can build in this build (aliases aside: `rankings`
@@ -31,6 +31,7 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "huggingface_generate",
     "image_generation",
     "messages",
+    "raw",
     #[cfg(feature = "templates")]
     "template",
 ];
@@ -162,6 +163,7 @@ pub fn endpoint_for(
         "huggingface_generate" => Ok(Arc::new(HuggingFaceGenerateEndpoint::new(options))),
         "image_generation" => Ok(Arc::new(ImageGenerationEndpoint::new(options))),
         "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
+        "raw" => Ok(Arc::new(RawEndpoint::new(options))),
         #[cfg(feature = "templates")]
         "template" => Ok(Arc::new(TemplateEndpoint::new(options))),
         #[cfg(not(feature = "templates"))]
@@ -229,6 +231,7 @@ mod tests {
                 | "responses"
                 | "huggingface_generate"
                 | "messages"
+                | "raw"
                 | "template" => (true, true, true),
                 "image_generation" => (true, false, true),
                 _ => (false, false, true),

@@ -10,8 +10,9 @@
 //!   [`HuggingFaceGenerateEndpoint`] (TGI), [`ImageGenerationEndpoint`]
 //!   (`/v1/images/generations`), [`MessagesEndpoint`] (Anthropic `/v1/messages`; its API
 //!   key goes in `x-api-key`, as its
-//!   [`EndpointInfo::api_key_header`](aiperf_core::EndpointInfo::api_key_header) says) and [`TemplateEndpoint`] (a user's Jinja
-//!   template), chosen by name with [`endpoint_for`]; requests
+//!   [`EndpointInfo::api_key_header`](aiperf_core::EndpointInfo::api_key_header) says), [`TemplateEndpoint`] (a user's Jinja
+//!   template) and [`RawEndpoint`] (the dataset's complete request bodies, sent verbatim),
+//!   chosen by name with [`endpoint_for`]; requests
 //!   go to [`EndpointInfo::path`](aiperf_core::EndpointInfo::path) joined to the base
 //!   URL by [`build_url`];
 //! - a [`Transport`](aiperf_core::Transport) sends the bytes: [`HttpTransport`] (hyper,
@@ -87,8 +88,10 @@ mod messages;
 mod openai;
 mod payload;
 mod rankings;
+mod raw;
 pub mod readiness;
 mod response;
+mod response_field;
 mod responses;
 pub mod sse;
 #[cfg(feature = "templates")]
@@ -108,10 +111,12 @@ pub use huggingface::HuggingFaceGenerateEndpoint;
 pub use image_generation::ImageGenerationEndpoint;
 pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
 pub use rankings::RankingsEndpoint;
+pub use raw::RawEndpoint;
 pub use response::exchange_failure;
+pub use response_field::RESPONSE_FIELD_KEY;
 pub use responses::ResponsesEndpoint;
 #[cfg(feature = "templates")]
-pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY, RESPONSE_FIELD_KEY};
+pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY};
 pub use transport::{
     HttpTransport, HttpTransportBuilder, TransportBuildError, DEFAULT_MAX_RESPONSE_BYTES,
 };

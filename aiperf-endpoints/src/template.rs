@@ -13,11 +13,8 @@ use serde_json::{json, Value};
 
 use crate::payload::{current_turn, finish, model, texts, UsageChunk};
 use crate::response::parse_with;
+use crate::response_field::{FieldPath, ResponseFieldFormat, RESPONSE_FIELD_KEY};
 use crate::EndpointOptions;
-
-mod field;
-
-use field::{FieldPath, TemplateFormat};
 
 const INFO: EndpointInfo = EndpointInfo {
     name: "template",
@@ -34,10 +31,6 @@ const INFO: EndpointInfo = EndpointInfo {
 /// The `--extra-inputs` key that gives the template: a named template, a file path, or
 /// the template text itself.
 pub const PAYLOAD_TEMPLATE_KEY: &str = "payload_template";
-
-/// The `--extra-inputs` key that says where the response's text is, e.g.
-/// `choices[0].message.content` or `/choices/0/message/content`.
-pub const RESPONSE_FIELD_KEY: &str = "response_field";
 
 /// Templates known by name: `nv-embedqa` sends the texts as NVIDIA's embedding QA models
 /// take them.
@@ -151,7 +144,7 @@ impl Endpoint for TemplateEndpoint {
 
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
         let field = self.response_field.as_ref().ok().and_then(Option::as_ref);
-        parse_with(exchange, TemplateFormat::new(field))
+        parse_with(exchange, ResponseFieldFormat::new(field))
     }
 }
 

@@ -44,6 +44,16 @@ pub enum WorkloadError {
     /// The dataset has no conversations.
     #[error("the dataset has no conversations")]
     Empty,
+    /// The raw endpoint with a dataset whose turns are not complete request bodies.
+    #[error(
+        "the raw endpoint sends complete request bodies only, and {turns} turn(s) of the \
+         dataset have none: use a raw_payload or inputs_json dataset file \
+         (input.custom_dataset_type), or another endpoint type"
+    )]
+    RawEndpointWithoutBodies {
+        /// How many turns have no body.
+        turns: usize,
+    },
     /// A user-centric rate with single-turn conversations.
     #[error(
         "a user-centric rate needs multi-turn conversations (2 or more turns per session on \
@@ -152,6 +162,17 @@ pub(crate) async fn load(
     }
     if conversations.is_empty() {
         return Err(WorkloadError::Empty);
+    }
+    let without_body = conversations
+        .iter()
+        .flat_map(|c| &c.turns)
+        .filter(|turn| turn.raw_payload.is_none())
+        .count();
+    // Every request of the raw endpoint would fail: say so before sending any.
+    if endpoint.name == "raw" && without_body > 0 {
+        return Err(WorkloadError::RawEndpointWithoutBodies {
+            turns: without_body,
+        });
     }
     if config.load.user_centric.is_some() && average_turns(&conversations) < 2.0 {
         return Err(WorkloadError::UserCentricNeedsSessions);

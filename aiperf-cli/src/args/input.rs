@@ -398,6 +398,13 @@ pub(crate) enum CustomDatasetTypeArg {
     /// BurstGPT CSV traces.
     #[value(alias = "burst-gpt-trace")]
     BurstGptTrace,
+    /// Complete request bodies sent verbatim: one per line, or a folder of one multi-turn
+    /// conversation per .jsonl file.
+    #[value(alias = "raw-payload")]
+    RawPayload,
+    /// An inputs.json of an earlier run, its bodies sent again verbatim.
+    #[value(alias = "inputs-json")]
+    InputsJson,
 }
 
 impl CustomDatasetTypeArg {
@@ -409,6 +416,8 @@ impl CustomDatasetTypeArg {
             CustomDatasetTypeArg::MooncakeTrace => CustomDatasetType::MooncakeTrace,
             CustomDatasetTypeArg::BailianTrace => CustomDatasetType::BailianTrace,
             CustomDatasetTypeArg::BurstGptTrace => CustomDatasetType::BurstGptTrace,
+            CustomDatasetTypeArg::RawPayload => CustomDatasetType::RawPayload,
+            CustomDatasetTypeArg::InputsJson => CustomDatasetType::InputsJson,
         }
     }
 }

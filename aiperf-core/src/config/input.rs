@@ -348,17 +348,25 @@ pub enum CustomDatasetType {
     BailianTrace,
     /// BurstGPT CSV traces.
     BurstGptTrace,
+    /// Complete request bodies, one per line (or one multi-turn conversation per `.jsonl`
+    /// file of a folder), sent verbatim.
+    RawPayload,
+    /// An `inputs.json` of an earlier run (`{"data": [{"session_id", "payloads"}]}`), its
+    /// bodies sent again verbatim.
+    InputsJson,
 }
 
 impl CustomDatasetType {
     /// Every type, in the order auto-detection probes them.
-    pub const ALL: [CustomDatasetType; 6] = [
+    pub const ALL: [CustomDatasetType; 8] = [
         CustomDatasetType::MooncakeTrace,
         CustomDatasetType::BailianTrace,
         CustomDatasetType::BurstGptTrace,
         CustomDatasetType::MultiTurn,
         CustomDatasetType::SingleTurn,
         CustomDatasetType::RandomPool,
+        CustomDatasetType::RawPayload,
+        CustomDatasetType::InputsJson,
     ];
 
     /// The `--custom-dataset-type` spelling.
@@ -370,6 +378,8 @@ impl CustomDatasetType {
             CustomDatasetType::MooncakeTrace => "mooncake_trace",
             CustomDatasetType::BailianTrace => "bailian_trace",
             CustomDatasetType::BurstGptTrace => "burst_gpt_trace",
+            CustomDatasetType::RawPayload => "raw_payload",
+            CustomDatasetType::InputsJson => "inputs_json",
         }
     }
 

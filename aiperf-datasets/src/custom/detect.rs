@@ -1,6 +1,10 @@
 //! Guessing the format of `--input-file` when `--custom-dataset-type` is not given: a
-//! folder is a random pool, a CSV with the BurstGPT columns a BurstGPT trace, otherwise
-//! the keys of the first non-blank line decide.
+//! folder is a raw payload folder when its first `.jsonl` file starts with a chat body,
+//! else a random pool; a CSV with the BurstGPT columns is a BurstGPT trace; a `.json` file
+//! holding `{"data": [{"payloads": [...]}]}` is an `inputs.json`; otherwise the keys of the
+//! first non-blank line decide. A chat body (`messages` with keys no mooncake line has, and
+//! no `conversation_id`) is a raw payload; `messages` with only mooncake keys stays a
+//! mooncake trace.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -10,6 +14,9 @@ use serde_json::Value;
 
 use super::burst_gpt::is_burst_header;
 use super::error::{DatasetFileError, DatasetFileErrorKind};
+use super::inputs_json::is_session_list;
+use super::mooncake;
+use super::raw_payload::folder_files;
 
 /// Keys that only mooncake lines have.
 const MOONCAKE_KEYS: [&str; 5] = [
@@ -27,7 +34,11 @@ const SINGLE_TURN_KEYS: [&str; 8] = [
 /// The format of the file or folder at `path`.
 pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFileError> {
     if path.is_dir() {
-        return Ok(CustomDatasetType::RandomPool);
+        return Ok(if is_raw_payload_folder(path)? {
+            CustomDatasetType::RawPayload
+        } else {
+            CustomDatasetType::RandomPool
+        });
     }
     let first = first_line(path)?;
     let unknown = |why: &str| {
@@ -46,6 +57,9 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
         )
     };
     let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(&first) else {
+        if path.extension().is_some_and(|ext| ext == "json") && is_inputs_json_file(path) {
+            return Ok(CustomDatasetType::InputsJson);
+        }
         if is_burst_header(&first) {
             return Ok(CustomDatasetType::BurstGptTrace);
         }
@@ -54,10 +68,19 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
         ));
     };
     let has = |key: &str| fields.contains_key(key);
-    if has("chat_id") && has("parent_chat_id") {
+    let is_chat_body = fields.get("messages").is_some_and(Value::is_array)
+        && !has("conversation_id")
+        && fields
+            .keys()
+            .any(|key| !mooncake::KEYS.contains(&key.as_str()));
+    if is_session_list(fields.get("data")) {
+        Ok(CustomDatasetType::InputsJson)
+    } else if has("chat_id") && has("parent_chat_id") {
         Ok(CustomDatasetType::BailianTrace)
     } else if has("turns") {
         Ok(CustomDatasetType::MultiTurn)
+    } else if is_chat_body {
+        Ok(CustomDatasetType::RawPayload)
     } else if MOONCAKE_KEYS.iter().any(|key| has(key)) {
         Ok(CustomDatasetType::MooncakeTrace)
     } else if SINGLE_TURN_KEYS.iter().any(|key| has(key)) {
@@ -67,6 +90,31 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
             "the first line has none of the keys of a known format",
         ))
     }
+}
+
+/// Whether the whole file is JSON of the `inputs.json` shape.
+fn is_inputs_json_file(path: &Path) -> bool {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| {
+            let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+            serde_json::from_slice::<Value>(bytes).ok()
+        })
+        .is_some_and(|file| is_session_list(file.get("data")))
+}
+
+/// Whether the first `.jsonl` file of `folder` (by name) whose first line is JSON starts
+/// with a chat body (an object with a `messages` list), as the Python AIPerf decides.
+fn is_raw_payload_folder(folder: &Path) -> Result<bool, DatasetFileError> {
+    for file in folder_files(folder)? {
+        let Ok(line) = first_line(&file) else {
+            continue;
+        };
+        if let Ok(value) = serde_json::from_str::<Value>(&line) {
+            return Ok(value.get("messages").is_some_and(Value::is_array));
+        }
+    }
+    Ok(false)
 }
 
 /// The first non-blank line of the file.

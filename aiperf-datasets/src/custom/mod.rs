@@ -1,6 +1,6 @@
 //! Custom dataset files (`--input-file`, docs/datasets.md#custom-dataset-files): JSONL
-//! single-turn, multi-turn and random-pool datasets, and mooncake, bailian and BurstGPT
-//! traces.
+//! single-turn, multi-turn and random-pool datasets, mooncake, bailian and BurstGPT
+//! traces, and request bodies replayed verbatim (`raw_payload` files, `inputs.json`).
 //!
 //! [`load_custom_dataset`] reads a file (or a folder, for random pools) into
 //! conversations, detecting the format with [`detect_dataset_type`] when none is given.
@@ -29,14 +29,17 @@ mod burst_gpt;
 mod detect;
 pub mod error;
 mod hash_prompts;
+mod inputs_json;
 mod media;
 mod mooncake;
 mod multi_turn;
 mod random_pool;
+mod raw_payload;
 mod record;
 mod sessions;
 mod single_turn;
 mod turn_fields;
+mod verbatim;
 
 use std::path::{Path, PathBuf};
 
@@ -128,6 +131,8 @@ pub fn load_custom_dataset(
             burst_gpt::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?)?,
             true,
         ),
+        CustomDatasetType::RawPayload => (raw_payload::load(path)?, false),
+        CustomDatasetType::InputsJson => (inputs_json::load(path)?, false),
     };
     tracing::debug!(
         path = %path.display(),

@@ -13,7 +13,7 @@ use super::record::{for_each_record, Record};
 use super::sessions::Sessions;
 
 /// Every key a mooncake line may have.
-const KEYS: [&str; 11] = [
+pub(crate) const KEYS: [&str; 11] = [
     "input_length",
     "text_input",
     "messages",

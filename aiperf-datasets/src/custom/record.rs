@@ -119,12 +119,23 @@ impl<'p> Record<'p> {
         }
     }
 
-    fn wrong_type(&self, field: &str, expected: &str, got: &Value) -> DatasetFileError {
+    /// The error for `field` holding `got` where `expected` belongs.
+    pub(crate) fn wrong_type(&self, field: &str, expected: &str, got: &Value) -> DatasetFileError {
         self.error(
             field,
             DatasetFileErrorKind::WrongType,
             format!("expected {expected}, got {}", describe(got)),
         )
+    }
+
+    /// Whether the record has no fields at all.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// The value of `key`, left in place.
+    pub(crate) fn field(&self, key: &str) -> Option<&Value> {
+        self.fields.get(key)
     }
 
     /// Whether the record has `key` with a non-null value (without taking it).
@@ -272,6 +283,11 @@ impl<'p> Record<'p> {
         }
     }
 
+    /// Every field of the record, for formats that keep the object whole.
+    pub(crate) fn into_fields(self) -> Map<String, Value> {
+        self.fields
+    }
+
     /// Rejects the keys nobody took: typos must not pass silently. `known` lists the
     /// format's keys for the message.
     pub(crate) fn finish(self, known: &[&str]) -> Result<(), DatasetFileError> {
@@ -287,7 +303,7 @@ impl<'p> Record<'p> {
 }
 
 /// `a string`, `a number`, … for "expected X, got Y".
-fn describe(value: &Value) -> &'static str {
+pub(crate) fn describe(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -2,7 +2,7 @@ use super::*;
 
 fn read(field: Option<&str>, payload: &str) -> (String, String, bool, Option<Value>) {
     let path = field.map(|f| FieldPath::parse(f).unwrap());
-    let piece = TemplateFormat::new(path.as_ref())
+    let piece = ResponseFieldFormat::new(path.as_ref())
         .read(payload.as_bytes())
         .unwrap();
     (
@@ -103,12 +103,12 @@ fn the_usual_fields_in_order() {
 
 #[test]
 fn error_objects_are_flagged() {
-    let piece = TemplateFormat::new(None)
+    let piece = ResponseFieldFormat::new(None)
         .read(br#"{"error":{"message":"bad"}}"#)
         .unwrap();
     assert!(piece.is_error);
     let path = FieldPath::parse("text").unwrap();
-    let piece = TemplateFormat::new(Some(&path))
+    let piece = ResponseFieldFormat::new(Some(&path))
         .read(br#"{"error":{"message":"bad"}}"#)
         .unwrap();
     assert!(piece.is_error);

@@ -1,5 +1,6 @@
-//! Reading a template endpoint's responses: the value at a user-given path, or the first
-//! of the usual fields. Both walk the payload with serde and keep only the one value they
+//! Reading the responses of the `template` and `raw` endpoints, whose APIs are unknown:
+//! the value at a user-given path (`--extra-inputs response_field:…`), or the first of the
+//! usual fields. Both walk the payload with serde and keep only the one value they
 //! want, so a streamed chunk never becomes a JSON tree.
 
 use std::borrow::Cow;
@@ -10,6 +11,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::response::{Format, Piece, Unreadable};
+
+/// The `--extra-inputs` key that says where the response's text is, e.g.
+/// `choices[0].message.content` or `/choices/0/message/content` (`template` and `raw`
+/// endpoints).
+pub const RESPONSE_FIELD_KEY: &str = "response_field";
 
 /// One step of a [`FieldPath`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -292,20 +298,20 @@ struct Envelope {
     error: Option<IgnoredAny>,
 }
 
-/// Reads a template endpoint's payloads: through the [`FieldPath`] when there is one,
+/// Reads a `template` or `raw` endpoint's payloads: through the [`FieldPath`] when there is one,
 /// else through the usual fields.
-pub(crate) struct TemplateFormat<'p> {
+pub(crate) struct ResponseFieldFormat<'p> {
     field: Option<&'p FieldPath>,
 }
 
-impl<'p> TemplateFormat<'p> {
+impl<'p> ResponseFieldFormat<'p> {
     /// A reader of the value at `field`, or of the usual fields.
     pub(crate) fn new(field: Option<&'p FieldPath>) -> Self {
         Self { field }
     }
 }
 
-impl Format for TemplateFormat<'_> {
+impl Format for ResponseFieldFormat<'_> {
     fn read(&mut self, payload: &[u8]) -> Result<Piece, Unreadable> {
         let Some(FieldPath(steps)) = self.field else {
             return read_usual(payload);
