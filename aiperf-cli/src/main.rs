@@ -13,6 +13,7 @@ mod analyze;
 mod analyze_trace;
 mod args;
 mod assemble;
+mod chat;
 #[cfg(test)]
 mod cli_docs;
 mod compare;
@@ -100,6 +101,7 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Command::Analyze(command) => analyze::run(&command),
+        Command::Chat(args) => chat::run(&args),
         Command::Plugins(args) => match plugins::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

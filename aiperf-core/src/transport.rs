@@ -225,6 +225,10 @@ pub struct SendControl {
     /// The conversation this request belongs to, for transports that give each
     /// conversation a connection of its own.
     pub session: Option<SessionKey>,
+    /// A copy of each body chunk, sent right after it was stamped, for a caller that
+    /// shows the response as it arrives (`aiperf chat`). Transports that cannot tap
+    /// their chunks ignore it; the exchange still holds every chunk.
+    pub chunk_tap: Option<tokio::sync::mpsc::UnboundedSender<Bytes>>,
 }
 
 /// Which conversation a request belongs to, and whether it is the conversation's last.

@@ -71,6 +71,10 @@ fn endpoint_summary(name: &str) -> &'static str {
         "huggingface_generate" => "Hugging Face TGI generate and generate_stream (/generate)",
         "image_generation" => "OpenAI image generation (/v1/images/generations)",
         "messages" => "Anthropic Messages API, streaming or not (/v1/messages)",
+        "raw" => {
+            "a dataset's complete request bodies sent verbatim to --url; the reply text \
+                  found by --extra-inputs response_field or detected"
+        }
         "template" => {
             "any JSON API: request bodies from your Jinja template, the reply text \
                        from a JSON path you name"

@@ -411,10 +411,12 @@ impl HttpTransport {
                             break Some(TransportError::ResponseTooLarge { limit });
                         }
                         if !bytes.is_empty() {
-                            exchange.chunks.push(Chunk {
-                                at,
-                                bytes: compact(bytes),
-                            });
+                            let bytes = compact(bytes);
+                            if let Some(tap) = &control.chunk_tap {
+                                // The reader may be gone; the exchange keeps the chunk.
+                                let _ = tap.send(bytes.clone());
+                            }
+                            exchange.chunks.push(Chunk { at, bytes });
                             if let Some(notify) = control.first_chunk.take() {
                                 notify.notify_one();
                             }

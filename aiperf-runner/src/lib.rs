@@ -35,6 +35,7 @@
 //! encodings); `media` synthesises images, audio and video in prompts; `templates` offers
 //! the `template` endpoint type.
 
+pub mod chat;
 pub mod config_file;
 mod descriptors;
 mod error;

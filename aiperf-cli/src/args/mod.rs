@@ -56,6 +56,9 @@ pub(crate) enum Command {
     /// List what this build provides: endpoint types, dataset formats, public datasets,
     /// accuracy benchmarks and chart kinds, with a line on each.
     Plugins(PluginsArgs),
+    /// Chat with a server one message at a time, printing each reply as it streams and
+    /// its TTFT, tokens/s, tokens and latency: the sanity check before a benchmark.
+    Chat(ChatArgs),
     /// Post-run views of a run's records.
     #[command(subcommand)]
     Analyze(AnalyzeCommand),
@@ -66,6 +69,36 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+/// `aiperf chat`.
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// Model name served by the endpoint.
+    #[arg(short = 'm', long = "model", required = true)]
+    pub model: String,
+    /// Base URL of the server (a `/v1` base or the full chat-completions URL also work).
+    #[arg(short = 'u', long = "url", default_value = "http://localhost:8000")]
+    pub url: String,
+    /// A system prompt before the conversation.
+    #[arg(long = "system-prompt")]
+    pub system_prompt: Option<String>,
+    /// Send this one message, print the reply and its stats, and exit.
+    #[arg(short = 'q', long = "quick", value_name = "MESSAGE")]
+    pub quick: Option<String>,
+    /// Resend the conversation with each message (the default).
+    #[arg(long = "history", overrides_with = "no_history")]
+    pub history: bool,
+    /// Send each message on its own, without the conversation so far.
+    #[arg(long = "no-history")]
+    pub no_history: bool,
+    /// API key, sent as a Bearer token.
+    #[arg(long = "api-key", env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Tokenizer for the client-side token counts (default: the model name; `builtin`
+    /// works offline).
+    #[arg(long = "tokenizer")]
+    pub tokenizer: Option<String>,
 }
 
 /// `aiperf analyze …`.

@@ -406,6 +406,12 @@ impl CustomDatasetType {
             CustomDatasetType::BurstGptTrace => {
                 "BurstGPT CSV trace of request and response lengths"
             }
+            CustomDatasetType::RawPayload => {
+                "JSONL of complete request bodies, sent verbatim (a folder: one session per file)"
+            }
+            CustomDatasetType::InputsJson => {
+                "an inputs.json (ours or the Python AIPerf's): the same payloads sent again"
+            }
         }
     }
 

@@ -198,6 +198,7 @@ impl PhaseRunner {
                 id: credit.correlation_id.clone(),
                 last: last_turn,
             }),
+            chunk_tap: None,
         };
         let on_the_wire = self.progress.in_flight.enter();
         let send = shared.transport.send_controlled(request, control);
