@@ -61,6 +61,7 @@
 
 pub mod adjust;
 pub mod chat_template;
+mod coding;
 mod corpus;
 pub mod custom;
 pub mod error;
