@@ -1,6 +1,8 @@
 use std::time::Duration;
 
-use aiperf_core::config::{ArrivalPattern, CustomDatasetType, ExportLevel};
+use aiperf_core::config::{
+    ArrivalPattern, CustomDatasetType, ExportLevel, PromptCorpus, RandomCorpusStyle,
+};
 
 use super::*;
 
@@ -470,5 +472,38 @@ benchmark:
     assert_eq!(
         error("benchmark:\n  model: m\n  dataset:\n    replaySpeedup: 2\n"),
         "bench.yaml:4: benchmark.dataset.replaySpeedup: unknown key"
+    );
+}
+
+#[test]
+fn the_prompt_corpus_and_its_style_map_from_the_dataset_prompts() {
+    let synthetic = parse(
+        "benchmark:\n  model: m\n  dataset:\n    prompts:\n      corpus: coding\n      \
+         randomCorpusStyle: SGLang\n",
+    )
+    .unwrap();
+    let prompt = &synthetic.benchmark.input.prompt;
+    assert_eq!(prompt.corpus, Some(PromptCorpus::Coding));
+    assert_eq!(prompt.random_corpus_style, RandomCorpusStyle::Sglang);
+    let trace = parse(
+        "benchmark:\n  model: m\n  dataset:\n    type: file\n    path: t.jsonl\n    prompts: \
+         {corpus: random}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        trace.benchmark.input.prompt.corpus,
+        Some(PromptCorpus::Random)
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  dataset:\n    prompts: {corpus: poems}\n"),
+        "bench.yaml:4: benchmark.dataset.prompts.corpus: expected sonnet, coding or random, \
+         got \"poems\""
+    );
+    assert_eq!(
+        error(
+            "benchmark:\n  model: m\n  dataset:\n    type: file\n    path: t.jsonl\n    \
+             prompts: {isl: 5}\n"
+        ),
+        "bench.yaml:6: benchmark.dataset.prompts.isl: unknown key"
     );
 }
