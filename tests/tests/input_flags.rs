@@ -487,3 +487,48 @@ async fn the_prompt_corpus_of_a_flag_and_of_a_file_sends_the_same_inputs() {
     assert_eq!(recorded["input"]["prompt"]["corpus"], "random");
     assert_eq!(recorded["input"]["prompt"]["random_corpus_style"], "sglang");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sonnet_is_the_built_in_prose_and_a_verbatim_file_ignores_the_corpus_with_a_warning() {
+    let server = MockServer::start(MockConfig::with_timing(0.0, 0.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, flags: &str| {
+        run_args(
+            &server.url(),
+            &dir.path().join(name),
+            &format!("--isl 16 --request-count 2 --no-server-metrics {flags}"),
+        )
+    };
+    let sonnet = profile(run("sonnet", "--prompt-corpus sonnet")).await;
+    assert_exit(&sonnet, 0);
+    let stderr = String::from_utf8_lossy(&sonnet.stderr);
+    assert!(
+        stderr.contains("--prompt-corpus sonnet: Shakespeare's sonnets are not shipped"),
+        "{stderr}"
+    );
+    let default = profile(run("default", "")).await;
+    assert_exit(&default, 0);
+    assert!(!String::from_utf8_lossy(&default.stderr).contains("--prompt-corpus"));
+    assert_eq!(
+        input_texts(&dir.path().join("sonnet")),
+        input_texts(&dir.path().join("default"))
+    );
+
+    let file = write(dir.path(), "prompts.jsonl", "{\"text\": \"first\"}\n");
+    let verbatim = profile(run(
+        "verbatim",
+        &format!("--input-file {file} --custom-dataset-type single_turn --prompt-corpus coding"),
+    ))
+    .await;
+    assert_exit(&verbatim, 0);
+    let stderr = String::from_utf8_lossy(&verbatim.stderr);
+    assert!(
+        stderr.contains(
+            "--prompt-corpus has no effect: the single_turn file's prompts are sent as written"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(input_texts(&dir.path().join("verbatim")), ["first"]);
+}
