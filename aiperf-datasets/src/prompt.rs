@@ -6,7 +6,7 @@
 //!    and each distinct word is tokenized once. A long token stream (2^18 tokens) is
 //!    written by a seeded walk of a word bigram chain learned from the sentences (new
 //!    sentences recombined from the old ones), remembering where each word starts.
-//!    Coding: seeded documents of the coding corpus ([`crate::coding`]) are tokenized
+//!    Coding: seeded documents of the coding corpus (`coding.rs`) are tokenized
 //!    line by line into a stream of the same size; each line counts as one "word".
 //! 2. A prompt of N tokens starts at a random word (one that tokenizes the same without
 //!    its leading space, and not used by an earlier prompt) and takes the next N tokens
@@ -361,7 +361,8 @@ impl PromptGenerator {
     }
 
     /// A text that encodes to exactly `tokens` tokens (empty for 0). Exactness holds for
-    /// every tokenizer whose vocabulary covers plain English; should all strategies fail
+    /// every tokenizer whose vocabulary covers plain English (checked for every corpus with
+    /// the tiktoken encodings and Qwen3); should all strategies fail
     /// (a degenerate tokenizer), the closest text found is returned and a warning logged.
     pub fn generate(&mut self, tokens: usize) -> String {
         if tokens == 0 {
