@@ -64,6 +64,12 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("random_range_ratio", |c, f| {
         c.input.random_range_ratio = f.input.random_range_ratio;
     }),
+    ("prompt_corpus", |c, f| {
+        c.input.prompt.corpus = f.input.prompt.corpus;
+    }),
+    ("random_corpus_style", |c, f| {
+        c.input.prompt.random_corpus_style = f.input.prompt.random_corpus_style;
+    }),
     ("system_prompt", |c, f| {
         c.input
             .prompt

@@ -74,7 +74,7 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 94] = [
+const FIELD_FLAGS: [(&str, &str); 96] = [
     ("endpoint.api_key", "--api-key"),
     ("endpoint.endpoint_type", "--endpoint-type"),
     ("endpoint.per_chunk_usage", "--per-chunk-usage"),
@@ -228,6 +228,8 @@ const FIELD_FLAGS: [(&str, &str); 94] = [
     ("input.trace.max_context_length", "--max-context-length"),
     ("input.dataset_filters", "--dataset-filter"),
     ("input.random_range_ratio", "--random-range-ratio"),
+    ("input.prompt.random_corpus_style", "--random-corpus-style"),
+    ("input.prompt.corpus", "--prompt-corpus"),
     ("input.cache_bust", "--cache-bust"),
 ];
 

@@ -1,4 +1,4 @@
-//! Times synthetic prompt generation.
+//! Times synthetic prompt generation, for each corpus of `--prompt-corpus`.
 //!
 //! ```text
 //! cargo run --release -p aiperf-datasets --example prompt_speed [-- /path/to/tokenizer.json]
@@ -8,6 +8,7 @@
 
 use std::time::Instant;
 
+use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
 use aiperf_datasets::{PromptGenerator, Tokenizer};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -15,10 +16,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(path) => Tokenizer::from_file(path)?,
         None => Tokenizer::builtin(),
     };
+    for corpus in [
+        PromptCorpus::Sonnet,
+        PromptCorpus::Coding,
+        PromptCorpus::Random,
+    ] {
+        time_corpus(&tokenizer, corpus)?;
+    }
+    Ok(())
+}
+
+fn time_corpus(
+    tokenizer: &Tokenizer,
+    corpus: PromptCorpus,
+) -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
-    let mut generator = PromptGenerator::new(tokenizer.clone(), 42)?;
+    let mut generator =
+        PromptGenerator::with_corpus(tokenizer.clone(), 42, corpus, RandomCorpusStyle::Vllm)?;
     println!(
-        "tokenizer {}: corpus of {} tokens built in {:?}",
+        "tokenizer {}, {corpus:?} corpus of {} tokens built in {:?}",
         tokenizer.name(),
         generator.corpus_tokens(),
         started.elapsed()

@@ -8,8 +8,9 @@
 //!   [`TokenizerSpec`], and [`load_tokenizer`] finds it on disk, in the local Hugging Face
 //!   cache, or downloads it through the caller's [`aiperf_core::Transport`]. It implements
 //!   [`aiperf_core::TokenCounter`], which is how metrics count input and output tokens.
-//! * **What is sent?** [`PromptGenerator`] makes word-like text of an *exact* token count
-//!   for a given tokenizer, and [`SyntheticDataset`] (an [`aiperf_core::DatasetSource`])
+//! * **What is sent?** [`PromptGenerator`] makes text of an *exact* token count for a
+//!   given tokenizer (English prose, coding content or random vocabulary tokens: see
+//!   [`aiperf_core::config::PromptCorpus`]), and [`SyntheticDataset`] (an [`aiperf_core::DatasetSource`])
 //!   builds the default workload from an [`aiperf_core::config::InputConfig`]: multi-turn
 //!   conversations with sampled input and output lengths (or a `--seq-dist` mix), prefix
 //!   pools, a shared system prompt, user contexts, synthetic [`media`] (images, audio,
@@ -61,6 +62,7 @@
 
 pub mod adjust;
 pub mod chat_template;
+mod coding;
 mod corpus;
 pub mod custom;
 pub mod error;

@@ -1,10 +1,13 @@
-//! [`PromptGenerator`]: text that encodes to exactly N tokens for a given tokenizer.
+//! [`PromptGenerator`]: text that encodes to exactly N tokens for a given tokenizer, cut
+//! from one of the corpora of [`PromptCorpus`].
 //!
-//! How it works:
-//! 1. The built-in corpus (sentences written for this project) is split into words and
-//!    each distinct word is tokenized once. A long token stream (2^18 tokens) is written
-//!    by a seeded walk of a word bigram chain learned from the sentences (new sentences
-//!    recombined from the old ones), remembering where each word starts.
+//! How it works for the prose and coding corpora:
+//! 1. Prose: the built-in corpus (sentences written for this project) is split into words
+//!    and each distinct word is tokenized once. A long token stream (2^18 tokens) is
+//!    written by a seeded walk of a word bigram chain learned from the sentences (new
+//!    sentences recombined from the old ones), remembering where each word starts.
+//!    Coding: seeded documents of the coding corpus (`coding.rs`) are tokenized
+//!    line by line into a stream of the same size; each line counts as one "word".
 //! 2. A prompt of N tokens starts at a random word (one that tokenizes the same without
 //!    its leading space, and not used by an earlier prompt) and takes the next N tokens
 //!    of the stream (wrapping around), decoded to text.
@@ -12,13 +15,20 @@
 //!    corrected: too many tokens → keep the first N re-encoded tokens; too few → append
 //!    the following corpus tokens. This converges in one or two rounds nearly always; a
 //!    few restarts at other positions and a word-by-word fill back it up.
+//!
+//! The random corpus (the `vllm bench serve` random dataset) takes a window of
+//! consecutive ids of the tokenizer's pool ([`Tokenizer::token_ids`]: without special
+//! tokens for the vLLM style, the whole vocabulary for the SGLang style) at a random
+//! offset, decodes it and corrects it the same way, topping up with random pool ids.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::coding;
 use crate::corpus::SENTENCES;
 use crate::error::SyntheticError;
 use crate::tokenizer::Tokenizer;
@@ -28,6 +38,9 @@ use crate::tokenizer::Tokenizer;
 const CORPUS_TOKENS: usize = 1 << 18;
 /// Correction rounds per start position.
 const MAX_ROUNDS: usize = 8;
+/// Correction rounds per offset of a random-token prompt: random byte-level tokens may
+/// decode to partial characters, which take a few more rounds to settle.
+const MAX_RANDOM_ROUNDS: usize = 16;
 /// Start positions tried before the word-by-word fill.
 const MAX_STARTS: usize = 4;
 /// Draws tried to find a start position no earlier prompt of this generator used.
@@ -37,15 +50,23 @@ const MAX_SENTENCE_WORDS: usize = 60;
 /// Marks the end of a sentence in the bigram chain.
 const END: u32 = u32::MAX;
 
-/// A distinct corpus word and how many tokens it adds to a text.
+/// A distinct corpus word (a line, in the coding corpus) and how many tokens it adds to
+/// a text.
 #[derive(Debug)]
 struct Word {
-    /// The word as it is appended (with its leading space when the tokenizer needs one).
+    /// The word as it is appended (with its leading space; a line with its newline).
     text: String,
     tokens: usize,
     /// The word encodes to the same tokens at the start of a text (without its space)
     /// as in the middle, so a prompt may start with it without shifting boundaries.
     clean_start: bool,
+}
+
+/// What prompts are cut from: a tokenized text corpus, or the random corpus' token pool.
+#[derive(Debug)]
+enum Source {
+    Text(Corpus),
+    Random(Vec<u32>),
 }
 
 /// The tokenized corpus of one tokenizer, shared by generators of that tokenizer.
@@ -64,7 +85,7 @@ struct Corpus {
 }
 
 impl Corpus {
-    fn build(tokenizer: &Tokenizer, rng: &mut ChaCha8Rng) -> Result<Self, SyntheticError> {
+    fn prose(tokenizer: &Tokenizer, rng: &mut ChaCha8Rng) -> Result<Self, SyntheticError> {
         // Does the tokenizer put the space between words itself (SentencePiece-style
         // `▁`, or a decoder that joins with spaces)? Then words are encoded bare;
         // otherwise (byte-level BPE) each word carries its leading space.
@@ -161,6 +182,63 @@ impl Corpus {
         })
     }
 
+    /// A stream of seeded coding documents, tokenized line by line; every line may start
+    /// a prompt.
+    fn coding(tokenizer: &Tokenizer, rng: &mut ChaCha8Rng) -> Result<Self, SyntheticError> {
+        let mut index: HashMap<String, u32> = HashMap::new();
+        let mut words: Vec<Word> = Vec::new();
+        let mut word_tokens: Vec<Vec<u32>> = Vec::new();
+        let mut tokens = Vec::with_capacity(CORPUS_TOKENS + 512);
+        let mut word_starts = Vec::new();
+        let mut word_seq = Vec::new();
+        while tokens.len() < CORPUS_TOKENS {
+            let before = tokens.len();
+            for line in lines(&coding::document(rng)) {
+                let id = if let Some(id) = index.get(line) {
+                    *id
+                } else {
+                    let ids = tokenizer.encode(line);
+                    let id = u32::try_from(words.len()).unwrap_or(END - 1);
+                    words.push(Word {
+                        text: line.to_string(),
+                        tokens: ids.len(),
+                        clean_start: !line.starts_with(char::is_whitespace),
+                    });
+                    word_tokens.push(ids);
+                    index.insert(line.to_string(), id);
+                    id
+                };
+                if word_tokens[id as usize].is_empty() {
+                    continue;
+                }
+                word_starts.push(u32::try_from(tokens.len()).unwrap_or(u32::MAX));
+                word_seq.push(id);
+                tokens.extend_from_slice(&word_tokens[id as usize]);
+            }
+            if tokens.len() == before {
+                return Err(SyntheticError::EmptyCorpus {
+                    tokenizer: tokenizer.name().to_string(),
+                });
+            }
+        }
+        let mut prompt_starts: Vec<u32> = (0..word_seq.len())
+            .filter(|i| words[word_seq[*i] as usize].clean_start)
+            .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+            .collect();
+        if prompt_starts.is_empty() {
+            prompt_starts = (0..word_starts.len())
+                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+                .collect();
+        }
+        Ok(Self {
+            tokens,
+            word_starts,
+            prompt_starts,
+            word_seq,
+            words,
+        })
+    }
+
     /// `len` tokens from `start`, wrapping around the stream.
     fn take(&self, start: usize, len: usize, out: &mut Vec<u32>) {
         let total = self.tokens.len();
@@ -188,7 +266,7 @@ impl Corpus {
 #[derive(Debug, Clone)]
 pub struct PromptGenerator {
     tokenizer: Tokenizer,
-    corpus: Arc<Corpus>,
+    source: Arc<Source>,
     rng: ChaCha8Rng,
     /// Start positions already used: two prompts of equal length never start at the
     /// same place (identical prompts would inflate server prefix-cache hits).
@@ -196,22 +274,65 @@ pub struct PromptGenerator {
 }
 
 impl PromptGenerator {
-    /// Tokenizes the corpus for `tokenizer` (a few milliseconds) and seeds the
-    /// generator. The same seed and tokenizer give the same prompts in the same order.
+    /// A generator of prose prompts ([`PromptCorpus::Sonnet`]): see
+    /// [`PromptGenerator::with_corpus`].
     pub fn new(tokenizer: Tokenizer, seed: u64) -> Result<Self, SyntheticError> {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let corpus = Corpus::build(&tokenizer, &mut rng)?;
-        tracing::debug!(
-            tokenizer = tokenizer.name(),
-            corpus_tokens = corpus.tokens.len(),
-            "prompt corpus tokenized"
-        );
-        Ok(Self {
+        Self::with_corpus(
             tokenizer,
-            corpus: Arc::new(corpus),
+            seed,
+            PromptCorpus::Sonnet,
+            RandomCorpusStyle::Vllm,
+        )
+    }
+
+    /// Tokenizes `corpus` for `tokenizer` (the prose and coding corpora take a few
+    /// milliseconds; the random corpus lists the vocabulary) and seeds the generator;
+    /// `style` picks the random corpus' token pool. The same seed, corpus and tokenizer
+    /// give the same prompts in the same order.
+    ///
+    /// ```
+    /// use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
+    /// use aiperf_datasets::{PromptGenerator, Tokenizer};
+    ///
+    /// let tokenizer = Tokenizer::builtin();
+    /// let mut coding = PromptGenerator::with_corpus(
+    ///     tokenizer.clone(), 7, PromptCorpus::Coding, RandomCorpusStyle::Vllm)?;
+    /// assert_eq!(tokenizer.count(&coding.generate(300)), 300);
+    /// # Ok::<(), aiperf_datasets::SyntheticError>(())
+    /// ```
+    pub fn with_corpus(
+        tokenizer: Tokenizer,
+        seed: u64,
+        corpus: PromptCorpus,
+        style: RandomCorpusStyle,
+    ) -> Result<Self, SyntheticError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let source = match corpus {
+            PromptCorpus::Sonnet => Source::Text(Corpus::prose(&tokenizer, &mut rng)?),
+            PromptCorpus::Coding => Source::Text(Corpus::coding(&tokenizer, &mut rng)?),
+            PromptCorpus::Random => {
+                let pool = tokenizer.token_ids(style == RandomCorpusStyle::Sglang);
+                if pool.is_empty() {
+                    return Err(SyntheticError::EmptyCorpus {
+                        tokenizer: tokenizer.name().to_string(),
+                    });
+                }
+                Source::Random(pool)
+            }
+        };
+        let generator = Self {
+            tokenizer,
+            source: Arc::new(source),
             rng,
             used_starts: HashSet::new(),
-        })
+        };
+        tracing::debug!(
+            tokenizer = generator.tokenizer.name(),
+            ?corpus,
+            corpus_tokens = generator.corpus_tokens(),
+            "prompt corpus tokenized"
+        );
+        Ok(generator)
     }
 
     /// A generator sharing this one's tokenized corpus, with its own random stream.
@@ -219,7 +340,7 @@ impl PromptGenerator {
     pub fn fork(&self, seed: u64) -> Self {
         Self {
             tokenizer: self.tokenizer.clone(),
-            corpus: Arc::clone(&self.corpus),
+            source: Arc::clone(&self.source),
             rng: ChaCha8Rng::seed_from_u64(seed),
             used_starts: HashSet::new(),
         }
@@ -231,73 +352,113 @@ impl PromptGenerator {
     }
 
     /// The number of tokens in the assembled corpus stream (prompts longer than this
-    /// repeat it).
+    /// repeat it); for the random corpus, the size of its token pool.
     pub fn corpus_tokens(&self) -> usize {
-        self.corpus.tokens.len()
+        match &*self.source {
+            Source::Text(corpus) => corpus.tokens.len(),
+            Source::Random(pool) => pool.len(),
+        }
     }
 
     /// A text that encodes to exactly `tokens` tokens (empty for 0). Exactness holds for
-    /// every tokenizer whose vocabulary covers plain English; should all strategies fail
+    /// every tokenizer whose vocabulary covers plain English (checked for every corpus with
+    /// the tiktoken encodings and Qwen3); should all strategies fail
     /// (a degenerate tokenizer), the closest text found is returned and a warning logged.
     pub fn generate(&mut self, tokens: usize) -> String {
         if tokens == 0 {
             return String::new();
         }
-        if tokens > self.corpus.tokens.len() {
+        let source = Arc::clone(&self.source);
+        let result = match &*source {
+            Source::Text(corpus) => self.generate_text(corpus, tokens),
+            Source::Random(pool) => self.generate_random(pool, tokens),
+        };
+        result.unwrap_or_else(|(miss, text)| {
+            tracing::warn!(
+                tokenizer = self.tokenizer.name(),
+                wanted = tokens,
+                off_by = miss,
+                "could not build a prompt of the exact token count; using the closest"
+            );
+            text
+        })
+    }
+
+    /// `len` consecutive corpus tokens from a random word start (for the random corpus,
+    /// consecutive pool ids from a random offset), not corrected to any text length: the
+    /// raw material of hash-id prompt blocks, which are concatenated as tokens and decoded
+    /// once.
+    pub fn token_block(&mut self, len: usize) -> Vec<u32> {
+        let mut ids = Vec::with_capacity(len);
+        if len == 0 {
+            return ids;
+        }
+        let source = Arc::clone(&self.source);
+        match &*source {
+            Source::Text(corpus) => {
+                let word = self.fresh_start(corpus);
+                corpus.take(corpus.word_starts[word] as usize, len, &mut ids);
+            }
+            Source::Random(pool) => {
+                let offset = self.rng.random_range(0..pool.len());
+                ids.extend((0..len).map(|j| pool[(offset + j) % pool.len()]));
+            }
+        }
+        ids
+    }
+
+    fn generate_text(&mut self, corpus: &Corpus, tokens: usize) -> Result<String, (usize, String)> {
+        if tokens > corpus.tokens.len() {
             tracing::debug!(
                 tokens,
-                corpus = self.corpus.tokens.len(),
+                corpus = corpus.tokens.len(),
                 "prompt longer than the corpus: text repeats"
             );
         }
         let mut best: Option<(usize, String)> = None;
         for _ in 0..MAX_STARTS {
-            let word = self.fresh_start();
-            let start = self.corpus.word_starts[word] as usize;
-            match self.settle_window(start, tokens) {
-                Ok(text) => return text,
-                Err((miss, text)) => {
-                    if best.as_ref().is_none_or(|(m, _)| miss < *m) {
-                        best = Some((miss, text));
-                    }
-                }
+            let word = self.fresh_start(corpus);
+            let start = corpus.word_starts[word] as usize;
+            match self.settle_window(corpus, start, tokens) {
+                Ok(text) => return Ok(text),
+                Err(miss) => best = Some(closer(best, miss)),
             }
         }
-        match self.fill_words(tokens) {
-            Ok(text) => text,
-            Err((miss, text)) => {
-                let (miss, text) = match best {
-                    Some((m, t)) if m < miss => (m, t),
-                    _ => (miss, text),
-                };
-                tracing::warn!(
-                    tokenizer = self.tokenizer.name(),
-                    wanted = tokens,
-                    off_by = miss,
-                    "could not build a prompt of the exact token count; using the closest"
-                );
-                text
-            }
+        match self.fill_words(corpus, tokens) {
+            Ok(text) => Ok(text),
+            Err(miss) => Err(closer(best, miss)),
         }
     }
 
-    /// `len` consecutive corpus tokens from a random word start (not corrected to any
-    /// text length): the raw material of hash-id prompt blocks, which are concatenated
-    /// as tokens and decoded once.
-    pub fn token_block(&mut self, len: usize) -> Vec<u32> {
-        let mut ids = Vec::with_capacity(len);
-        if len > 0 {
-            let word = self.fresh_start();
-            self.corpus
-                .take(self.corpus.word_starts[word] as usize, len, &mut ids);
+    /// A window of consecutive pool ids at a random offset (the `vllm bench serve`
+    /// random dataset), corrected to exactly `n` tokens with random pool ids.
+    fn generate_random(&mut self, pool: &[u32], n: usize) -> Result<String, (usize, String)> {
+        let mut best: Option<(usize, String)> = None;
+        for _ in 0..MAX_STARTS {
+            let offset = self.rng.random_range(0..pool.len());
+            let mut ids: Vec<u32> = (0..n).map(|j| pool[(offset + j) % pool.len()]).collect();
+            for _ in 0..MAX_RANDOM_ROUNDS {
+                let text = self.tokenizer.decode(&ids);
+                ids = self.tokenizer.encode(&text);
+                if ids.len() == n {
+                    return Ok(text);
+                }
+                best = Some(closer(best, (ids.len().abs_diff(n), text)));
+                if ids.len() > n {
+                    ids.truncate(n);
+                }
+                while ids.len() < n {
+                    ids.push(pool[self.rng.random_range(0..pool.len())]);
+                }
+            }
         }
-        ids
+        Err(best.unwrap_or_default())
     }
 
     /// A random prompt start, preferring one no earlier prompt used.
     /// Returns an index into the corpus' words.
-    fn fresh_start(&mut self) -> usize {
-        let starts = &self.corpus.prompt_starts;
+    fn fresh_start(&mut self, corpus: &Corpus) -> usize {
+        let starts = &corpus.prompt_starts;
         let mut start = starts[self.rng.random_range(0..starts.len())];
         for _ in 1..MAX_FRESH_DRAWS {
             if !self.used_starts.contains(&start) {
@@ -310,8 +471,12 @@ impl PromptGenerator {
     }
 
     /// Window, decode, re-encode, correct. `Err((distance, text))` when it did not settle.
-    fn settle_window(&self, start: usize, n: usize) -> Result<String, (usize, String)> {
-        let corpus = &self.corpus;
+    fn settle_window(
+        &self,
+        corpus: &Corpus,
+        start: usize,
+        n: usize,
+    ) -> Result<String, (usize, String)> {
         let mut ids = Vec::with_capacity(n + 8);
         corpus.take(start, n, &mut ids);
         let mut next = start + n;
@@ -339,9 +504,8 @@ impl PromptGenerator {
 
     /// Whole words whose token counts add up to `n`, starting at a random word; relies on
     /// token counts being additive across spaces, then checks.
-    fn fill_words(&mut self, n: usize) -> Result<String, (usize, String)> {
-        let mut pos = self.fresh_start();
-        let corpus = &self.corpus;
+    fn fill_words(&mut self, corpus: &Corpus, n: usize) -> Result<String, (usize, String)> {
+        let mut pos = self.fresh_start(corpus);
         let mut text = String::new();
         let mut count = 0usize;
         let mut budget = corpus.word_seq.len().max(4 * n);
@@ -361,6 +525,33 @@ impl PromptGenerator {
         } else {
             Err((got.abs_diff(n), text))
         }
+    }
+}
+
+/// The lines of `text` with their newlines, blank lines kept with the line before them:
+/// tokenizers merge consecutive newlines into one token, so a line's tokens match the
+/// text's only if its following blank lines come with it.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = rest.find('\n').map_or(rest.len(), |at| at + 1);
+        while rest[end..].starts_with('\n') {
+            end += 1;
+        }
+        let (line, tail) = rest.split_at(end);
+        rest = tail;
+        Some(line)
+    })
+}
+
+/// The nearer of two near misses `(distance, text)`.
+fn closer(best: Option<(usize, String)>, miss: (usize, String)) -> (usize, String) {
+    match best {
+        Some(best) if best.0 <= miss.0 => best,
+        _ => miss,
     }
 }
 
@@ -452,7 +643,11 @@ mod tests {
         let tokenizer = Tokenizer::builtin();
         let mut generator = PromptGenerator::new(tokenizer.clone(), 9).unwrap();
         for n in [1, 5, 99, 700] {
-            let text = generator.fill_words(n).unwrap();
+            let corpus = Arc::clone(&generator.source);
+            let Source::Text(corpus) = &*corpus else {
+                unreachable!("the prose corpus is text")
+            };
+            let text = generator.fill_words(corpus, n).unwrap();
             assert_eq!(tokenizer.count(&text), n);
         }
     }
@@ -477,11 +672,17 @@ mod tests {
     }
 
     #[test]
+    fn blank_lines_stay_with_the_line_before() {
+        let text = "a\n\n\n  b\nc";
+        assert_eq!(lines(text).collect::<Vec<_>>(), ["a\n\n\n", "  b\n", "c"]);
+    }
+
+    #[test]
     fn fork_shares_corpus() {
         let generator = PromptGenerator::new(Tokenizer::builtin(), 9).unwrap();
         let mut a = generator.fork(1);
         let mut b = generator.fork(1);
-        assert!(Arc::ptr_eq(&a.corpus, &generator.corpus));
+        assert!(Arc::ptr_eq(&a.source, &generator.source));
         assert_eq!(a.generate(30), b.generate(30));
     }
 }

@@ -3,7 +3,7 @@
 //! images, audio and video, think times and per-turn models
 //! (docs/datasets.md#synthetic-dataset).
 
-use aiperf_core::config::{InputConfig, RankingsOptions};
+use aiperf_core::config::{InputConfig, RandomCorpusStyle, RangeRatio, RankingsOptions};
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy, Turn};
 use rand::{Rng, RngExt};
@@ -158,6 +158,34 @@ pub struct SyntheticDataset {
 struct RangeWindows {
     isl: (u32, u32),
     osl: (u32, u32),
+    /// Taken off each drawn input length, down to 1: the special tokens the tokenizer
+    /// adds, for the SGLang style (the vLLM style takes them off the mean instead).
+    isl_shift: u32,
+}
+
+impl RangeWindows {
+    /// The windows of `ratio` for the input's style; the tokenizer adds `special_tokens`
+    /// to each prompt on the server, which the input length already counts.
+    fn new(input: &InputConfig, ratio: RangeRatio, osl_mean: u32, special_tokens: u32) -> Self {
+        let style = input.prompt.random_corpus_style;
+        let (isl_mean, isl_shift) = match style {
+            RandomCorpusStyle::Vllm => (input.isl_mean.saturating_sub(special_tokens), 0),
+            RandomCorpusStyle::Sglang => (input.isl_mean, special_tokens),
+        };
+        Self {
+            isl: ratio.input_bounds(isl_mean, style),
+            osl: ratio.output_bounds(osl_mean, style),
+            isl_shift,
+        }
+    }
+
+    fn sample(&self, rng: &mut ChaCha8Rng) -> (u32, u32) {
+        let isl = rng.random_range(self.isl.0..=self.isl.1);
+        (
+            isl.saturating_sub(self.isl_shift).max(1),
+            rng.random_range(self.osl.0..=self.osl.1),
+        )
+    }
 }
 
 impl SyntheticDataset {
@@ -176,6 +204,7 @@ impl SyntheticDataset {
         let root_seed = input.random_seed.unwrap_or_else(rand::random);
         let session = &input.session;
         let media = MediaSynth::new(input, root_seed)?;
+        let special_tokens = u32::try_from(tokenizer.special_tokens_added()).unwrap_or(u32::MAX);
         Ok(Self {
             isl: LengthDistribution::unchecked(f64::from(input.isl_mean), input.isl_stddev),
             osl: input
@@ -188,10 +217,7 @@ impl SyntheticDataset {
             range_windows: input
                 .random_range_ratio
                 .zip(input.osl_mean)
-                .map(|(ratio, osl_mean)| RangeWindows {
-                    isl: ratio.input_bounds(input.isl_mean),
-                    osl: ratio.output_bounds(osl_mean),
-                }),
+                .map(|(ratio, osl_mean)| RangeWindows::new(input, ratio, osl_mean, special_tokens)),
             turns: LengthDistribution::unchecked(
                 f64::from(session.turns_mean),
                 f64::from(session.turns_stddev),
@@ -288,9 +314,11 @@ impl<'a> Composer<'a> {
     fn new(dataset: &'a SyntheticDataset) -> Result<Self, SyntheticError> {
         let root = dataset.root_seed;
         let input = &dataset.input;
-        let prompts = PromptGenerator::new(
+        let prompts = PromptGenerator::with_corpus(
             dataset.tokenizer.clone(),
             derive_seed(root, seed::PROMPT_CORPUS),
+            input.prompt.corpus(),
+            input.prompt.random_corpus_style,
         )?;
         let prefixes = if input.prompt.has_prefix_pool() {
             let mut pool = prompts.fork(derive_seed(root, streams::PREFIX_POOL));
@@ -357,10 +385,7 @@ impl<'a> Composer<'a> {
         let input = &dataset.input;
         let seq = match (&dataset.seq_dist, dataset.range_windows) {
             (Some(sampler), _) => Some(sampler.sample(&mut self.seq_rng)),
-            (None, Some(windows)) => Some((
-                self.range_rng.random_range(windows.isl.0..=windows.isl.1),
-                self.range_rng.random_range(windows.osl.0..=windows.osl.1),
-            )),
+            (None, Some(windows)) => Some(windows.sample(&mut self.range_rng)),
             (None, None) => None,
         };
         let mut texts = Vec::new();

@@ -124,6 +124,27 @@ mod hf {
     pub(super) fn decode(inner: &Inner, ids: &[u32]) -> Result<String, String> {
         inner.decode(ids, true).map_err(|e| e.to_string())
     }
+
+    /// The ids of the base vocabulary (Python's `range(tokenizer.vocab_size)`), without
+    /// the special ones when `with_special` is false.
+    pub(super) fn token_ids(inner: &Inner, with_special: bool) -> Vec<u32> {
+        let special: std::collections::HashSet<u32> = inner
+            .get_added_tokens_decoder()
+            .into_iter()
+            .filter(|(_, token)| token.special && !with_special)
+            .map(|(id, _)| id)
+            .collect();
+        let size = u32::try_from(inner.get_vocab_size(false)).unwrap_or(u32::MAX);
+        (0..size).filter(|id| !special.contains(id)).collect()
+    }
+
+    /// The special tokens the post-processor adds around one sequence.
+    pub(super) fn special_tokens_added(inner: &Inner) -> usize {
+        use tokenizers::PostProcessor;
+        inner
+            .get_post_processor()
+            .map_or(0, |processor| processor.added_tokens(false))
+    }
 }
 
 /// Without the `hf-tokenizers` feature `Inner` has no values: every constructor says
@@ -153,6 +174,14 @@ mod hf {
     }
 
     pub(super) fn decode(inner: &Inner, _ids: &[u32]) -> Result<String, String> {
+        match *inner {}
+    }
+
+    pub(super) fn token_ids(inner: &Inner, _with_special: bool) -> Vec<u32> {
+        match *inner {}
+    }
+
+    pub(super) fn special_tokens_added(inner: &Inner) -> usize {
         match *inner {}
     }
 }
@@ -331,6 +360,47 @@ impl Tokenizer {
         })
     }
 
+    /// The token ids a random prompt may be made of, ascending: the decodable ids
+    /// without the special tokens, or (`with_special`) with them. For a Hugging Face
+    /// tokenizer the base vocabulary, `0..vocab_size` (added tokens past it left out);
+    /// for tiktoken its byte-pair ranks and special tokens (the gaps between them do not
+    /// decode).
+    pub fn token_ids(&self, with_special: bool) -> Vec<u32> {
+        match &self.backend {
+            Backend::Tiktoken { bpe, .. } => {
+                let special: std::collections::HashSet<u32> = bpe
+                    .special_tokens()
+                    .into_iter()
+                    .filter_map(|token| match bpe.encode_with_special_tokens(token)[..] {
+                        [id] => Some(id),
+                        _ => None,
+                    })
+                    .collect();
+                let end = special.iter().max().map_or(0, |id| id + 1);
+                (0..end)
+                    .filter(|id| {
+                        if special.contains(id) {
+                            with_special
+                        } else {
+                            bpe.decode_bytes(&[*id]).is_ok()
+                        }
+                    })
+                    .collect()
+            }
+            Backend::HuggingFace { inner, .. } => hf::token_ids(inner, with_special),
+        }
+    }
+
+    /// How many special tokens a server adds when it encodes one prompt (a BOS token, for
+    /// example): what the Hugging Face post-processor adds to a single sequence; 0 for
+    /// tiktoken.
+    pub fn special_tokens_added(&self) -> usize {
+        match &self.backend {
+            Backend::Tiktoken { .. } => 0,
+            Backend::HuggingFace { inner, .. } => hf::special_tokens_added(inner),
+        }
+    }
+
     /// The number of tokens `text` encodes to (no special tokens).
     ///
     /// Byte-pair encoding takes time that grows faster than linearly with the length of
@@ -391,6 +461,21 @@ impl TokenCounter for Tokenizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiktoken_pools_are_its_ranks_and_special_tokens() {
+        let t = Tokenizer::builtin();
+        let ordinary = t.token_ids(false);
+        assert_eq!(ordinary.len(), 199_998);
+        assert_eq!(ordinary.last(), Some(&199_997));
+        let all = t.token_ids(true);
+        assert_eq!(
+            all[199_998..],
+            [199_999, 200_018],
+            "<|endoftext|>, <|endofprompt|>"
+        );
+        assert_eq!(t.special_tokens_added(), 0);
+    }
 
     #[test]
     fn builtin_round_trips_and_counts() {

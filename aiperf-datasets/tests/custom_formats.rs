@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use aiperf_core::config::CustomDatasetType;
+use aiperf_core::config::{CustomDatasetType, PromptCorpus, RandomCorpusStyle};
 use aiperf_core::{ContextMode, DatasetSource, SamplingStrategy, Turn};
 use aiperf_datasets::custom::{CustomDataset, HashIdPrompts};
 use aiperf_datasets::{detect_dataset_type, load_custom_dataset, CustomDatasetOptions, Tokenizer};
@@ -223,7 +223,14 @@ fn mooncake_modes_sessions_and_prompts() {
     assert_eq!(c.len(), 5, "{c:#?}");
 
     // hash_ids [1, 2] and [1, 2, 3]: the same two leading blocks.
-    let mut prompts = HashIdPrompts::new(tokenizer.clone(), 9, 10).unwrap();
+    let mut prompts = HashIdPrompts::new(
+        tokenizer.clone(),
+        9,
+        10,
+        PromptCorpus::Sonnet,
+        RandomCorpusStyle::Vllm,
+    )
+    .unwrap();
     let first = prompts.tokens(20, &[1, 2]).unwrap();
     let second = prompts.tokens(25, &[1, 2, 3]).unwrap();
     assert_eq!(first[..], second[..20]);
@@ -295,7 +302,14 @@ fn bailian_chains_become_sessions_sorted_by_turn() {
     assert_eq!(c[1].turns[0].timestamp_ms, Some(2000.0));
 
     // Default block size 16: the turns share hash ids 100 and 101.
-    let mut prompts = HashIdPrompts::new(tokenizer.clone(), 4, 16).unwrap();
+    let mut prompts = HashIdPrompts::new(
+        tokenizer.clone(),
+        4,
+        16,
+        PromptCorpus::Sonnet,
+        RandomCorpusStyle::Vllm,
+    )
+    .unwrap();
     let first = prompts.tokens(20, &[100, 101]).unwrap();
     let _other_session = prompts.tokens(16, &[200]).unwrap();
     let third = prompts.tokens(40, &[100, 101, 102]).unwrap();

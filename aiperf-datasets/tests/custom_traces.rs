@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use aiperf_core::config::CustomDatasetType;
+use aiperf_core::config::{CustomDatasetType, PromptCorpus, RandomCorpusStyle};
 use aiperf_datasets::custom::HashIdPrompts;
 use aiperf_datasets::{load_custom_dataset, CustomDatasetOptions, LoadedDataset, Tokenizer};
 
@@ -41,7 +41,14 @@ fn shared_leading_hash_ids_share_exactly_those_token_blocks() {
     let texts = prompts(&load_trace(&tokenizer, 11));
     let tokens: Vec<Vec<u32>> = texts.iter().map(|t| tokenizer.encode(t)).collect();
     // Blocks start at word boundaries, so the decoded text re-encodes to the same tokens.
-    let mut expected = HashIdPrompts::new(tokenizer.clone(), 11, 16).unwrap();
+    let mut expected = HashIdPrompts::new(
+        tokenizer.clone(),
+        11,
+        16,
+        PromptCorpus::Sonnet,
+        RandomCorpusStyle::Vllm,
+    )
+    .unwrap();
     assert_eq!(tokens[0], expected.tokens(48, &[1, 2, 3]).unwrap());
     assert_eq!(tokens[1], expected.tokens(40, &[1, 2, 4]).unwrap());
     assert_eq!(tokens[2], expected.tokens(20, &[5, 2]).unwrap());
@@ -100,7 +107,14 @@ fn qwen3_blocks_open_with_its_eos_token() {
     // Qwen3's tokenizer_config.json: no bos_token, eos_token <|im_end|>.
     let im_end = tokenizer.encode("<|im_end|>");
     assert_eq!(im_end.len(), 1);
-    let generator = HashIdPrompts::new(tokenizer.clone(), 11, 16).unwrap();
+    let generator = HashIdPrompts::new(
+        tokenizer.clone(),
+        11,
+        16,
+        PromptCorpus::Sonnet,
+        RandomCorpusStyle::Vllm,
+    )
+    .unwrap();
     let separator = generator.separator().unwrap();
     assert_eq!(
         (separator.id, separator.text.as_str()),

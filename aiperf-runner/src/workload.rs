@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use aiperf_core::config::PublicDataset;
+use aiperf_core::config::{InputConfig, PromptCorpus, PublicDataset};
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::schedule::replay_window;
 use aiperf_core::{
@@ -90,6 +90,7 @@ pub(crate) async fn load(
     own_source: Option<&mut (dyn DatasetSource + Send)>,
     hooks: &mut dyn RunHooks,
 ) -> Result<Workload, WorkloadError> {
+    warn_about_corpus(&config.input);
     let dataset = if let Some(source) = own_source {
         source.load()
     } else {
@@ -199,6 +200,31 @@ pub(crate) async fn load(
     })
 }
 
+/// `--prompt-corpus` where it changes nothing: for a dataset whose prompts are sent as
+/// written (the Python AIPerf ignores it there silently), and for `sonnet`, which is not
+/// shipped here.
+fn warn_about_corpus(input: &InputConfig) {
+    let Some(corpus) = input.prompt.corpus else {
+        return;
+    };
+    let verbatim = match (input.public_dataset, input.custom_dataset_type) {
+        (Some(_), _) => Some("the public dataset's".to_owned()),
+        (None, Some(kind)) if !kind.is_trace() => Some(format!("the {} file's", kind.as_str())),
+        _ => None,
+    };
+    if let Some(prompts) = verbatim {
+        tracing::warn!(
+            "--prompt-corpus has no effect: {prompts} prompts are sent as written (only \
+             synthetic prompts and trace hash-id blocks are synthesized)"
+        );
+    } else if corpus == PromptCorpus::Sonnet {
+        tracing::warn!(
+            "--prompt-corpus sonnet: Shakespeare's sonnets are not shipped with aiperf-rs; \
+             prompts are cut from its built-in English prose instead"
+        );
+    }
+}
+
 /// The source the configuration names: ShareGPT (the given copy, or the cache,
 /// downloaded once), a dataset file, or synthetic prompts.
 async fn built_in_source(
@@ -237,6 +263,8 @@ async fn built_in_source(
             // A random pool draws as many conversations as a synthetic dataset would hold.
             num_conversations: Some(config.dataset_entries()),
             seed: input.random_seed.unwrap_or_default(),
+            corpus: input.prompt.corpus(),
+            random_corpus_style: input.prompt.random_corpus_style,
         };
         return Ok(Box::new(CustomDataset::new(
             path,

@@ -54,6 +54,7 @@ fn main() {
             block_size: (option != 0).then_some(u32::from(option)),
             num_conversations: Some(8),
             seed: 7,
+            ..CustomDatasetOptions::default()
         };
         let result = load_custom_dataset(&path, &options, &tokenizer);
         report(

@@ -472,3 +472,89 @@ async fn the_chat_template_counts_what_the_server_tokenizes() {
     // The bare texts, "Be brief." and "hello there" joined by a space.
     assert_eq!(isl(false).await, 5.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_corpus_of_a_flag_and_of_a_file_sends_the_same_inputs() {
+    let server = MockServer::start(MockConfig::with_timing(0.0, 0.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let flags = dir.path().join("flags");
+    let argv = run_args(
+        &server.url(),
+        &flags,
+        "--prompt-corpus random --random-corpus-style sglang --isl 32 --osl 4 \
+         --num-dataset-entries 4 --request-count 4 --concurrency 1 --no-server-metrics",
+    );
+    assert_exit(&profile(argv).await, 0);
+    let from_file = dir.path().join("file");
+    let yaml = format!(
+        "schemaVersion: \"2.0\"\nbenchmark:\n  model: mock-model\n  endpoint:\n    url: {}\n  \
+         dataset:\n    type: synthetic\n    entries: 4\n    random_seed: 5\n    prompts:\n      \
+         isl: 32\n      osl: 4\n      corpus: random\n      randomCorpusStyle: sglang\n  \
+         phases:\n    - {{name: profiling, type: concurrency, concurrency: 1, requests: 4}}\n  \
+         artifacts:\n    dir: {}\n",
+        server.url(),
+        from_file.join("artifacts").display()
+    );
+    let file = write(dir.path(), "bench.yaml", &yaml);
+    let argv = args(&format!("-f {file} --no-server-metrics"));
+    assert_exit(&profile(argv).await, 0);
+
+    let texts = input_texts(&flags);
+    assert_eq!(texts.len(), 4);
+    assert_eq!(texts, input_texts(&from_file));
+    let tokenizer = aiperf_datasets::Tokenizer::builtin();
+    assert!(
+        texts.iter().all(|text| tokenizer.count(text) == 32),
+        "{texts:?}"
+    );
+    let recorded = read_json(&from_file.join("artifacts").join("run_config.json"));
+    assert_eq!(recorded["input"]["prompt"]["corpus"], "random");
+    assert_eq!(recorded["input"]["prompt"]["random_corpus_style"], "sglang");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sonnet_is_the_built_in_prose_and_a_verbatim_file_ignores_the_corpus_with_a_warning() {
+    let server = MockServer::start(MockConfig::with_timing(0.0, 0.0))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, flags: &str| {
+        run_args(
+            &server.url(),
+            &dir.path().join(name),
+            &format!("--isl 16 --request-count 2 --no-server-metrics {flags}"),
+        )
+    };
+    let sonnet = profile(run("sonnet", "--prompt-corpus sonnet")).await;
+    assert_exit(&sonnet, 0);
+    let stderr = String::from_utf8_lossy(&sonnet.stderr);
+    assert!(
+        stderr.contains("--prompt-corpus sonnet: Shakespeare's sonnets are not shipped"),
+        "{stderr}"
+    );
+    let default = profile(run("default", "")).await;
+    assert_exit(&default, 0);
+    assert!(!String::from_utf8_lossy(&default.stderr).contains("--prompt-corpus"));
+    assert_eq!(
+        input_texts(&dir.path().join("sonnet")),
+        input_texts(&dir.path().join("default"))
+    );
+
+    let file = write(dir.path(), "prompts.jsonl", "{\"text\": \"first\"}\n");
+    let verbatim = profile(run(
+        "verbatim",
+        &format!("--input-file {file} --custom-dataset-type single_turn --prompt-corpus coding"),
+    ))
+    .await;
+    assert_exit(&verbatim, 0);
+    let stderr = String::from_utf8_lossy(&verbatim.stderr);
+    assert!(
+        stderr.contains(
+            "--prompt-corpus has no effect: the single_turn file's prompts are sent as written"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(input_texts(&dir.path().join("verbatim")), ["first"]);
+}

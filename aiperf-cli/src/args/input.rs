@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use aiperf_core::cache_bust::CacheBust;
 use aiperf_core::config::{
     parse_dataset_filters, AudioFormat, CustomDatasetType, ImageFormat, InputConfig,
-    ModelSelectionStrategy, PublicDataset, RangeRatio, SequenceDistribution, TraceOptions,
-    VideoFormat, VideoSynthType,
+    ModelSelectionStrategy, PromptCorpus, PublicDataset, RandomCorpusStyle, RangeRatio,
+    SequenceDistribution, TraceOptions, VideoFormat, VideoSynthType,
 };
 use aiperf_core::SamplingStrategy;
 use clap::{Args, ValueEnum};
@@ -48,10 +48,27 @@ pub(crate) struct InputArgs {
     #[arg(long = "seq-dist", visible_alias = "sequence-distribution")]
     pub seq_dist: Option<String>,
 
-    /// Draw ISL and OSL uniformly from [floor(mean·(1−r)), ceil(mean·(1+r))]: one ratio
-    /// for both, or '{"input":0.3,"output":0.5}'. Needs --osl; excludes --seq-dist.
+    /// Draw ISL and OSL uniformly from a window around their means (its shape:
+    /// --random-corpus-style; vllm: [floor(mean·(1−r)), ceil(mean·(1+r))]): one ratio for
+    /// both, or '{"input":0.3,"output":0.5}'. Needs --osl; excludes --seq-dist.
     #[arg(long = "random-range-ratio")]
     pub random_range_ratio: Option<String>,
+
+    /// What synthetic prompt text is made of (also the hash-id blocks of trace files;
+    /// other dataset files are sent as written). sonnet: built-in English prose (the
+    /// default; Shakespeare's sonnets are not shipped, so this is our own prose). coding:
+    /// source code, shell transcripts, JSON, tracebacks and diffs. random: random token ids
+    /// of the tokenizer's vocabulary, as `vllm bench serve` sends.
+    #[arg(long = "prompt-corpus", value_enum)]
+    pub prompt_corpus: Option<PromptCorpusArg>,
+
+    /// Whose conventions --prompt-corpus random and --random-range-ratio follow. vllm:
+    /// special tokens left out of the random pool; window [floor(m·(1−r)), ceil(m·(1+r))]
+    /// around the mean less the special tokens the tokenizer adds. sglang: the whole
+    /// vocabulary; window [max(1, int(m·r)), m], the special tokens taken off each drawn
+    /// length; ratio up to 1.
+    #[arg(long = "random-corpus-style", value_enum, default_value_t = RandomCorpusStyleArg::Vllm)]
+    pub random_corpus_style: RandomCorpusStyleArg,
 
     /// Text contents per request (embeddings, rankings and completions take a list).
     #[arg(short = 'b', long = "prompt-batch-size", value_parser = count::<usize>,
@@ -329,6 +346,15 @@ impl InputArgs {
         prompt.user_context_length = self.user_context_prompt_length;
         prompt.system_prompt = self.system_prompt.clone();
         prompt.system_prompt_file = self.system_prompt_file.clone();
+        prompt.corpus = self.prompt_corpus.map(|corpus| match corpus {
+            PromptCorpusArg::Sonnet => PromptCorpus::Sonnet,
+            PromptCorpusArg::Coding => PromptCorpus::Coding,
+            PromptCorpusArg::Random => PromptCorpus::Random,
+        });
+        prompt.random_corpus_style = match self.random_corpus_style {
+            RandomCorpusStyleArg::Vllm => RandomCorpusStyle::Vllm,
+            RandomCorpusStyleArg::Sglang => RandomCorpusStyle::Sglang,
+        };
         let session = &mut input.session;
         session.turns_mean = self.session_turns_mean;
         session.turns_stddev = self.session_turns_stddev;
@@ -374,6 +400,26 @@ pub(crate) enum ModelSelectionArg {
     Random,
     /// Per-model weights (refused: only a configuration file can give the weights).
     Weighted,
+}
+
+/// `--prompt-corpus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PromptCorpusArg {
+    /// Built-in English prose (0.13: Shakespeare's sonnets, not shipped).
+    Sonnet,
+    /// Code, shell transcripts, JSON, tracebacks and diffs.
+    Coding,
+    /// Random token ids of the tokenizer's vocabulary.
+    Random,
+}
+
+/// `--random-corpus-style`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum RandomCorpusStyleArg {
+    /// `vllm bench serve`.
+    Vllm,
+    /// `sglang.benchmark.serving --dataset-name random-ids`.
+    Sglang,
 }
 
 /// `--custom-dataset-type`.
@@ -751,6 +797,43 @@ mod tests {
                 .trace
                 .max_context_length,
             Some(4096)
+        );
+    }
+
+    #[test]
+    fn the_corpus_flags_reach_the_configuration() {
+        assert_eq!(config(&[]).prompt.corpus, None);
+        let input = config(&[
+            "--prompt-corpus",
+            "random",
+            "--random-corpus-style",
+            "sglang",
+        ]);
+        assert_eq!(input.prompt.corpus, Some(PromptCorpus::Random));
+        assert_eq!(input.prompt.random_corpus_style, RandomCorpusStyle::Sglang);
+        for (name, corpus) in [
+            ("sonnet", PromptCorpus::Sonnet),
+            ("coding", PromptCorpus::Coding),
+        ] {
+            assert_eq!(
+                config(&["--prompt-corpus", name]).prompt.corpus,
+                Some(corpus)
+            );
+        }
+        let error = Flags::try_parse_from(["aiperf", "--prompt-corpus", "bogus"]).unwrap_err();
+        assert_eq!(error.kind(), clap::error::ErrorKind::InvalidValue);
+        assert!(
+            error
+                .to_string()
+                .contains("[possible values: sonnet, coding, random]"),
+            "{error}"
+        );
+        let error = Flags::try_parse_from(["aiperf", "--random-corpus-style", "tgi"]).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("[possible values: vllm, sglang]"),
+            "{error}"
         );
     }
 

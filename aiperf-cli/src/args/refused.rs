@@ -70,11 +70,6 @@ const TRACE_SYNTHESIS: &str = "trace synthesis is not available; scale or edit t
     file before the run";
 const HF_DATASETS: &str = "Hugging Face dataset downloads are not available; download the \
     data yourself and pass it with --input-file";
-const RANDOM_CORPUS: &str = "the random-corpus styles are not available; prompts are drawn \
-    from the built-in corpus";
-const PROMPT_CORPUS: &str = "the sonnet, coding and random corpora are not shipped; \
-    synthetic prompts are cut from the built-in English corpus, and --input-file sends your \
-    own prompts";
 const IMAGE_SOURCE: &str = "images are always generated (noise); pass your own images with \
     --input-file";
 const VIDEO: &str = "video generation benchmarks and video audio tracks are not available; \
@@ -197,8 +192,6 @@ pub(crate) const REFUSED: &[RefusedOption] = &[
     values("synthesis-max-osl", TRACE_SYNTHESIS),
     values("hf-subset", HF_DATASETS),
     values("hf-weka-dataset", HF_DATASETS),
-    values("random-corpus-style", RANDOM_CORPUS),
-    values("prompt-corpus", PROMPT_CORPUS),
     values("image-source", IMAGE_SOURCE),
     values("image-source-sampling", IMAGE_SOURCE),
     switch("download-video-content", VIDEO),

@@ -11,10 +11,12 @@ use crate::dataset::SamplingStrategy;
 
 use super::{at_least_one, non_negative, out_of_range, positive, ConfigError};
 
+mod corpus;
 mod media;
 mod range_ratio;
 mod seq_dist;
 
+pub use corpus::{PromptCorpus, RandomCorpusStyle};
 pub use media::{
     AudioFormat, AudioOptions, ImageFormat, ImageOptions, VideoFormat, VideoOptions,
     VideoSynthType, MIN_AUDIO_SECONDS,
@@ -112,6 +114,13 @@ pub struct PromptOptions {
     pub system_prompt: Option<String>,
     /// `--system-prompt-file`: a UTF-8 file holding the verbatim system prompt.
     pub system_prompt_file: Option<PathBuf>,
+    /// `--prompt-corpus`: the text synthesized prompts are made of; `None` is the
+    /// built-in prose ([`PromptCorpus::Sonnet`]), kept apart so that asking for the
+    /// sonnets (not shipped here) can be answered with a warning.
+    pub corpus: Option<PromptCorpus>,
+    /// `--random-corpus-style`: the token pool of the random corpus and the shape of the
+    /// `--random-range-ratio` windows.
+    pub random_corpus_style: RandomCorpusStyle,
 }
 
 impl Default for PromptOptions {
@@ -124,11 +133,18 @@ impl Default for PromptOptions {
             user_context_length: None,
             system_prompt: None,
             system_prompt_file: None,
+            corpus: None,
+            random_corpus_style: RandomCorpusStyle::Vllm,
         }
     }
 }
 
 impl PromptOptions {
+    /// The corpus synthesized prompts are made of.
+    pub fn corpus(&self) -> PromptCorpus {
+        self.corpus.unwrap_or_default()
+    }
+
     /// Whether a prefix pool is configured.
     pub fn has_prefix_pool(&self) -> bool {
         self.prefix_pool_size > 0 && self.prefix_length > 0
@@ -537,7 +553,7 @@ impl InputConfig {
     }
 
     fn validate_range_ratio(&self, ratio: &RangeRatio) -> Result<(), ConfigError> {
-        ratio.check()?;
+        ratio.check(self.prompt.random_corpus_style)?;
         if self.sequence_distribution.is_some() {
             return Err(ConfigError::Conflict {
                 first: "input.random_range_ratio",

@@ -18,9 +18,10 @@ mod validated;
 pub use http::{check_header, check_urls, HeaderProblem};
 pub use input::{
     parse_dataset_filters, AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions,
-    InputConfig, ModelSelectionStrategy, PromptOptions, PublicDataset, RangeRatio, RankingsOptions,
-    SeqDistPair, SequenceDistribution, SessionOptions, TraceOptions, VideoFormat, VideoOptions,
-    VideoSynthType, DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
+    InputConfig, ModelSelectionStrategy, PromptCorpus, PromptOptions, PublicDataset,
+    RandomCorpusStyle, RangeRatio, RankingsOptions, SeqDistPair, SequenceDistribution,
+    SessionOptions, TraceOptions, VideoFormat, VideoOptions, VideoSynthType,
+    DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
 };
 pub use load::{
     parse_rate_series, ArrivalPattern, FixedScheduleConfig, LoadConfig, RateSeriesPoint,

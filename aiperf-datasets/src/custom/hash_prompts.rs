@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
+
 use crate::prompt::{BlockSeparator, PromptGenerator};
 use crate::seed::{derive_seed, PROMPT_CORPUS};
 use crate::{SyntheticError, Tokenizer};
@@ -19,7 +21,10 @@ pub(super) const MAX_PROMPT_TOKENS: u64 = 1 << 24;
 /// ```
 /// use aiperf_datasets::{custom::HashIdPrompts, Tokenizer};
 ///
-/// let mut prompts = HashIdPrompts::new(Tokenizer::builtin(), 7, 4)?;
+/// use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
+///
+/// let mut prompts = HashIdPrompts::new(
+///     Tokenizer::builtin(), 7, 4, PromptCorpus::Sonnet, RandomCorpusStyle::Vllm)?;
 /// let a = prompts.tokens(10, &[1, 2, 3])?;
 /// let b = prompts.tokens(6, &[1, 9])?;
 /// assert_eq!(a.len(), 10);
@@ -36,9 +41,15 @@ pub struct HashIdPrompts {
 }
 
 impl HashIdPrompts {
-    /// Prompts for `tokenizer` with `block_size`-token blocks (at least 1), drawn from the
-    /// corpus stream of `seed`.
-    pub fn new(tokenizer: Tokenizer, seed: u64, block_size: u32) -> Result<Self, SyntheticError> {
+    /// Prompts for `tokenizer` with `block_size`-token blocks (at least 1), drawn from
+    /// `corpus` (see [`PromptGenerator::with_corpus`]) with the corpus stream of `seed`.
+    pub fn new(
+        tokenizer: Tokenizer,
+        seed: u64,
+        block_size: u32,
+        corpus: PromptCorpus,
+        style: RandomCorpusStyle,
+    ) -> Result<Self, SyntheticError> {
         if block_size == 0 {
             return Err(SyntheticError::InvalidDistribution {
                 what: "block size",
@@ -47,7 +58,12 @@ impl HashIdPrompts {
         }
         let separator = BlockSeparator::of(&tokenizer);
         Ok(Self {
-            generator: PromptGenerator::new(tokenizer, derive_seed(seed, PROMPT_CORPUS))?,
+            generator: PromptGenerator::with_corpus(
+                tokenizer,
+                derive_seed(seed, PROMPT_CORPUS),
+                corpus,
+                style,
+            )?,
             block_size: block_size as usize,
             separator,
             blocks: HashMap::new(),

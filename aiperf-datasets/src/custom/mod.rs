@@ -43,7 +43,7 @@ mod verbatim;
 
 use std::path::{Path, PathBuf};
 
-use aiperf_core::config::CustomDatasetType;
+use aiperf_core::config::{CustomDatasetType, PromptCorpus, RandomCorpusStyle};
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy};
 
@@ -74,6 +74,11 @@ pub struct CustomDatasetOptions {
     pub num_conversations: Option<usize>,
     /// The run's root seed (`--random-seed`): prompts and pool draws.
     pub seed: u64,
+    /// `--prompt-corpus`: what the prompts of `hash_ids` traces are made of (the other
+    /// formats send their own text).
+    pub corpus: PromptCorpus,
+    /// `--random-corpus-style`: the token pool of the random corpus.
+    pub random_corpus_style: RandomCorpusStyle,
 }
 
 /// A loaded custom dataset.
@@ -111,8 +116,14 @@ pub fn load_custom_dataset(
     let seed = options.seed;
     let prompts = |default_block: u32| {
         let block = options.block_size.unwrap_or(default_block);
-        HashIdPrompts::new(tokenizer.clone(), seed, block)
-            .map_err(|e| DatasetFileError::file(path, DatasetFileErrorKind::Invalid, e.to_string()))
+        HashIdPrompts::new(
+            tokenizer.clone(),
+            seed,
+            block,
+            options.corpus,
+            options.random_corpus_style,
+        )
+        .map_err(|e| DatasetFileError::file(path, DatasetFileErrorKind::Invalid, e.to_string()))
     };
     let (conversations, timestamped) = match dataset_type {
         CustomDatasetType::SingleTurn => single_turn::load(path)?,

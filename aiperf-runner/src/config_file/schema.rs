@@ -545,11 +545,13 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 if let Some(f) = p.take("batch_size") {
                     config.input.prompt.batch_size = f.count()?;
                 }
+                read_corpus(&mut p, config)?;
+                if let Some(f) = p.take("random_corpus_style") {
+                    config.input.prompt.random_corpus_style = named(&f, "vllm or sglang")?;
+                }
                 p.finish(&[
                     "block_size",
                     "cache_bust",
-                    "corpus",
-                    "random_corpus_style",
                     "random_range_ratio",
                     "sequence_distribution",
                 ])?;
@@ -587,6 +589,11 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
             }
             read_trace_options(&mut r, config)?;
             read_system_prompt(&mut r, config)?;
+            if let Some(prompts) = r.take("prompts") {
+                let mut p = prompts.map()?;
+                read_corpus(&mut p, config)?;
+                p.finish(&[])?;
+            }
             r.finish(&[
                 "audio_batch_size",
                 "block_size",
@@ -602,7 +609,6 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 "open_loop_strict",
                 "osl",
                 "prompt_batch_size",
-                "prompts",
                 "records",
                 "synthesis",
                 "trace_idle_gap_cap_seconds",
@@ -617,6 +623,25 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
             "unknown dataset type {other:?}; expected synthetic or file"
         ))),
     }
+}
+
+/// `prompts.corpus` of a dataset: `--prompt-corpus`.
+fn read_corpus(p: &mut MapReader<'_>, config: &mut BenchmarkConfig) -> Result<(), ConfigFileError> {
+    if let Some(f) = p.take("corpus") {
+        config.input.prompt.corpus = Some(named(&f, "sonnet, coding or random")?);
+    }
+    Ok(())
+}
+
+/// A string value naming a variant of `T` by its serde name (case-insensitive, as in
+/// 0.13); `expected` lists the names for the error.
+fn named<T: serde::de::DeserializeOwned>(
+    f: &Field<'_>,
+    expected: &str,
+) -> Result<T, ConfigFileError> {
+    let name = f.string()?;
+    serde_json::from_value(serde_json::Value::String(name.to_ascii_lowercase()))
+        .map_err(|_| f.error(&format!("expected {expected}, got {name:?}")))
 }
 
 /// `system_prompt` / `system_prompt_file` of a dataset: `--system-prompt` and

@@ -1,6 +1,9 @@
 use std::time::Duration;
 
-use aiperf_core::config::{ArrivalPattern, CustomDatasetType, ExportLevel, ModelSelectionStrategy};
+use aiperf_core::config::{
+    ArrivalPattern, CustomDatasetType, ExportLevel, ModelSelectionStrategy, PromptCorpus,
+    RandomCorpusStyle,
+};
 
 use super::*;
 
@@ -543,5 +546,38 @@ fn the_readiness_probe_reads_from_the_endpoint_section() {
         error("benchmark:\n  model: m\n  endpoint:\n    waitForModelTimeout: 5\n    waitForModelMode: sometimes\n"),
         "bench.yaml:5: benchmark.endpoint.waitForModelMode: expected inference, models or \
          both, got \"sometimes\""
+    );
+}
+
+#[test]
+fn the_prompt_corpus_and_its_style_map_from_the_dataset_prompts() {
+    let synthetic = parse(
+        "benchmark:\n  model: m\n  dataset:\n    prompts:\n      corpus: coding\n      \
+         randomCorpusStyle: SGLang\n",
+    )
+    .unwrap();
+    let prompt = &synthetic.benchmark.input.prompt;
+    assert_eq!(prompt.corpus, Some(PromptCorpus::Coding));
+    assert_eq!(prompt.random_corpus_style, RandomCorpusStyle::Sglang);
+    let trace = parse(
+        "benchmark:\n  model: m\n  dataset:\n    type: file\n    path: t.jsonl\n    prompts: \
+         {corpus: random}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        trace.benchmark.input.prompt.corpus,
+        Some(PromptCorpus::Random)
+    );
+    assert_eq!(
+        error("benchmark:\n  model: m\n  dataset:\n    prompts: {corpus: poems}\n"),
+        "bench.yaml:4: benchmark.dataset.prompts.corpus: expected sonnet, coding or random, \
+         got \"poems\""
+    );
+    assert_eq!(
+        error(
+            "benchmark:\n  model: m\n  dataset:\n    type: file\n    path: t.jsonl\n    \
+             prompts: {isl: 5}\n"
+        ),
+        "bench.yaml:6: benchmark.dataset.prompts.isl: unknown key"
     );
 }
