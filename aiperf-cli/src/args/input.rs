@@ -397,6 +397,12 @@ pub(crate) enum CustomDatasetTypeArg {
     /// BurstGPT CSV traces.
     #[value(alias = "burst-gpt-trace")]
     BurstGptTrace,
+    /// Baseten Parquet or Arrow IPC traces.
+    #[value(alias = "baseten-trace")]
+    BasetenTrace,
+    /// Amazon SageMaker endpoint data capture (JSONL file or folder).
+    #[value(alias = "sagemaker-data-capture")]
+    SagemakerDataCapture,
 }
 
 impl CustomDatasetTypeArg {
@@ -408,6 +414,8 @@ impl CustomDatasetTypeArg {
             CustomDatasetTypeArg::MooncakeTrace => CustomDatasetType::MooncakeTrace,
             CustomDatasetTypeArg::BailianTrace => CustomDatasetType::BailianTrace,
             CustomDatasetTypeArg::BurstGptTrace => CustomDatasetType::BurstGptTrace,
+            CustomDatasetTypeArg::BasetenTrace => CustomDatasetType::BasetenTrace,
+            CustomDatasetTypeArg::SagemakerDataCapture => CustomDatasetType::SagemakerDataCapture,
         }
     }
 }

@@ -310,14 +310,22 @@ pub enum CustomDatasetType {
     BailianTrace,
     /// BurstGPT CSV traces.
     BurstGptTrace,
+    /// Baseten completion traces (Parquet or Arrow IPC): recorded prompts replayed
+    /// verbatim at their recorded start times.
+    BasetenTrace,
+    /// Amazon SageMaker endpoint data capture (JSONL, or a folder of it): the captured
+    /// chat requests replayed at their inference times.
+    SagemakerDataCapture,
 }
 
 impl CustomDatasetType {
     /// Every type, in the order auto-detection probes them.
-    pub const ALL: [CustomDatasetType; 6] = [
+    pub const ALL: [CustomDatasetType; 8] = [
         CustomDatasetType::MooncakeTrace,
         CustomDatasetType::BailianTrace,
         CustomDatasetType::BurstGptTrace,
+        CustomDatasetType::BasetenTrace,
+        CustomDatasetType::SagemakerDataCapture,
         CustomDatasetType::MultiTurn,
         CustomDatasetType::SingleTurn,
         CustomDatasetType::RandomPool,
@@ -332,6 +340,8 @@ impl CustomDatasetType {
             CustomDatasetType::MooncakeTrace => "mooncake_trace",
             CustomDatasetType::BailianTrace => "bailian_trace",
             CustomDatasetType::BurstGptTrace => "burst_gpt_trace",
+            CustomDatasetType::BasetenTrace => "baseten_trace",
+            CustomDatasetType::SagemakerDataCapture => "sagemaker_data_capture",
         }
     }
 
@@ -342,6 +352,8 @@ impl CustomDatasetType {
             CustomDatasetType::MooncakeTrace
                 | CustomDatasetType::BailianTrace
                 | CustomDatasetType::BurstGptTrace
+                | CustomDatasetType::BasetenTrace
+                | CustomDatasetType::SagemakerDataCapture
         )
     }
 }

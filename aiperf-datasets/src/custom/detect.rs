@@ -1,6 +1,8 @@
 //! Guessing the format of `--input-file` when `--custom-dataset-type` is not given: a
-//! folder is a random pool, a CSV with the BurstGPT columns a BurstGPT trace, otherwise
-//! the keys of the first non-blank line decide.
+//! `.parquet`, `.arrow` or `.ipc` file is a Baseten trace, a folder whose first `.jsonl`
+//! file holds SageMaker capture records is a capture, any other folder a random pool, a
+//! CSV with the BurstGPT columns a BurstGPT trace, otherwise the keys of the first
+//! non-blank line decide.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -10,6 +12,7 @@ use serde_json::Value;
 
 use super::burst_gpt::is_burst_header;
 use super::error::{DatasetFileError, DatasetFileErrorKind};
+use super::sagemaker::capture_files;
 
 /// Keys that only mooncake lines have.
 const MOONCAKE_KEYS: [&str; 5] = [
@@ -27,7 +30,16 @@ const SINGLE_TURN_KEYS: [&str; 8] = [
 /// The format of the file or folder at `path`.
 pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFileError> {
     if path.is_dir() {
+        let first_capture = capture_files(path)?.into_iter().next();
+        if let Some(file) = first_capture {
+            if is_capture(&first_line(&file)?) {
+                return Ok(CustomDatasetType::SagemakerDataCapture);
+            }
+        }
         return Ok(CustomDatasetType::RandomPool);
+    }
+    if has_trace_extension(path) {
+        return Ok(CustomDatasetType::BasetenTrace);
     }
     let first = first_line(path)?;
     let unknown = |why: &str| {
@@ -54,7 +66,9 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
         ));
     };
     let has = |key: &str| fields.contains_key(key);
-    if has("chat_id") && has("parent_chat_id") {
+    if has(CAPTURE_KEYS[0]) && has(CAPTURE_KEYS[1]) {
+        Ok(CustomDatasetType::SagemakerDataCapture)
+    } else if has("chat_id") && has("parent_chat_id") {
         Ok(CustomDatasetType::BailianTrace)
     } else if has("turns") {
         Ok(CustomDatasetType::MultiTurn)
@@ -67,6 +81,24 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
             "the first line has none of the keys of a known format",
         ))
     }
+}
+
+/// Keys every SageMaker data capture record has.
+const CAPTURE_KEYS: [&str; 2] = ["captureData", "eventMetadata"];
+
+/// Whether `line` is a SageMaker data capture record.
+fn is_capture(line: &str) -> bool {
+    matches!(
+        serde_json::from_str::<Value>(line),
+        Ok(Value::Object(fields)) if CAPTURE_KEYS.iter().all(|key| fields.contains_key(*key))
+    )
+}
+
+/// Whether `path` names a Baseten trace by its extension (`.parquet`, `.arrow`, `.ipc`).
+fn has_trace_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| ["parquet", "arrow", "ipc"].contains(&e.to_ascii_lowercase().as_str()))
 }
 
 /// The first non-blank line of the file.

@@ -1,6 +1,6 @@
 //! Custom dataset files (`--input-file`, docs/datasets.md#custom-dataset-files): JSONL
-//! single-turn, multi-turn and random-pool datasets, and mooncake, bailian and BurstGPT
-//! traces.
+//! single-turn, multi-turn and random-pool datasets, mooncake, bailian, BurstGPT and
+//! Baseten traces, and SageMaker data captures.
 //!
 //! [`load_custom_dataset`] reads a file (or a folder, for random pools) into
 //! conversations, detecting the format with [`detect_dataset_type`] when none is given.
@@ -25,6 +25,8 @@
 //! ```
 
 mod bailian;
+#[cfg(feature = "parquet")]
+mod baseten;
 mod burst_gpt;
 mod detect;
 pub mod error;
@@ -34,6 +36,7 @@ mod mooncake;
 mod multi_turn;
 mod random_pool;
 mod record;
+mod sagemaker;
 mod sessions;
 mod single_turn;
 mod turn_fields;
@@ -128,6 +131,8 @@ pub fn load_custom_dataset(
             burst_gpt::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?)?,
             true,
         ),
+        CustomDatasetType::BasetenTrace => (load_baseten(path)?, true),
+        CustomDatasetType::SagemakerDataCapture => (sagemaker::load(path)?, true),
     };
     tracing::debug!(
         path = %path.display(),
@@ -144,6 +149,21 @@ pub fn load_custom_dataset(
         },
         timestamped,
     })
+}
+
+#[cfg(feature = "parquet")]
+fn load_baseten(path: &Path) -> Result<Vec<Conversation>, DatasetFileError> {
+    baseten::load(path)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn load_baseten(path: &Path) -> Result<Vec<Conversation>, DatasetFileError> {
+    Err(DatasetFileError::file(
+        path,
+        DatasetFileErrorKind::Invalid,
+        "baseten_trace files are Parquet or Arrow IPC, which this build cannot read: \
+         build aiperf-datasets with its `parquet` feature",
+    ))
 }
 
 /// A custom dataset file as an [`aiperf_core::DatasetSource`]. Outside a
