@@ -130,6 +130,18 @@ fn shorthands_read_like_their_long_forms() {
 }
 
 #[test]
+fn every_dataset_file_format_is_named_as_on_the_command_line() {
+    for format in CustomDatasetType::ALL {
+        let file = parse(&format!(
+            "benchmark:\n  model: m\n  dataset: {{type: file, path: t, format: {}}}\n",
+            format.as_str()
+        ))
+        .unwrap();
+        assert_eq!(file.benchmark.input.custom_dataset_type, Some(format));
+    }
+}
+
+#[test]
 fn an_unknown_key_is_refused_with_its_line_and_the_nearest_key() {
     assert_eq!(
         error("benchmark:\n  model: m\n  endpoint:\n    ulr: http://x\n"),
