@@ -296,7 +296,7 @@ fn undetectable_and_missing_files() {
         format!(
             "{}: cannot tell the dataset type (the first line has none of the keys of a known \
              format); pass --custom-dataset-type with one of: mooncake_trace, bailian_trace, \
-             burst_gpt_trace, baseten_trace, sagemaker_data_capture, multi_turn, single_turn, \
+             burst_gpt_trace, baseten_trace, sagemaker_data_capture, tracelab, multi_turn, single_turn, \
              random_pool",
             path.display()
         )

@@ -403,6 +403,8 @@ pub(crate) enum CustomDatasetTypeArg {
     /// Amazon SageMaker endpoint data capture (JSONL file or folder).
     #[value(alias = "sagemaker-data-capture")]
     SagemakerDataCapture,
+    /// TraceLab agentic-coding traces (JSONL or gzipped JSONL).
+    Tracelab,
 }
 
 impl CustomDatasetTypeArg {
@@ -416,6 +418,7 @@ impl CustomDatasetTypeArg {
             CustomDatasetTypeArg::BurstGptTrace => CustomDatasetType::BurstGptTrace,
             CustomDatasetTypeArg::BasetenTrace => CustomDatasetType::BasetenTrace,
             CustomDatasetTypeArg::SagemakerDataCapture => CustomDatasetType::SagemakerDataCapture,
+            CustomDatasetTypeArg::Tracelab => CustomDatasetType::Tracelab,
         }
     }
 }

@@ -316,16 +316,20 @@ pub enum CustomDatasetType {
     /// Amazon SageMaker endpoint data capture (JSONL, or a folder of it): the captured
     /// chat requests replayed at their inference times.
     SagemakerDataCapture,
+    /// The TraceLab agentic-coding corpus (JSONL, gzipped or not): each session's rounds
+    /// replayed in order with their think times, prompts rebuilt from token counts.
+    Tracelab,
 }
 
 impl CustomDatasetType {
     /// Every type, in the order auto-detection probes them.
-    pub const ALL: [CustomDatasetType; 8] = [
+    pub const ALL: [CustomDatasetType; 9] = [
         CustomDatasetType::MooncakeTrace,
         CustomDatasetType::BailianTrace,
         CustomDatasetType::BurstGptTrace,
         CustomDatasetType::BasetenTrace,
         CustomDatasetType::SagemakerDataCapture,
+        CustomDatasetType::Tracelab,
         CustomDatasetType::MultiTurn,
         CustomDatasetType::SingleTurn,
         CustomDatasetType::RandomPool,
@@ -342,6 +346,7 @@ impl CustomDatasetType {
             CustomDatasetType::BurstGptTrace => "burst_gpt_trace",
             CustomDatasetType::BasetenTrace => "baseten_trace",
             CustomDatasetType::SagemakerDataCapture => "sagemaker_data_capture",
+            CustomDatasetType::Tracelab => "tracelab",
         }
     }
 

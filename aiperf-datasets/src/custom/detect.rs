@@ -1,5 +1,6 @@
 //! Guessing the format of `--input-file` when `--custom-dataset-type` is not given: a
-//! `.parquet`, `.arrow` or `.ipc` file is a Baseten trace, a folder whose first `.jsonl`
+//! `.parquet`, `.arrow` or `.ipc` file is a Baseten trace, a (possibly gzipped) file whose
+//! first row has TraceLab's keys a TraceLab trace, a folder whose first `.jsonl`
 //! file holds SageMaker capture records is a capture, any other folder a random pool, a
 //! CSV with the BurstGPT columns a BurstGPT trace, otherwise the keys of the first
 //! non-blank line decide.
@@ -13,6 +14,7 @@ use serde_json::Value;
 use super::burst_gpt::is_burst_header;
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::sagemaker::capture_files;
+use super::tracelab::is_tracelab;
 
 /// Keys that only mooncake lines have.
 const MOONCAKE_KEYS: [&str; 5] = [
@@ -40,6 +42,9 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
     }
     if has_trace_extension(path) {
         return Ok(CustomDatasetType::BasetenTrace);
+    }
+    if is_tracelab(path) {
+        return Ok(CustomDatasetType::Tracelab);
     }
     let first = first_line(path)?;
     let unknown = |why: &str| {

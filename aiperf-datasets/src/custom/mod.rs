@@ -1,6 +1,6 @@
 //! Custom dataset files (`--input-file`, docs/datasets.md#custom-dataset-files): JSONL
 //! single-turn, multi-turn and random-pool datasets, mooncake, bailian, BurstGPT and
-//! Baseten traces, and SageMaker data captures.
+//! Baseten traces, SageMaker data captures and TraceLab agentic-coding traces.
 //!
 //! [`load_custom_dataset`] reads a file (or a folder, for random pools) into
 //! conversations, detecting the format with [`detect_dataset_type`] when none is given.
@@ -31,6 +31,7 @@ mod burst_gpt;
 mod detect;
 pub mod error;
 mod hash_prompts;
+mod iso_time;
 mod media;
 mod mooncake;
 mod multi_turn;
@@ -39,6 +40,7 @@ mod record;
 mod sagemaker;
 mod sessions;
 mod single_turn;
+mod tracelab;
 mod turn_fields;
 
 use std::path::{Path, PathBuf};
@@ -58,6 +60,9 @@ use crate::Tokenizer;
 pub const MOONCAKE_BLOCK_SIZE: u32 = 512;
 /// Tokens per `hash_ids` block of bailian traces when `--isl-block-size` is not given.
 pub const BAILIAN_BLOCK_SIZE: u32 = 16;
+/// Tokens per synthesized block of TraceLab traces when `--isl-block-size` is not
+/// given (the Python AIPerf 0.13's default).
+pub const TRACELAB_BLOCK_SIZE: u32 = 64;
 /// Conversations drawn from a random pool when `--num-conversations` is not given.
 pub const DEFAULT_POOL_CONVERSATIONS: usize = 100;
 
@@ -67,7 +72,7 @@ pub struct CustomDatasetOptions {
     /// `--custom-dataset-type`; `None` detects it from the file.
     pub dataset_type: Option<CustomDatasetType>,
     /// `--isl-block-size`: tokens per trace `hash_ids` block; `None` takes the format's
-    /// default ([`MOONCAKE_BLOCK_SIZE`], [`BAILIAN_BLOCK_SIZE`]).
+    /// default ([`MOONCAKE_BLOCK_SIZE`], [`BAILIAN_BLOCK_SIZE`], [`TRACELAB_BLOCK_SIZE`]).
     pub block_size: Option<u32>,
     /// Conversations drawn from a random pool (a run passes
     /// `BenchmarkConfig::dataset_entries`); `None` means [`DEFAULT_POOL_CONVERSATIONS`].
@@ -133,6 +138,10 @@ pub fn load_custom_dataset(
         ),
         CustomDatasetType::BasetenTrace => (load_baseten(path)?, true),
         CustomDatasetType::SagemakerDataCapture => (sagemaker::load(path)?, true),
+        CustomDatasetType::Tracelab => {
+            let block = options.block_size.unwrap_or(TRACELAB_BLOCK_SIZE);
+            (tracelab::load(path, &mut prompts(block)?, block)?, false)
+        }
     };
     tracing::debug!(
         path = %path.display(),
