@@ -206,6 +206,30 @@ fn the_derived_session_column_groups_when_the_provided_one_is_absent() {
     assert_eq!(sessions, [("9", 2), ("4", 2)]);
 }
 
+#[test]
+fn the_body_options_leave_out_min_tokens_and_the_kv_hints() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.parquet");
+    write_parquet(&path, trace());
+    let extras = |omit_kv_hints: bool, omit_min_tokens: bool| {
+        let options = CustomDatasetOptions {
+            omit_kv_hints,
+            omit_min_tokens,
+            ..CustomDatasetOptions::default()
+        };
+        let loaded = load_custom_dataset(&path, &options, &Tokenizer::builtin()).unwrap();
+        let first = &loaded.conversations[0].turns[0];
+        assert_eq!(first.max_tokens, Some(5));
+        first.extra.clone().map(serde_json::Value::Object)
+    };
+    assert_eq!(extras(true, false), Some(json!({"min_tokens": 5})));
+    assert_eq!(
+        extras(false, true),
+        Some(json!({"hash_ids": [1, 2], "block_size": 16}))
+    );
+    assert_eq!(extras(true, true), None);
+}
+
 /// The error of loading `columns` as Parquet, with the path replaced by `FILE`.
 fn error_of(columns: Columns) -> (String, DatasetFileErrorKind) {
     let dir = tempfile::tempdir().unwrap();

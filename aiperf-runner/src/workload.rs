@@ -208,6 +208,8 @@ async fn built_in_source(
             // A random pool draws as many conversations as a synthetic dataset would hold.
             num_conversations: Some(config.dataset_entries()),
             seed: input.random_seed.unwrap_or_default(),
+            omit_kv_hints: input.trace.omit_kv_hints,
+            omit_min_tokens: input.trace.omit_min_tokens,
         };
         return Ok(Box::new(CustomDataset::new(
             path,

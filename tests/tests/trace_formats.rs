@@ -12,11 +12,13 @@ use aiperf_core::config::CustomDatasetType;
 use aiperf_datasets::adjust::sample_sessions;
 use aiperf_datasets::{load_custom_dataset, CustomDatasetOptions, Tokenizer};
 use aiperf_mock_server::{MockConfig, MockServer};
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_array::types::Int64Type;
+use arrow_array::{ArrayRef, Int64Array, ListArray, RecordBatch, StringArray};
 use common::{args, assert_exit, profile, read_jsonl, recorded_body};
 use serde_json::{json, Value};
 
-/// Twelve sessions 20 ms apart; every third has a second turn 5 ms after its first.
+/// Twelve sessions 20 ms apart; every third has a second turn 5 ms after its first. Row
+/// r records the KV-cache blocks [r, r + 1].
 fn write_baseten_trace(path: &Path) {
     let mut timestamps = Vec::new();
     let mut prompts = Vec::new();
@@ -39,6 +41,12 @@ fn write_baseten_trace(path: &Path) {
         ("input_tokens", Arc::new(Int64Array::from(vec![4; rows]))),
         ("output_tokens", Arc::new(Int64Array::from(vec![3; rows]))),
         ("provided_session_id", Arc::new(StringArray::from(sessions))),
+        (
+            "total_hashes",
+            Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>(
+                (0..rows as i64).map(|r| Some(vec![Some(r), Some(r + 1)])),
+            )),
+        ),
     ];
     let batch = RecordBatch::try_from_iter(columns).unwrap();
     let file = std::fs::File::create(path).unwrap();
@@ -108,8 +116,29 @@ async fn a_sampled_baseten_trace_sends_exactly_the_kept_sessions() {
     assert_eq!(sent, expected);
     for body in &bodies {
         assert_eq!(body["min_tokens"], json!(3), "{body}");
+        assert_eq!(body["hash_ids"].as_array().unwrap().len(), 2, "{body}");
         // One turn per request: a recorded prompt already holds its history.
         assert_eq!(body["messages"].as_array().unwrap().len(), 1, "{body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_baseten_body_options_leave_the_recorded_fields_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.parquet");
+    write_baseten_trace(&trace);
+    let bodies = recorded_bodies(
+        dir.path(),
+        &format!(
+            "--input-file {} --omit-kv-hints --no-force-min-tokens",
+            trace.display()
+        ),
+    )
+    .await;
+    assert_eq!(bodies.len(), 16);
+    for body in &bodies {
+        assert!(body.get("min_tokens").is_none(), "{body}");
+        assert!(body.get("hash_ids").is_none(), "{body}");
     }
 }
 

@@ -221,6 +221,13 @@ pub struct TraceOptions {
     /// traces. Every other dataset is reused as the run needs, there and here; no loader
     /// here reads weka traces, so it changes nothing.
     pub allow_dataset_wrap: bool,
+    /// `--omit-kv-hints`: `baseten_trace` turns leave out the recorded KV-cache routing
+    /// hints (`hash_ids`, `block_size`) the Python AIPerf 0.13 puts in their bodies, for
+    /// servers that reject unknown body fields.
+    pub omit_kv_hints: bool,
+    /// `--no-force-min-tokens`: `baseten_trace` turns send no `min_tokens` (0.13 sends
+    /// the recorded output length by default).
+    pub omit_min_tokens: bool,
 }
 
 /// Multi-turn synthetic sessions (docs/cli.md#input; how they are sampled:

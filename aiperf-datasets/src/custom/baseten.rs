@@ -4,9 +4,9 @@
 //! session id form one session whose turns each carry their whole history.
 //!
 //! As in the Python AIPerf 0.13 (open-loop replay, its default), every turn asks for
-//! `max(1, output_tokens)` tokens and its body also carries `min_tokens` (the same
-//! number) and the recorded KV-cache hints `hash_ids` (from `total_hashes`) and
-//! `block_size`, for routers that place requests by prefix.
+//! `max(1, output_tokens)` tokens and its body also carries, unless [`BodyFields`] turns
+//! them off, `min_tokens` (the same number) and the recorded KV-cache hints `hash_ids`
+//! (from `total_hashes`) and `block_size`, for routers that place requests by prefix.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -32,6 +32,15 @@ const DERIVED_SESSION: &str = "poor_man_session_id";
 /// Columns every trace must have.
 const REQUIRED: [&str; 4] = [TIMESTAMP, "prompt", "input_tokens", "output_tokens"];
 
+/// Which recorded fields a turn's body carries besides the prompt and `max_tokens`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyFields {
+    /// `min_tokens`: the recorded output length (`--no-force-min-tokens` turns it off).
+    pub(crate) min_tokens: bool,
+    /// `hash_ids` and `block_size` (`--omit-kv-hints` turns them off).
+    pub(crate) kv_hints: bool,
+}
+
 /// One row, validated.
 #[derive(Debug)]
 struct Row {
@@ -45,7 +54,7 @@ struct Row {
 
 /// The sessions of a Baseten trace, ordered by their first request (ties by session
 /// id), each session's turns by start time.
-pub(crate) fn load(path: &Path) -> Result<Vec<Conversation>, DatasetFileError> {
+pub(crate) fn load(path: &Path, body: BodyFields) -> Result<Vec<Conversation>, DatasetFileError> {
     let rows = read_rows(path)?;
     let Some(start) = rows.iter().map(|r| r.timestamp).min() else {
         return Err(DatasetFileError::file(
@@ -85,29 +94,32 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Conversation>, DatasetFileError> {
             } else {
                 ContextMode::default()
             },
-            turns: rows.into_iter().map(|row| turn(row, start)).collect(),
+            turns: rows.into_iter().map(|row| turn(row, start, body)).collect(),
             ..Conversation::default()
         })
         .collect())
 }
 
-/// The request a row replays, `start` being the earliest recorded start of the file.
-fn turn(row: Row, start: u64) -> Turn {
+/// The request a row replays, `start` being the earliest recorded start of the file, with
+/// the `body` fields asked for.
+fn turn(row: Row, start: u64, body: BodyFields) -> Turn {
     // Canceled requests are recorded with 0 output tokens; a request asks for at least 1.
     let output = row.output_tokens.max(1);
     let mut extra = Map::new();
-    extra.insert("min_tokens".into(), Value::from(output));
-    if !row.hashes.is_empty() {
+    if body.min_tokens {
+        extra.insert("min_tokens".into(), Value::from(output));
+    }
+    if body.kv_hints && !row.hashes.is_empty() {
         extra.insert("hash_ids".into(), Value::from(row.hashes));
     }
-    if let Some(block_size) = row.block_size {
+    if let (true, Some(block_size)) = (body.kv_hints, row.block_size) {
         extra.insert("block_size".into(), Value::from(block_size));
     }
     Turn {
         texts: vec![row.prompt],
         max_tokens: Some(u32::try_from(output).unwrap_or(u32::MAX)),
         timestamp_ms: Some((row.timestamp - start) as f64),
-        extra: Some(extra),
+        extra: (!extra.is_empty()).then_some(extra),
         ..Turn::default()
     }
 }

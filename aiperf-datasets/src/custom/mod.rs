@@ -79,6 +79,10 @@ pub struct CustomDatasetOptions {
     pub num_conversations: Option<usize>,
     /// The run's root seed (`--random-seed`): prompts and pool draws.
     pub seed: u64,
+    /// `--omit-kv-hints`: Baseten trace turns carry no `hash_ids` and `block_size`.
+    pub omit_kv_hints: bool,
+    /// `--no-force-min-tokens`: Baseten trace turns carry no `min_tokens`.
+    pub omit_min_tokens: bool,
 }
 
 /// A loaded custom dataset.
@@ -136,7 +140,7 @@ pub fn load_custom_dataset(
             burst_gpt::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?)?,
             true,
         ),
-        CustomDatasetType::BasetenTrace => (load_baseten(path)?, true),
+        CustomDatasetType::BasetenTrace => (load_baseten(path, options)?, true),
         CustomDatasetType::SagemakerDataCapture => (sagemaker::load(path)?, true),
         CustomDatasetType::Tracelab => {
             let block = options.block_size.unwrap_or(TRACELAB_BLOCK_SIZE);
@@ -161,12 +165,22 @@ pub fn load_custom_dataset(
 }
 
 #[cfg(feature = "parquet")]
-fn load_baseten(path: &Path) -> Result<Vec<Conversation>, DatasetFileError> {
-    baseten::load(path)
+fn load_baseten(
+    path: &Path,
+    options: &CustomDatasetOptions,
+) -> Result<Vec<Conversation>, DatasetFileError> {
+    let body = baseten::BodyFields {
+        min_tokens: !options.omit_min_tokens,
+        kv_hints: !options.omit_kv_hints,
+    };
+    baseten::load(path, body)
 }
 
 #[cfg(not(feature = "parquet"))]
-fn load_baseten(path: &Path) -> Result<Vec<Conversation>, DatasetFileError> {
+fn load_baseten(
+    path: &Path,
+    _options: &CustomDatasetOptions,
+) -> Result<Vec<Conversation>, DatasetFileError> {
     Err(DatasetFileError::file(
         path,
         DatasetFileErrorKind::Invalid,

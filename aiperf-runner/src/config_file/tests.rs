@@ -130,6 +130,17 @@ fn shorthands_read_like_their_long_forms() {
 }
 
 #[test]
+fn the_baseten_body_options_are_read() {
+    let file = parse(
+        "benchmark:\n  model: m\n  dataset: {type: file, path: t.parquet, format: baseten_trace, \
+         omit_kv_hints: true, force_min_tokens: false}\n",
+    )
+    .unwrap();
+    let trace = &file.benchmark.input.trace;
+    assert!(trace.omit_kv_hints && trace.omit_min_tokens);
+}
+
+#[test]
 fn every_dataset_file_format_is_named_as_on_the_command_line() {
     for format in CustomDatasetType::ALL {
         let file = parse(&format!(
