@@ -104,6 +104,15 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("no_allow_dataset_wrap", |c, f| {
         c.input.trace.allow_dataset_wrap = f.input.trace.allow_dataset_wrap;
     }),
+    ("omit_kv_hints", |c, f| {
+        c.input.trace.omit_kv_hints = f.input.trace.omit_kv_hints;
+    }),
+    ("force_min_tokens", |c, f| {
+        c.input.trace.omit_min_tokens = f.input.trace.omit_min_tokens;
+    }),
+    ("no_force_min_tokens", |c, f| {
+        c.input.trace.omit_min_tokens = f.input.trace.omit_min_tokens;
+    }),
     ("dataset_filters", |c, f| {
         c.input.dataset_filters.clone_from(&f.input.dataset_filters);
     }),

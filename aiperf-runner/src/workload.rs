@@ -265,6 +265,8 @@ async fn built_in_source(
             seed: input.random_seed.unwrap_or_default(),
             corpus: input.prompt.corpus(),
             random_corpus_style: input.prompt.random_corpus_style,
+            omit_kv_hints: input.trace.omit_kv_hints,
+            omit_min_tokens: input.trace.omit_min_tokens,
         };
         return Ok(Box::new(CustomDataset::new(
             path,

@@ -1,8 +1,9 @@
 //! AFL++ target: the trace loaders, which synthesize a prompt for each line (mooncake,
-//! bailian, BurstGPT CSV), and the custom-file loader detecting the format.
+//! bailian, BurstGPT CSV, TraceLab) or decode captured requests (SageMaker), and the
+//! custom-file loader detecting the format.
 //!
-//! Input: byte 0 picks the loader (modulo 4): `load_custom_dataset` detecting the format,
-//! then with `--custom-dataset-type` mooncake, bailian and BurstGPT. Byte 1 is
+//! Input: byte 0 picks the loader (modulo 6): `load_custom_dataset` detecting the format,
+//! then with `--custom-dataset-type` mooncake, bailian, BurstGPT, SageMaker and TraceLab. Byte 1 is
 //! `--isl-block-size` (0 = the format's default). The rest is the file, written to one
 //! scratch file per process (the loaders only read paths). Asserts: no panic; failures
 //! are `Err` values whose message formats. `AIPERF_FUZZ_SHOW=1` prints each result.
@@ -19,11 +20,13 @@ use aiperf_fuzz::report;
 /// Longest run of digits given to the loaders.
 const MAX_DIGITS: usize = 5;
 
-const TRACES: [Option<CustomDatasetType>; 4] = [
+const TRACES: [Option<CustomDatasetType>; 6] = [
     None,
     Some(CustomDatasetType::MooncakeTrace),
     Some(CustomDatasetType::BailianTrace),
     Some(CustomDatasetType::BurstGptTrace),
+    Some(CustomDatasetType::SagemakerDataCapture),
+    Some(CustomDatasetType::Tracelab),
 ];
 
 fn longest_digit_run(data: &[u8]) -> usize {
@@ -50,7 +53,7 @@ fn main() {
         }
         std::fs::write(&path, file).expect("the scratch file is writable");
         let options = CustomDatasetOptions {
-            dataset_type: TRACES[usize::from(which % 4)],
+            dataset_type: TRACES[usize::from(which) % TRACES.len()],
             block_size: (option != 0).then_some(u32::from(option)),
             num_conversations: Some(8),
             seed: 7,

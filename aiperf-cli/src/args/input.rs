@@ -205,6 +205,20 @@ pub(crate) struct InputArgs {
     #[arg(long = "no-allow-dataset-wrap", overrides_with = "allow_dataset_wrap")]
     pub no_allow_dataset_wrap: bool,
 
+    /// Leave the recorded KV-cache hints (hash_ids, block_size) out of baseten_trace
+    /// request bodies.
+    #[arg(long = "omit-kv-hints")]
+    pub omit_kv_hints: bool,
+
+    /// Send the recorded output length as min_tokens in baseten_trace requests (the
+    /// default).
+    #[arg(long = "force-min-tokens", overrides_with = "no_force_min_tokens")]
+    pub force_min_tokens: bool,
+
+    /// Send no min_tokens in baseten_trace requests.
+    #[arg(long = "no-force-min-tokens", overrides_with = "force_min_tokens")]
+    pub no_force_min_tokens: bool,
+
     /// Peak context ceiling of weka traces (not read here, so refused).
     #[arg(long = "max-context-length", value_parser = count::<u64>)]
     pub max_context_length: Option<u64>,
@@ -334,6 +348,8 @@ impl InputArgs {
             replay_speedup: self.replay_speedup,
             max_context_length: self.max_context_length,
             allow_dataset_wrap: self.allow_dataset_wrap,
+            omit_kv_hints: self.omit_kv_hints,
+            omit_min_tokens: self.no_force_min_tokens,
         };
         input.cache_bust = self.cache_bust.into_config();
         input.dataset_filters =
@@ -451,6 +467,14 @@ pub(crate) enum CustomDatasetTypeArg {
     /// An inputs.json of an earlier run, its bodies sent again verbatim.
     #[value(alias = "inputs-json")]
     InputsJson,
+    /// Baseten Parquet or Arrow IPC traces.
+    #[value(alias = "baseten-trace")]
+    BasetenTrace,
+    /// Amazon SageMaker endpoint data capture (JSONL file or folder).
+    #[value(alias = "sagemaker-data-capture")]
+    SagemakerDataCapture,
+    /// TraceLab agentic-coding traces (JSONL or gzipped JSONL).
+    Tracelab,
 }
 
 impl CustomDatasetTypeArg {
@@ -464,6 +488,9 @@ impl CustomDatasetTypeArg {
             CustomDatasetTypeArg::BurstGptTrace => CustomDatasetType::BurstGptTrace,
             CustomDatasetTypeArg::RawPayload => CustomDatasetType::RawPayload,
             CustomDatasetTypeArg::InputsJson => CustomDatasetType::InputsJson,
+            CustomDatasetTypeArg::BasetenTrace => CustomDatasetType::BasetenTrace,
+            CustomDatasetTypeArg::SagemakerDataCapture => CustomDatasetType::SagemakerDataCapture,
+            CustomDatasetTypeArg::Tracelab => CustomDatasetType::Tracelab,
         }
     }
 }
@@ -775,8 +802,14 @@ mod tests {
                 replay_speedup: Some(10.0),
                 max_context_length: None,
                 allow_dataset_wrap: false,
+                omit_kv_hints: false,
+                omit_min_tokens: false,
             }
         );
+        let baseten = config(&["--omit-kv-hints", "--no-force-min-tokens"]).trace;
+        assert!(baseten.omit_kv_hints && baseten.omit_min_tokens);
+        let forced = config(&["--no-force-min-tokens", "--force-min-tokens"]).trace;
+        assert!(!forced.omit_min_tokens);
         assert_eq!(
             input.dataset_filters,
             [("lang", "en"), ("split", "test")]

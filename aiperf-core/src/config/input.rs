@@ -237,6 +237,13 @@ pub struct TraceOptions {
     /// traces. Every other dataset is reused as the run needs, there and here; no loader
     /// here reads weka traces, so it changes nothing.
     pub allow_dataset_wrap: bool,
+    /// `--omit-kv-hints`: `baseten_trace` turns leave out the recorded KV-cache routing
+    /// hints (`hash_ids`, `block_size`) the Python AIPerf 0.13 puts in their bodies, for
+    /// servers that reject unknown body fields.
+    pub omit_kv_hints: bool,
+    /// `--no-force-min-tokens`: `baseten_trace` turns send no `min_tokens` (0.13 sends
+    /// the recorded output length by default).
+    pub omit_min_tokens: bool,
 }
 
 /// Multi-turn synthetic sessions (docs/cli.md#input; how they are sampled:
@@ -370,14 +377,26 @@ pub enum CustomDatasetType {
     /// An `inputs.json` of an earlier run (`{"data": [{"session_id", "payloads"}]}`), its
     /// bodies sent again verbatim.
     InputsJson,
+    /// Baseten completion traces (Parquet or Arrow IPC): recorded prompts replayed
+    /// verbatim at their recorded start times.
+    BasetenTrace,
+    /// Amazon SageMaker endpoint data capture (JSONL, or a folder of it): the captured
+    /// chat requests replayed at their inference times.
+    SagemakerDataCapture,
+    /// The TraceLab agentic-coding corpus (JSONL, gzipped or not): each session's rounds
+    /// replayed in order with their think times, prompts rebuilt from token counts.
+    Tracelab,
 }
 
 impl CustomDatasetType {
     /// Every type, in the order auto-detection probes them.
-    pub const ALL: [CustomDatasetType; 8] = [
+    pub const ALL: [CustomDatasetType; 11] = [
         CustomDatasetType::MooncakeTrace,
         CustomDatasetType::BailianTrace,
         CustomDatasetType::BurstGptTrace,
+        CustomDatasetType::BasetenTrace,
+        CustomDatasetType::SagemakerDataCapture,
+        CustomDatasetType::Tracelab,
         CustomDatasetType::MultiTurn,
         CustomDatasetType::SingleTurn,
         CustomDatasetType::RandomPool,
@@ -396,6 +415,9 @@ impl CustomDatasetType {
             CustomDatasetType::BurstGptTrace => "burst_gpt_trace",
             CustomDatasetType::RawPayload => "raw_payload",
             CustomDatasetType::InputsJson => "inputs_json",
+            CustomDatasetType::BasetenTrace => "baseten_trace",
+            CustomDatasetType::SagemakerDataCapture => "sagemaker_data_capture",
+            CustomDatasetType::Tracelab => "tracelab",
         }
     }
 
@@ -428,6 +450,16 @@ impl CustomDatasetType {
             CustomDatasetType::InputsJson => {
                 "an inputs.json (ours or the Python AIPerf's): the same payloads sent again"
             }
+            CustomDatasetType::BasetenTrace => {
+                "Baseten trace (Parquet or Arrow IPC): recorded prompts at their recorded \
+                 start times"
+            }
+            CustomDatasetType::SagemakerDataCapture => {
+                "SageMaker endpoint data capture: the captured chat requests at their times"
+            }
+            CustomDatasetType::Tracelab => {
+                "TraceLab agentic-coding trace (JSONL, gzipped or not): rounds with think times"
+            }
         }
     }
 
@@ -438,6 +470,8 @@ impl CustomDatasetType {
             CustomDatasetType::MooncakeTrace
                 | CustomDatasetType::BailianTrace
                 | CustomDatasetType::BurstGptTrace
+                | CustomDatasetType::BasetenTrace
+                | CustomDatasetType::SagemakerDataCapture
         )
     }
 }

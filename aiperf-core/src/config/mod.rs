@@ -304,6 +304,35 @@ impl BenchmarkConfig {
     }
 
     /// Rules that tie the load to the endpoint or the input (docs/cli-rules.md#validation-rules).
+    /// A `baseten_trace` turn sets `min_tokens`, `hash_ids` and `block_size` from the
+    /// trace, over `--extra-inputs`: a user value for one of them would be dropped
+    /// silently, so it is refused unless the trace's own field is turned off (as the
+    /// Python AIPerf 0.13 does).
+    fn check_baseten_body_fields(&self) -> Result<(), ConfigError> {
+        let trace = &self.input.trace;
+        let per_turn = [
+            (
+                "min_tokens",
+                !trace.omit_min_tokens,
+                "--no-force-min-tokens",
+            ),
+            ("hash_ids", !trace.omit_kv_hints, "--omit-kv-hints"),
+            ("block_size", !trace.omit_kv_hints, "--omit-kv-hints"),
+        ];
+        for (key, set_per_turn, opt_out) in per_turn {
+            if set_per_turn && self.endpoint.extra_inputs.contains_key(key) {
+                return Err(ConfigError::Invalid {
+                    field: "endpoint.extra_inputs",
+                    reason: format!(
+                        "{key} is set on every baseten_trace request from the trace; pass \
+                         {opt_out} to send your value instead"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn check_cross_section_rules(&self) -> Result<(), ConfigError> {
         self.endpoint.check_per_chunk_usage()?;
         self.input
@@ -342,6 +371,9 @@ impl BenchmarkConfig {
                 field: "input.custom_dataset_type",
                 needs: "input.input_file",
             });
+        }
+        if input.custom_dataset_type == Some(CustomDatasetType::BasetenTrace) {
+            self.check_baseten_body_fields()?;
         }
         let fixed = &load.fixed_schedule;
         if let Some(field) = fixed.offset_field() {
@@ -485,6 +517,41 @@ mod tests {
         assert!(!with(serde_json::json!({"ignore_eos": true})));
         assert!(!with(serde_json::json!({"ignore_eos": "true"})));
         assert!(!with(serde_json::json!({"min_tokens": 32})));
+    }
+
+    #[test]
+    fn extra_inputs_a_baseten_trace_sets_per_turn_are_refused_unless_turned_off() {
+        let validate = |extra: serde_json::Value, omit_kv_hints: bool, omit_min_tokens: bool| {
+            let mut config = base();
+            config.input.input_file = Some("trace.parquet".into());
+            config.input.custom_dataset_type = Some(CustomDatasetType::BasetenTrace);
+            config.input.trace.omit_kv_hints = omit_kv_hints;
+            config.input.trace.omit_min_tokens = omit_min_tokens;
+            config.endpoint.extra_inputs = extra.as_object().cloned().unwrap_or_default();
+            config.validate().map(|_| ()).map_err(|e| e.to_string())
+        };
+        let refused = |key: &str, flag: &str| {
+            Err(format!(
+                "invalid endpoint.extra_inputs: {key} is set on every baseten_trace request \
+                 from the trace; pass {flag} to send your value instead"
+            ))
+        };
+        let min_tokens = serde_json::json!({"min_tokens": 4});
+        assert_eq!(
+            validate(min_tokens.clone(), false, false),
+            refused("min_tokens", "--no-force-min-tokens")
+        );
+        assert_eq!(validate(min_tokens, false, true), Ok(()));
+        let hints = serde_json::json!({"block_size": 32});
+        assert_eq!(
+            validate(hints.clone(), false, true),
+            refused("block_size", "--omit-kv-hints")
+        );
+        assert_eq!(validate(hints, true, false), Ok(()));
+        assert_eq!(
+            validate(serde_json::json!({"temperature": 0}), false, false),
+            Ok(())
+        );
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Guessing the format of `--input-file` when `--custom-dataset-type` is not given: a
-//! folder is a raw payload folder when its first `.jsonl` file starts with a chat body,
-//! else a random pool; a CSV with the BurstGPT columns is a BurstGPT trace; a `.json` file
-//! holding `{"data": [{"payloads": [...]}]}` is an `inputs.json`; otherwise the keys of the
-//! first non-blank line decide. A chat body (`messages` with keys no mooncake line has, and
-//! no `conversation_id`) is a raw payload; `messages` with only mooncake keys stays a
+//! folder holding SageMaker capture records (in its first `.jsonl` file) is a capture, one
+//! whose first `.jsonl` file starts with a chat body a raw payload folder, any other folder
+//! a random pool; a `.parquet`, `.arrow` or `.ipc` file is a Baseten trace, a (possibly
+//! gzipped) file whose first row has TraceLab's keys a TraceLab trace, a CSV with the
+//! BurstGPT columns a BurstGPT trace, a `.json` file holding
+//! `{"data": [{"payloads": [...]}]}` an `inputs.json`; otherwise the keys of the first
+//! non-blank line decide. A chat body (`messages` with keys no mooncake line has, and no
+//! `conversation_id`) is a raw payload; `messages` with only mooncake keys stays a
 //! mooncake trace.
 
 use std::io::BufRead;
@@ -17,6 +20,8 @@ use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::inputs_json::is_session_list;
 use super::mooncake;
 use super::raw_payload::folder_files;
+use super::sagemaker::capture_files;
+use super::tracelab::is_tracelab;
 
 /// Keys that only mooncake lines have.
 const MOONCAKE_KEYS: [&str; 5] = [
@@ -34,11 +39,23 @@ const SINGLE_TURN_KEYS: [&str; 8] = [
 /// The format of the file or folder at `path`.
 pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFileError> {
     if path.is_dir() {
+        let first_capture = capture_files(path)?.into_iter().next();
+        if let Some(file) = first_capture {
+            if is_capture(&first_line(&file)?) {
+                return Ok(CustomDatasetType::SagemakerDataCapture);
+            }
+        }
         return Ok(if is_raw_payload_folder(path)? {
             CustomDatasetType::RawPayload
         } else {
             CustomDatasetType::RandomPool
         });
+    }
+    if has_trace_extension(path) {
+        return Ok(CustomDatasetType::BasetenTrace);
+    }
+    if is_tracelab(path) {
+        return Ok(CustomDatasetType::Tracelab);
     }
     let first = first_line(path)?;
     let unknown = |why: &str| {
@@ -75,6 +92,8 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
             .any(|key| !mooncake::KEYS.contains(&key.as_str()));
     if is_session_list(fields.get("data")) {
         Ok(CustomDatasetType::InputsJson)
+    } else if has(CAPTURE_KEYS[0]) && has(CAPTURE_KEYS[1]) {
+        Ok(CustomDatasetType::SagemakerDataCapture)
     } else if has("chat_id") && has("parent_chat_id") {
         Ok(CustomDatasetType::BailianTrace)
     } else if has("turns") {
@@ -115,6 +134,24 @@ fn is_raw_payload_folder(folder: &Path) -> Result<bool, DatasetFileError> {
         }
     }
     Ok(false)
+}
+
+/// Keys every SageMaker data capture record has.
+const CAPTURE_KEYS: [&str; 2] = ["captureData", "eventMetadata"];
+
+/// Whether `line` is a SageMaker data capture record.
+fn is_capture(line: &str) -> bool {
+    matches!(
+        serde_json::from_str::<Value>(line),
+        Ok(Value::Object(fields)) if CAPTURE_KEYS.iter().all(|key| fields.contains_key(*key))
+    )
+}
+
+/// Whether `path` names a Baseten trace by its extension (`.parquet`, `.arrow`, `.ipc`).
+fn has_trace_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| ["parquet", "arrow", "ipc"].contains(&e.to_ascii_lowercase().as_str()))
 }
 
 /// The first non-blank line of the file.

@@ -1,6 +1,7 @@
 //! Custom dataset files (`--input-file`, docs/datasets.md#custom-dataset-files): JSONL
-//! single-turn, multi-turn and random-pool datasets, mooncake, bailian and BurstGPT
-//! traces, and request bodies replayed verbatim (`raw_payload` files, `inputs.json`).
+//! single-turn, multi-turn and random-pool datasets, mooncake, bailian, BurstGPT and
+//! Baseten traces, SageMaker data captures, TraceLab agentic-coding traces, and request
+//! bodies replayed verbatim (`raw_payload` files, `inputs.json`).
 //!
 //! [`load_custom_dataset`] reads a file (or a folder, for random pools) into
 //! conversations, detecting the format with [`detect_dataset_type`] when none is given.
@@ -25,19 +26,24 @@
 //! ```
 
 mod bailian;
+#[cfg(feature = "parquet")]
+mod baseten;
 mod burst_gpt;
 mod detect;
 pub mod error;
 mod hash_prompts;
 mod inputs_json;
+mod iso_time;
 mod media;
 mod mooncake;
 mod multi_turn;
 mod random_pool;
 mod raw_payload;
 mod record;
+mod sagemaker;
 mod sessions;
 mod single_turn;
+mod tracelab;
 mod turn_fields;
 mod verbatim;
 
@@ -58,6 +64,9 @@ use crate::Tokenizer;
 pub const MOONCAKE_BLOCK_SIZE: u32 = 512;
 /// Tokens per `hash_ids` block of bailian traces when `--isl-block-size` is not given.
 pub const BAILIAN_BLOCK_SIZE: u32 = 16;
+/// Tokens per synthesized block of TraceLab traces when `--isl-block-size` is not
+/// given (the Python AIPerf 0.13's default).
+pub const TRACELAB_BLOCK_SIZE: u32 = 64;
 /// Conversations drawn from a random pool when `--num-conversations` is not given.
 pub const DEFAULT_POOL_CONVERSATIONS: usize = 100;
 
@@ -67,7 +76,7 @@ pub struct CustomDatasetOptions {
     /// `--custom-dataset-type`; `None` detects it from the file.
     pub dataset_type: Option<CustomDatasetType>,
     /// `--isl-block-size`: tokens per trace `hash_ids` block; `None` takes the format's
-    /// default ([`MOONCAKE_BLOCK_SIZE`], [`BAILIAN_BLOCK_SIZE`]).
+    /// default ([`MOONCAKE_BLOCK_SIZE`], [`BAILIAN_BLOCK_SIZE`], [`TRACELAB_BLOCK_SIZE`]).
     pub block_size: Option<u32>,
     /// Conversations drawn from a random pool (a run passes
     /// `BenchmarkConfig::dataset_entries`); `None` means [`DEFAULT_POOL_CONVERSATIONS`].
@@ -79,6 +88,10 @@ pub struct CustomDatasetOptions {
     pub corpus: PromptCorpus,
     /// `--random-corpus-style`: the token pool of the random corpus.
     pub random_corpus_style: RandomCorpusStyle,
+    /// `--omit-kv-hints`: Baseten trace turns carry no `hash_ids` and `block_size`.
+    pub omit_kv_hints: bool,
+    /// `--no-force-min-tokens`: Baseten trace turns carry no `min_tokens`.
+    pub omit_min_tokens: bool,
 }
 
 /// A loaded custom dataset.
@@ -144,6 +157,12 @@ pub fn load_custom_dataset(
         ),
         CustomDatasetType::RawPayload => (raw_payload::load(path)?, false),
         CustomDatasetType::InputsJson => (inputs_json::load(path)?, false),
+        CustomDatasetType::BasetenTrace => (load_baseten(path, options)?, true),
+        CustomDatasetType::SagemakerDataCapture => (sagemaker::load(path)?, true),
+        CustomDatasetType::Tracelab => {
+            let block = options.block_size.unwrap_or(TRACELAB_BLOCK_SIZE);
+            (tracelab::load(path, &mut prompts(block)?, block)?, false)
+        }
     };
     tracing::debug!(
         path = %path.display(),
@@ -160,6 +179,31 @@ pub fn load_custom_dataset(
         },
         timestamped,
     })
+}
+
+#[cfg(feature = "parquet")]
+fn load_baseten(
+    path: &Path,
+    options: &CustomDatasetOptions,
+) -> Result<Vec<Conversation>, DatasetFileError> {
+    let body = baseten::BodyFields {
+        min_tokens: !options.omit_min_tokens,
+        kv_hints: !options.omit_kv_hints,
+    };
+    baseten::load(path, body)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn load_baseten(
+    path: &Path,
+    _options: &CustomDatasetOptions,
+) -> Result<Vec<Conversation>, DatasetFileError> {
+    Err(DatasetFileError::file(
+        path,
+        DatasetFileErrorKind::Invalid,
+        "baseten_trace files are Parquet or Arrow IPC, which this build cannot read: \
+         build aiperf-datasets with its `parquet` feature",
+    ))
 }
 
 /// A custom dataset file as an [`aiperf_core::DatasetSource`]. Outside a

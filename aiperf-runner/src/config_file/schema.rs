@@ -599,12 +599,10 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 "block_size",
                 "cache_bust",
                 "entries",
-                "force_min_tokens",
                 "image_batch_size",
                 "inter_turn_delay_cap_seconds",
                 "max_context_length",
                 "max_idle_gap_cap_seconds",
-                "omit_kv_hints",
                 "open_loop_replay",
                 "open_loop_strict",
                 "osl",
@@ -661,7 +659,8 @@ fn read_system_prompt(
 }
 
 /// How a file dataset's turns are timed and sampled: `--ignore-trace-delays`,
-/// `--use-think-time-only`, `--replay-speedup`, `--trace-session-sample-ratio`.
+/// `--use-think-time-only`, `--replay-speedup`, `--trace-session-sample-ratio`, and the
+/// `baseten_trace` body options `--omit-kv-hints` and `--no-force-min-tokens`.
 fn read_trace_options(
     r: &mut MapReader<'_>,
     config: &mut BenchmarkConfig,
@@ -678,6 +677,12 @@ fn read_trace_options(
     }
     if let Some(f) = r.take("trace_session_sample_ratio") {
         trace.session_sample_ratio = Some(f.number()?);
+    }
+    if let Some(f) = r.take("omit_kv_hints") {
+        trace.omit_kv_hints = f.boolean()?;
+    }
+    if let Some(f) = r.take("force_min_tokens") {
+        trace.omit_min_tokens = !f.boolean()?;
     }
     Ok(())
 }

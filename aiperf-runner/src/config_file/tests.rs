@@ -133,6 +133,29 @@ fn shorthands_read_like_their_long_forms() {
 }
 
 #[test]
+fn the_baseten_body_options_are_read() {
+    let file = parse(
+        "benchmark:\n  model: m\n  dataset: {type: file, path: t.parquet, format: baseten_trace, \
+         omit_kv_hints: true, force_min_tokens: false}\n",
+    )
+    .unwrap();
+    let trace = &file.benchmark.input.trace;
+    assert!(trace.omit_kv_hints && trace.omit_min_tokens);
+}
+
+#[test]
+fn every_dataset_file_format_is_named_as_on_the_command_line() {
+    for format in CustomDatasetType::ALL {
+        let file = parse(&format!(
+            "benchmark:\n  model: m\n  dataset: {{type: file, path: t, format: {}}}\n",
+            format.as_str()
+        ))
+        .unwrap();
+        assert_eq!(file.benchmark.input.custom_dataset_type, Some(format));
+    }
+}
+
+#[test]
 fn an_unknown_key_is_refused_with_its_line_and_the_nearest_key() {
     assert_eq!(
         error("benchmark:\n  model: m\n  endpoint:\n    ulr: http://x\n"),

@@ -1,0 +1,208 @@
+//! The trace formats users export from serving platforms, replayed by the built binary
+//! against the recording mock server: a Baseten Parquet trace (whole sessions sampled by
+//! `--trace-session-sample-ratio`) and a SageMaker data capture.
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use aiperf_core::config::CustomDatasetType;
+use aiperf_datasets::adjust::sample_sessions;
+use aiperf_datasets::{load_custom_dataset, CustomDatasetOptions, Tokenizer};
+use aiperf_mock_server::{MockConfig, MockServer};
+use arrow_array::types::Int64Type;
+use arrow_array::{ArrayRef, Int64Array, ListArray, RecordBatch, StringArray};
+use common::{args, assert_exit, profile, read_jsonl, recorded_body};
+use serde_json::{json, Value};
+
+/// Twelve sessions 20 ms apart; every third has a second turn 5 ms after its first. Row
+/// r records the KV-cache blocks [r, r + 1].
+fn write_baseten_trace(path: &Path) {
+    let mut timestamps = Vec::new();
+    let mut prompts = Vec::new();
+    let mut sessions = Vec::new();
+    for session in 0..12_i64 {
+        let turns = if session % 3 == 0 { 2 } else { 1 };
+        for turn in 0..turns {
+            timestamps.push(1_700_000_000_000 + 20 * session + 5 * turn);
+            prompts.push(format!("session {session} turn {turn}"));
+            sessions.push(format!("s{session}"));
+        }
+    }
+    let rows = timestamps.len();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "timestamp_start_unix_ms",
+            Arc::new(Int64Array::from(timestamps)),
+        ),
+        ("prompt", Arc::new(StringArray::from(prompts))),
+        ("input_tokens", Arc::new(Int64Array::from(vec![4; rows]))),
+        ("output_tokens", Arc::new(Int64Array::from(vec![3; rows]))),
+        ("provided_session_id", Arc::new(StringArray::from(sessions))),
+        (
+            "total_hashes",
+            Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>(
+                (0..rows as i64).map(|r| Some(vec![Some(r), Some(r + 1)])),
+            )),
+        ),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
+/// The bodies the recording mock received during a run of `flags`.
+async fn recorded_bodies(dir: &Path, flags: &str) -> Vec<Value> {
+    let record = dir.join("requests.jsonl");
+    let server = MockServer::start(MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::with_timing(0.0, 0.0)
+    })
+    .await
+    .unwrap();
+    let argv = args(&format!(
+        "-m mock-model --url {} --artifact-dir {} --random-seed 5 {flags}",
+        server.url(),
+        dir.join("artifacts").display()
+    ));
+    assert_exit(&profile(argv).await, 0);
+    read_jsonl(&record).iter().map(recorded_body).collect()
+}
+
+/// The last message's text of a chat body.
+fn last_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().unwrap();
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampled_baseten_trace_sends_exactly_the_kept_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.parquet");
+    write_baseten_trace(&trace);
+    // The sessions seed 5 keeps, as the library samples them.
+    let loaded = load_custom_dataset(
+        &trace,
+        &CustomDatasetOptions::default(),
+        &Tokenizer::builtin(),
+    )
+    .unwrap();
+    assert_eq!(loaded.dataset_type, CustomDatasetType::BasetenTrace);
+    let kept = sample_sessions(loaded.conversations, 0.5, 5);
+    let mut expected: Vec<String> = kept
+        .iter()
+        .flat_map(|c| c.turns.iter().map(|t| t.texts.concat()))
+        .collect();
+    assert!((2..16).contains(&expected.len()), "{expected:?}");
+
+    let bodies = recorded_bodies(
+        dir.path(),
+        &format!(
+            "--input-file {} --trace-session-sample-ratio 0.5",
+            trace.display()
+        ),
+    )
+    .await;
+    let mut sent: Vec<String> = bodies.iter().map(last_text).collect();
+    sent.sort();
+    expected.sort();
+    assert_eq!(sent, expected);
+    for body in &bodies {
+        assert_eq!(body["min_tokens"], json!(3), "{body}");
+        assert_eq!(body["hash_ids"].as_array().unwrap().len(), 2, "{body}");
+        // One turn per request: a recorded prompt already holds its history.
+        assert_eq!(body["messages"].as_array().unwrap().len(), 1, "{body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_baseten_body_options_leave_the_recorded_fields_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.parquet");
+    write_baseten_trace(&trace);
+    let bodies = recorded_bodies(
+        dir.path(),
+        &format!(
+            "--input-file {} --omit-kv-hints --no-force-min-tokens",
+            trace.display()
+        ),
+    )
+    .await;
+    assert_eq!(bodies.len(), 16);
+    for body in &bodies {
+        assert!(body.get("min_tokens").is_none(), "{body}");
+        assert!(body.get("hash_ids").is_none(), "{body}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sagemaker_capture_replays_the_captured_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("capture.jsonl");
+    let lines: Vec<String> = (0..3)
+        .map(|i| {
+            let request = json!({
+                "messages": [
+                    {"role": "system", "content": "terse"},
+                    {"role": "user", "content": format!("question {i}")}
+                ],
+                "max_tokens": 2 + i
+            });
+            json!({
+                "captureData": {"endpointInput": {"data": request.to_string(), "encoding": "JSON"}},
+                "eventMetadata": {"inferenceTime": format!("2025-01-31T12:00:00.{:03}Z", 10 * i)}
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&capture, lines.join("\n")).unwrap();
+    let bodies = recorded_bodies(dir.path(), &format!("--input-file {}", capture.display())).await;
+    let mut sent: Vec<(String, usize)> = bodies
+        .iter()
+        .map(|b| (last_text(b), b["messages"].as_array().unwrap().len()))
+        .collect();
+    sent.sort();
+    assert_eq!(
+        sent,
+        [
+            ("question 0".to_owned(), 2),
+            ("question 1".to_owned(), 2),
+            ("question 2".to_owned(), 2)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_capture_record_is_a_usage_error_naming_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("capture.jsonl");
+    std::fs::write(
+        &capture,
+        "{\"captureData\": {\"endpointInput\": {\"data\": \"{}\", \"encoding\": \"JSON\"}}, \
+         \"eventMetadata\": {\"inferenceTime\": \"noon\"}}\n",
+    )
+    .unwrap();
+    let argv = args(&format!(
+        "-m mock-model --url mock --artifact-dir {} --input-file {}",
+        dir.path().join("artifacts").display(),
+        capture.display()
+    ));
+    let output = profile(argv).await;
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:1: eventMetadata.inferenceTime: expected an ISO 8601 time such as \
+             2025-01-31T12:00:00.123Z, got \"noon\"",
+            capture.display()
+        )),
+        "{stderr}"
+    );
+}
