@@ -192,7 +192,11 @@ mod tests {
             "{text}"
         );
         // Names are padded to the longest one, so the summaries start in one column.
-        let width = dataset_formats().iter().map(|f| f.name.len()).max().unwrap();
+        let width = dataset_formats()
+            .iter()
+            .map(|f| f.name.len())
+            .max()
+            .unwrap();
         let mooncake = format!("\n  {:<width$}  Mooncake trace: ", "mooncake_trace");
         assert!(text.contains(&mooncake), "{text}");
         let chat = render(&args(Some("endpoint"), Some("chat"))).unwrap();
