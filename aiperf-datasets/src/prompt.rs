@@ -85,6 +85,28 @@ struct Corpus {
 }
 
 impl Corpus {
+    /// The corpus, where a prompt may start at any word when no word is a clean start.
+    fn assemble(
+        tokens: Vec<u32>,
+        word_starts: Vec<u32>,
+        mut prompt_starts: Vec<u32>,
+        word_seq: Vec<u32>,
+        words: Vec<Word>,
+    ) -> Self {
+        if prompt_starts.is_empty() {
+            prompt_starts = (0..word_starts.len())
+                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
+                .collect();
+        }
+        Self {
+            tokens,
+            word_starts,
+            prompt_starts,
+            word_seq,
+            words,
+        }
+    }
+
     fn prose(tokenizer: &Tokenizer, rng: &mut ChaCha8Rng) -> Result<Self, SyntheticError> {
         // Does the tokenizer put the space between words itself (SentencePiece-style
         // `▁`, or a decoder that joins with spaces)? Then words are encoded bare;
@@ -168,18 +190,13 @@ impl Corpus {
                 }
             }
         }
-        if prompt_starts.is_empty() {
-            prompt_starts = (0..word_starts.len())
-                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
-                .collect();
-        }
-        Ok(Self {
+        Ok(Self::assemble(
             tokens,
             word_starts,
             prompt_starts,
             word_seq,
             words,
-        })
+        ))
     }
 
     /// A stream of seeded coding documents, tokenized line by line; every line may start
@@ -221,22 +238,17 @@ impl Corpus {
                 });
             }
         }
-        let mut prompt_starts: Vec<u32> = (0..word_seq.len())
+        let prompt_starts: Vec<u32> = (0..word_seq.len())
             .filter(|i| words[word_seq[*i] as usize].clean_start)
             .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
             .collect();
-        if prompt_starts.is_empty() {
-            prompt_starts = (0..word_starts.len())
-                .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
-                .collect();
-        }
-        Ok(Self {
+        Ok(Self::assemble(
             tokens,
             word_starts,
             prompt_starts,
             word_seq,
             words,
-        })
+        ))
     }
 
     /// `len` tokens from `start`, wrapping around the stream.

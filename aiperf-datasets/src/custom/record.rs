@@ -17,14 +17,24 @@ pub(crate) const MAX_MS: f64 = 9_007_199_254_740_992.0;
 /// large trace is never held twice). An empty file is an error.
 pub(crate) fn for_each_record<'p>(
     path: &'p Path,
-    mut visit: impl FnMut(Record<'p>) -> Result<(), DatasetFileError>,
+    visit: impl FnMut(Record<'p>) -> Result<(), DatasetFileError>,
 ) -> Result<(), DatasetFileError> {
     let file = crate::text_file::open(path, 1 << 16).map_err(|e| DatasetFileError::io(path, e))?;
+    for_each_record_of(path, file.lines(), visit)
+}
+
+/// [`for_each_record`] over `lines` already opened from `path` (a decompressed stream,
+/// say); `path` names the file in errors. A leading byte order mark is dropped.
+pub(crate) fn for_each_record_of<'p>(
+    path: &'p Path,
+    lines: impl Iterator<Item = std::io::Result<String>>,
+    mut visit: impl FnMut(Record<'p>) -> Result<(), DatasetFileError>,
+) -> Result<(), DatasetFileError> {
     let mut any = false;
-    for (index, line) in file.lines().enumerate() {
+    for (index, line) in lines.enumerate() {
         let line_no = index + 1;
         let text = line.map_err(|e| DatasetFileError::io(path, e).at_line(line_no))?;
-        let text = text.trim();
+        let text = text.trim_start_matches('\u{feff}').trim();
         if text.is_empty() {
             continue;
         }

@@ -20,7 +20,7 @@ use aiperf_core::{ContextMode, Conversation, Turn};
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
 use super::iso_time::unix_ms;
-use super::record::Record;
+use super::record::{for_each_record_of, Record};
 
 /// Event types that feed a round: the request is submitted once the last one landed.
 const INPUT_EVENTS: [&str; 2] = ["user_message", "tool_result"];
@@ -208,27 +208,9 @@ fn lines(path: &Path) -> Result<impl Iterator<Item = std::io::Result<String>>, D
 /// Streams the non-blank lines of a (possibly gzipped) JSONL file, parsed as objects.
 fn for_each_row<'p>(
     path: &'p Path,
-    mut visit: impl FnMut(Record<'p>) -> Result<(), DatasetFileError>,
+    visit: impl FnMut(Record<'p>) -> Result<(), DatasetFileError>,
 ) -> Result<(), DatasetFileError> {
-    let mut any = false;
-    for (index, line) in lines(path)?.enumerate() {
-        let line_no = index + 1;
-        let text = line.map_err(|e| DatasetFileError::io(path, e).at_line(line_no))?;
-        let text = text.trim_start_matches('\u{feff}').trim();
-        if text.is_empty() {
-            continue;
-        }
-        any = true;
-        visit(Record::parse(path, line_no, text)?)?;
-    }
-    if !any {
-        return Err(DatasetFileError::file(
-            path,
-            DatasetFileErrorKind::Empty,
-            "the file holds no records (it is empty or has only blank lines)",
-        ));
-    }
-    Ok(())
+    for_each_record_of(path, lines(path)?, visit)
 }
 
 /// Keys that only TraceLab rows have together.
