@@ -21,12 +21,15 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use plotters::chart::MeshStyle;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use aiperf_metrics::artifacts::{open_if_present, RECORDS_FILE};
 
 use crate::artifacts::{read_records, RequestRow};
 use crate::render::{register_font, FONT};
+use crate::theme::Colours;
 use crate::{PlotError, Theme};
 
 /// The picture's size, px.
@@ -226,17 +229,8 @@ fn draw<DB: DrawingBackend>(
         .x_label_area_size(35)
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..x_end, 0.0..rows)?;
-    sessions
-        .configure_mesh()
+    mesh(&mut sessions, colours, "session (in start order)")
         .disable_y_mesh()
-        .x_desc("seconds since the first request")
-        .y_desc("session (in start order)")
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .axis_desc_style(text(16))
-        .label_style(text(14))
-        .bold_line_style(colours.grid)
-        .light_line_style(colours.fine_grid)
-        .axis_style(colours.foreground)
         .draw()?;
     let ok = colours.series[0].filled();
     let failed = RGBColor(214, 39, 40).filled();
@@ -263,17 +257,7 @@ fn draw<DB: DrawingBackend>(
         .x_label_area_size(45)
         .y_label_area_size(70)
         .build_cartesian_2d(0.0..x_end, 0.0..(peak * 1.1).max(1.0))?;
-    concurrency
-        .configure_mesh()
-        .x_desc("seconds since the first request")
-        .y_desc("in flight")
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .axis_desc_style(text(16))
-        .label_style(text(14))
-        .bold_line_style(colours.grid)
-        .light_line_style(colours.fine_grid)
-        .axis_style(colours.foreground)
-        .draw()?;
+    mesh(&mut concurrency, colours, "in flight").draw()?;
     let mut steps = Vec::with_capacity(lanes.in_flight.len() * 2 + 1);
     for window in lanes.in_flight.windows(2) {
         let ((t0, n0), (t1, _)) = (window[0], window[1]);
@@ -294,6 +278,29 @@ fn draw<DB: DrawingBackend>(
         concurrency.draw_series(line)?;
     }
     Ok(())
+}
+
+/// Both panels' axes: time across, whole numbers up, in the theme's colours.
+fn mesh<'a, 'b, DB: DrawingBackend>(
+    plot: &'b mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    colours: Colours,
+    y_desc: &str,
+) -> MeshStyle<'a, 'b, RangedCoordf64, RangedCoordf64, DB> {
+    let text = |size: u32| (FONT, size).into_font().color(&colours.foreground);
+    let mut mesh = plot.configure_mesh();
+    mesh.x_desc("seconds since the first request")
+        .y_desc(y_desc)
+        .y_label_formatter(&whole_number)
+        .axis_desc_style(text(16))
+        .label_style(text(14))
+        .bold_line_style(colours.grid)
+        .light_line_style(colours.fine_grid)
+        .axis_style(colours.foreground);
+    mesh
+}
+
+fn whole_number(y: &f64) -> String {
+    format!("{y:.0}")
 }
 
 #[cfg(test)]
