@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use crate::TemplateEndpoint;
 use crate::{
     ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint,
-    HuggingFaceGenerateEndpoint, ImageGenerationEndpoint, MessagesEndpoint, RankingsEndpoint,
-    RawEndpoint, ResponsesEndpoint,
+    HuggingFaceGenerateEndpoint, ImageGenerationEndpoint, ImageRetrievalEndpoint, MessagesEndpoint,
+    RankingsEndpoint, RawEndpoint, ResponsesEndpoint,
 };
 
 /// The endpoint types [`endpoint_for`] can build in this build (aliases aside: `rankings`
@@ -30,6 +30,7 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "hf_tei_rankings",
     "huggingface_generate",
     "image_generation",
+    "image_retrieval",
     "messages",
     "raw",
     #[cfg(feature = "templates")]
@@ -70,6 +71,7 @@ fn endpoint_summary(name: &str) -> &'static str {
         "hf_tei_rankings" => "Hugging Face TEI rerank (/rerank)",
         "huggingface_generate" => "Hugging Face TGI generate and generate_stream (/generate)",
         "image_generation" => "OpenAI image generation (/v1/images/generations)",
+        "image_retrieval" => "NVIDIA NIM image inference, e.g. page elements or tables (/v1/infer)",
         "messages" => "Anthropic Messages API, streaming or not (/v1/messages)",
         "raw" => {
             "a dataset's complete request bodies sent verbatim to --url; the reply text \
@@ -166,6 +168,7 @@ pub fn endpoint_for(
         "hf_tei_rankings" => Ok(Arc::new(RankingsEndpoint::hf_tei(options))),
         "huggingface_generate" => Ok(Arc::new(HuggingFaceGenerateEndpoint::new(options))),
         "image_generation" => Ok(Arc::new(ImageGenerationEndpoint::new(options))),
+        "image_retrieval" => Ok(Arc::new(ImageRetrievalEndpoint::new(options))),
         "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
         "raw" => Ok(Arc::new(RawEndpoint::new(options))),
         #[cfg(feature = "templates")]
@@ -238,6 +241,7 @@ mod tests {
                 | "raw"
                 | "template" => (true, true, true),
                 "image_generation" => (true, false, true),
+                "image_retrieval" => (false, false, false),
                 _ => (false, false, true),
             };
             assert_eq!(flags(name), expected, "{name}");

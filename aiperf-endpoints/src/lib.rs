@@ -8,7 +8,8 @@
 //!   [`EmbeddingsEndpoint`] (`embeddings`, `nim_embeddings`), [`ChatEmbeddingsEndpoint`],
 //!   [`RankingsEndpoint`] (`nim_rankings`, `cohere_rankings`, `hf_tei_rankings`),
 //!   [`HuggingFaceGenerateEndpoint`] (TGI), [`ImageGenerationEndpoint`]
-//!   (`/v1/images/generations`), [`MessagesEndpoint`] (Anthropic `/v1/messages`; its API
+//!   (`/v1/images/generations`), [`ImageRetrievalEndpoint`] (NIM `/v1/infer`),
+//!   [`MessagesEndpoint`] (Anthropic `/v1/messages`; its API
 //!   key goes in `x-api-key`, as its
 //!   [`EndpointInfo::api_key_header`](aiperf_core::EndpointInfo::api_key_header) says), [`TemplateEndpoint`] (a user's Jinja
 //!   template) and [`RawEndpoint`] (the dataset's complete request bodies, sent verbatim),
@@ -84,6 +85,7 @@ mod embeddings;
 mod factory;
 mod huggingface;
 mod image_generation;
+mod image_retrieval;
 mod messages;
 mod openai;
 mod payload;
@@ -109,6 +111,7 @@ pub use factory::{
 };
 pub use huggingface::HuggingFaceGenerateEndpoint;
 pub use image_generation::ImageGenerationEndpoint;
+pub use image_retrieval::ImageRetrievalEndpoint;
 pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
 pub use rankings::RankingsEndpoint;
 pub use raw::RawEndpoint;

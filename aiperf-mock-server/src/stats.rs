@@ -17,6 +17,7 @@ pub(crate) enum Route {
     Responses,
     Messages,
     ImageGenerations,
+    ImageRetrieval,
     TgiGenerate,
     TgiGenerateStream,
     Models,
@@ -29,7 +30,7 @@ pub(crate) enum Route {
 }
 
 impl Route {
-    pub(crate) const ALL: [Route; 18] = [
+    pub(crate) const ALL: [Route; 19] = [
         Route::Chat,
         Route::Completions,
         Route::Embeddings,
@@ -39,6 +40,7 @@ impl Route {
         Route::Responses,
         Route::Messages,
         Route::ImageGenerations,
+        Route::ImageRetrieval,
         Route::TgiGenerate,
         Route::TgiGenerateStream,
         Route::Models,
@@ -61,6 +63,7 @@ impl Route {
             Route::Responses => "/v1/responses",
             Route::Messages => "/v1/messages",
             Route::ImageGenerations => "/v1/images/generations",
+            Route::ImageRetrieval => "/v1/infer",
             Route::TgiGenerate => "/generate",
             Route::TgiGenerateStream => "/generate_stream",
             Route::Models => "/v1/models",
@@ -86,6 +89,7 @@ impl Route {
                 | Route::Responses
                 | Route::Messages
                 | Route::ImageGenerations
+                | Route::ImageRetrieval
                 | Route::TgiGenerate
                 | Route::TgiGenerateStream
         )

@@ -1,7 +1,7 @@
 //! `aiperf profile`, the built binary, against the in-process mock server for the endpoint
-//! types beyond chat: Anthropic `messages`, `chat_embeddings`, `image_generation` and
-//! `template`. Each run's requests are recorded by the mock, so the tests check exactly what
-//! was sent as well as the metrics that came out.
+//! types beyond chat: Anthropic `messages`, `chat_embeddings`, `image_generation`,
+//! `image_retrieval` and `template`. Each run's requests are recorded by the mock, so the
+//! tests check exactly what was sent as well as the metrics that came out.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 mod common;
@@ -185,4 +185,32 @@ async fn a_template_file_drives_the_chat_route() {
     assert_eq!(stat(&summary, "output_sequence_length", "min"), 6.0);
     assert_eq!(stat(&summary, "output_sequence_length", "max"), 6.0);
     assert!(summary.get("time_to_first_token").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_retrieval_sends_each_turn_s_images_to_the_infer_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = recording_mock(dir.path()).await;
+    let (summary, requests) = run(
+        server,
+        dir.path(),
+        "-m mock-model --endpoint-type image_retrieval --request-count 3 --isl 0 \
+         --image-width-mean 16 --image-height-mean 16 --image-batch-size 2 --random-seed 6",
+    )
+    .await;
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        assert_eq!(request["path"], "/v1/infer");
+        let sent = recorded_body(request);
+        let images = sent["input"].as_array().unwrap();
+        assert_eq!(images.len(), 2, "{sent}");
+        assert!(images.iter().all(|image| image["type"] == "image_url"
+            && image["url"].as_str().unwrap().starts_with("data:image/")));
+        // No model and no prompt: NIM image inference takes images only.
+        assert!(sent.get("model").is_none() && sent.get("messages").is_none());
+    }
+    assert_eq!(stat(&summary, "request_count", "avg"), 3.0);
+    assert!(summary.get("request_latency").is_some());
+    assert!(summary.get("output_sequence_length").is_none());
+    assert!(summary.get("input_sequence_length").is_none());
 }

@@ -1,4 +1,5 @@
-//! `POST /v1/images/generations` (OpenAI image generation).
+//! `POST /v1/images/generations` (OpenAI image generation) and `POST /v1/infer` (NVIDIA
+//! NIM image retrieval: one detected table per input image, due after the TTFT).
 //!
 //! Every image is the same 1×1 PNG. `response_format` `b64_json` (the default) carries it
 //! inline, `url` points at a placeholder address. A whole answer is due after the TTFT;
@@ -83,6 +84,45 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
     });
     let due = ctx.due_after(ctx.state.cfg.ttft_ms, 0.0, 0);
     Ok(ctx.plain(Bytes::from(out.to_string()), due, u64::from(prompt_tokens)))
+}
+
+#[derive(Debug, Deserialize)]
+struct RetrievalRequest {
+    input: Option<Vec<RetrievalInput>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RetrievalInput {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    url: Option<String>,
+}
+
+pub(crate) fn retrieve(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
+    let req: RetrievalRequest = parse(body)?;
+    let images = req.input.unwrap_or_default();
+    if images.is_empty() {
+        return Err(ApiError::bad_request("'input' needs at least one image"));
+    }
+    if let Some(i) = images
+        .iter()
+        .position(|image| image.kind.as_deref() != Some("image_url") || image.url.is_none())
+    {
+        return Err(ApiError::bad_request(format!(
+            "input[{i}] must be {{\"type\": \"image_url\", \"url\": …}}"
+        )));
+    }
+    let boxes = |index: usize| {
+        json!({
+            "index": index,
+            "bounding_boxes": {"table": [
+                {"x_min": 0.1, "y_min": 0.2, "x_max": 0.8, "y_max": 0.6, "confidence": 0.93}
+            ]},
+        })
+    };
+    let out = json!({"data": (0..images.len()).map(boxes).collect::<Vec<_>>()});
+    let due = ctx.due_after(ctx.state.cfg.ttft_ms, 0.0, 0);
+    Ok(ctx.plain(Bytes::from(out.to_string()), due, 0))
 }
 
 /// Renders `image_generation.*` events; the plan's last "token" is the final image.
