@@ -5,9 +5,7 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use aiperf_datasets::{choose_tokenizer, load_tokenizer, HubEnv, Tokenizer};
-use aiperf_endpoints::HttpTransport;
-use aiperf_runner::chat::{ChatOptions, ChatSession};
+use aiperf_runner::chat::{load_chat_tokenizer, ChatOptions, ChatSession};
 
 use crate::args::ChatArgs;
 
@@ -34,7 +32,7 @@ pub(crate) fn run(args: &ChatArgs) -> ExitCode {
 }
 
 async fn chat(args: &ChatArgs) -> anyhow::Result<ExitCode> {
-    let tokenizer = tokenizer(args).await?;
+    let tokenizer = load_chat_tokenizer(args.tokenizer.as_deref(), &args.model).await?;
     let options = ChatOptions {
         api_key: args.api_key.clone(),
         system_prompt: args.system_prompt.clone(),
@@ -99,12 +97,4 @@ async fn read_line() -> anyhow::Result<Option<String>> {
         (0, _) => None,
         (_, line) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
     })
-}
-
-/// `--tokenizer`, else the model name (a placeholder name gets the builtin tokenizer);
-/// downloaded into the Hugging Face cache when not there yet.
-async fn tokenizer(args: &ChatArgs) -> anyhow::Result<Tokenizer> {
-    let choice = choose_tokenizer(args.tokenizer.as_deref(), &args.model, None)?;
-    let transport = HttpTransport::builder().build()?;
-    Ok(load_tokenizer(&choice.spec, &HubEnv::from_process_env(), Some(&transport)).await?)
 }

@@ -89,6 +89,24 @@ pub enum ChatError {
     /// The request failed below HTTP, or the server answered with an error.
     #[error("request failed: {0}")]
     Request(String),
+    /// The tokenizer could not be chosen or loaded.
+    #[error(transparent)]
+    Tokenizer(#[from] aiperf_datasets::TokenizerError),
+}
+
+/// The tokenizer `aiperf chat` counts output tokens with: `tokenizer` (a name, a path or
+/// `builtin`), else the model's; a placeholder model name gets the builtin tokenizer.
+/// Downloaded into the Hugging Face cache when it is not there yet.
+pub async fn load_chat_tokenizer(
+    tokenizer: Option<&str>,
+    model: &str,
+) -> Result<Tokenizer, ChatError> {
+    let choice = aiperf_datasets::choose_tokenizer(tokenizer, model, None)?;
+    let transport = HttpTransport::builder()
+        .build()
+        .map_err(|e| ChatError::Transport(e.to_string()))?;
+    let hub = aiperf_datasets::HubEnv::from_process_env();
+    Ok(aiperf_datasets::load_tokenizer(&choice.spec, &hub, Some(&transport)).await?)
 }
 
 /// One reply and its speed.
