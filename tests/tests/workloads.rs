@@ -291,10 +291,17 @@ async fn simulated_users_are_numbered_and_keep_their_gap() {
         "{} requests",
         requests.len()
     );
+    // Each user waits num_users / rate = 200 ms between turns. A busy machine can
+    // delay one send, which stretches one gap and may shorten the next, so each gap
+    // gets a wide window and their mean a narrow one.
     for (user, times) in &users {
-        for pair in times.windows(2) {
-            let gap = pair[1] - pair[0];
-            assert!((gap - 200.0).abs() < 40.0, "user {user}: {times:?}");
+        let gaps: Vec<f64> = times.windows(2).map(|pair| pair[1] - pair[0]).collect();
+        for gap in &gaps {
+            assert!((120.0..=320.0).contains(gap), "user {user}: {times:?}");
+        }
+        if !gaps.is_empty() {
+            let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            assert!((mean - 200.0).abs() < 40.0, "user {user}: {times:?}");
         }
     }
 }
