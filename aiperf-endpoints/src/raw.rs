@@ -2,11 +2,11 @@
 
 use aiperf_core::{
     ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ErrorDetails,
-    ParsedExchange, RawExchange, RequestInput,
+    ParsedExchange, ParsedResponse, RawExchange, RequestInput,
 };
 use serde_json::Value;
 
-use crate::response::{parse_with, Format, Piece, Unreadable};
+use crate::response::{exchange_failure, parse_with, Format, Piece, Unreadable};
 use crate::response_field::{FieldPath, ResponseFieldFormat, RESPONSE_FIELD_KEY};
 use crate::EndpointOptions;
 
@@ -37,8 +37,8 @@ const INFO: EndpointInfo = EndpointInfo {
 /// else embeddings, rankings, a text field (`text`, `content`, `response`, `output`,
 /// `result`, `generated_text`), then OpenAI `choices[0]` (`text`, `message.content`,
 /// `delta.content`; `reasoning_content` is reasoning); `usage` when present. An SSE event
-/// whose data is not JSON is text, as in the Python AIPerf (a whole body must be JSON: a
-/// `text/plain` answer fails the request, where the Python AIPerf takes it as text).
+/// whose data is not JSON is text, as in the Python AIPerf, and so is a whole `text/plain`
+/// body. Other non-JSON bodies (a proxy's HTML error page) fail the request.
 #[derive(Debug)]
 pub struct RawEndpoint {
     response_field: Option<FieldPath>,
@@ -84,11 +84,40 @@ impl Endpoint for RawEndpoint {
     }
 
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+        if let Some(text) = plain_text_answer(exchange) {
+            return ParsedExchange {
+                responses: vec![ParsedResponse {
+                    at: exchange.chunks.last().map_or(exchange.ended_at, |c| c.at),
+                    text,
+                    reasoning: String::new(),
+                    has_other_data: false,
+                    usage: None,
+                }],
+                error: exchange.error.as_ref().map(ErrorDetails::from),
+            };
+        }
         parse_with(
             exchange,
             TextFallback(ResponseFieldFormat::new(self.response_field.as_ref())),
         )
     }
+}
+
+/// The body of a successful `text/plain` answer: a server that answers a raw payload with
+/// bare text (a health or echo route, a custom service) answered, and the text is what it
+/// generated. `None` for anything else, which the JSON and SSE readers handle.
+fn plain_text_answer(exchange: &RawExchange) -> Option<String> {
+    let content_type = exchange.content_type.as_deref()?;
+    let is_plain = content_type
+        .split(';')
+        .next()
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/plain"));
+    if !is_plain || exchange_failure(exchange).is_some() {
+        return None;
+    }
+    let body = exchange.body();
+    let text = String::from_utf8_lossy(&body);
+    (!text.trim().is_empty()).then(|| text.into_owned())
 }
 
 /// A format whose payloads that are not JSON at all are text.

@@ -163,6 +163,33 @@ fn the_response_field_picks_the_text_and_a_bad_one_falls_back_to_auto_detection(
 }
 
 #[test]
+fn a_plain_text_answer_is_the_generated_text_and_html_is_not() {
+    let parsed = raw().parse(&exchange(
+        200,
+        Some("text/plain; charset=utf-8"),
+        &["Hello ", "world"],
+    ));
+    assert_eq!(parsed.error, None);
+    assert_eq!(parsed.responses.len(), 1);
+    assert_eq!(parsed.responses[0].text, "Hello world");
+
+    let page = raw().parse(&exchange(
+        200,
+        Some("text/html"),
+        &["<html>bad gateway</html>"],
+    ));
+    assert!(page.responses.iter().all(|r| !r.has_content()));
+    assert_eq!(
+        page.error.unwrap().kind.as_deref(),
+        Some("UnexpectedContentTypeError")
+    );
+
+    let failed = raw().parse(&exchange(503, Some("text/plain"), &["overloaded"]));
+    assert!(failed.responses.is_empty());
+    assert_eq!(failed.error.unwrap().code, Some(503));
+}
+
+#[test]
 fn stream_events_that_are_not_json_are_text() {
     let parsed = raw().parse(&stream(&[
         "data: plain\n\n",
