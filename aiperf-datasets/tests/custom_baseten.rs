@@ -15,6 +15,8 @@ use aiperf_datasets::{
 };
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, Int64Array, ListArray, RecordBatch, StringArray};
+use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+use parquet::file::properties::WriterProperties;
 use serde_json::json;
 
 type Columns = Vec<(&'static str, ArrayRef)>;
@@ -73,9 +75,17 @@ fn trace() -> Columns {
 }
 
 fn write_parquet(path: &Path, columns: Columns) {
+    write_compressed_parquet(path, columns, Compression::SNAPPY);
+}
+
+fn write_compressed_parquet(path: &Path, columns: Columns, compression: Compression) {
     let batch = RecordBatch::try_from_iter(columns).unwrap();
     let file = std::fs::File::create(path).unwrap();
-    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    let props = WriterProperties::builder()
+        .set_compression(compression)
+        .build();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
     writer.write(&batch).unwrap();
     writer.close().unwrap();
 }
@@ -173,6 +183,22 @@ fn a_parquet_trace_replays_each_session_from_its_recorded_starts() {
             ContextMode::DeltasWithoutResponses
         ]
     );
+}
+
+#[test]
+fn traces_compressed_with_each_common_codec_load_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, compression) in [
+        ("zstd", Compression::ZSTD(ZstdLevel::default())),
+        ("gzip", Compression::GZIP(GzipLevel::default())),
+        ("lz4", Compression::LZ4_RAW),
+        ("none", Compression::UNCOMPRESSED),
+    ] {
+        let path = dir.path().join(format!("{name}.parquet"));
+        write_compressed_parquet(&path, trace(), compression);
+        let loaded = load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(summary(&loaded.conversations), expected(), "{name}");
+    }
 }
 
 #[test]
