@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use aiperf_plot::swim_lane::{write_swim_lane, SwimLaneOptions};
+use aiperf_plot::swim_lane::{write_swim_lane, write_swim_lane_html, SwimLaneOptions};
 use aiperf_plot::turn_messages::{write_turn_messages, TurnMessagesOptions};
 use aiperf_plot::PlotError;
 
@@ -41,13 +41,6 @@ pub(crate) fn run(command: &AnalyzeCommand) -> ExitCode {
             ramp,
             html,
         } => {
-            if *html {
-                eprintln!(
-                    "error: --html (the interactive viewer) is not available in aiperf-rs; \
-                     drop it: the PNG is written"
-                );
-                return ExitCode::from(2);
-            }
             let options = SwimLaneOptions {
                 output: out.clone(),
                 target_concurrency: *concurrency,
@@ -56,7 +49,12 @@ pub(crate) fn run(command: &AnalyzeCommand) -> ExitCode {
             };
             for_each_run(run_dirs, out.is_some(), |run_dir| {
                 let saved = write_swim_lane(run_dir, &options)?;
-                Ok(format!("saved {}", saved.display()))
+                let mut lines = format!("saved {}", saved.display());
+                if *html {
+                    let page = write_swim_lane_html(run_dir, &options)?;
+                    lines.push_str(&format!("\nsaved {}", page.display()));
+                }
+                Ok(lines)
             })
         }
     }

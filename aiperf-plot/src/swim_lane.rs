@@ -29,6 +29,7 @@ use aiperf_metrics::artifacts::{open_if_present, RECORDS_FILE};
 
 use crate::artifacts::{read_records, RequestRow};
 use crate::render::{register_font, FONT};
+use crate::report::escape;
 use crate::theme::Colours;
 use crate::{PlotError, Theme};
 
@@ -50,6 +51,14 @@ pub struct LaneRequest {
     pub end_s: f64,
     /// Whether it failed.
     pub failed: bool,
+    /// Its time to first token, ms, when it had one.
+    pub ttft_ms: Option<f64>,
+    /// Its request latency, ms.
+    pub latency_ms: Option<f64>,
+    /// Its input sequence length, tokens.
+    pub isl: Option<f64>,
+    /// Its output sequence length, tokens.
+    pub osl: Option<f64>,
 }
 
 /// One session's requests, in start order.
@@ -110,6 +119,10 @@ pub fn lanes(rows: &[RequestRow]) -> Lanes {
             start_s: seconds(*start),
             end_s: seconds(*end),
             failed: row.failed,
+            ttft_ms: row.ttft_ms,
+            latency_ms: row.latency_ms,
+            isl: row.isl,
+            osl: row.osl,
         });
     }
 
@@ -153,10 +166,12 @@ pub struct SwimLaneOptions {
     pub theme: Theme,
 }
 
-/// Reads `run_dir`'s `profile_export.jsonl`, draws the swim lanes and writes the PNG;
-/// returns its path. A run without records (`--export-level summary`) is an error that
-/// says so.
-pub fn write_swim_lane(run_dir: &Path, options: &SwimLaneOptions) -> Result<PathBuf, PlotError> {
+/// The default name of the interactive viewer, written into the run directory.
+pub const HTML_FILE_NAME: &str = "swim_lane.html";
+
+/// Reads `run_dir`'s `profile_export.jsonl` into lanes. A run without records
+/// (`--export-level summary`) is an error that says so.
+pub fn read_lanes(run_dir: &Path) -> Result<Lanes, PlotError> {
     let path = run_dir.join(RECORDS_FILE);
     let no_records = || {
         PlotError::draw(
@@ -172,7 +187,13 @@ pub fn write_swim_lane(run_dir: &Path, options: &SwimLaneOptions) -> Result<Path
     if lanes.lanes.is_empty() {
         return Err(no_records());
     }
-    let png = swim_lane_png(&lanes, options)?;
+    Ok(lanes)
+}
+
+/// Reads `run_dir`'s records ([`read_lanes`]), draws the swim lanes and writes the PNG;
+/// returns its path.
+pub fn write_swim_lane(run_dir: &Path, options: &SwimLaneOptions) -> Result<PathBuf, PlotError> {
+    let png = swim_lane_png(&read_lanes(run_dir)?, options)?;
     let output = options
         .output
         .clone()
@@ -180,6 +201,62 @@ pub fn write_swim_lane(run_dir: &Path, options: &SwimLaneOptions) -> Result<Path
     std::fs::write(&output, png).map_err(|e| PlotError::io(&output, e))?;
     Ok(output)
 }
+
+/// Reads `run_dir`'s records and writes the interactive viewer ([`swim_lane_html`]):
+/// [`HTML_FILE_NAME`] in the run directory, or the PNG's `output` path with an `.html`
+/// extension, as the Python AIPerf names it. Returns its path.
+pub fn write_swim_lane_html(
+    run_dir: &Path,
+    options: &SwimLaneOptions,
+) -> Result<PathBuf, PlotError> {
+    let name = run_dir.file_name().map_or_else(
+        || run_dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let page = swim_lane_html(&name, &read_lanes(run_dir)?, options);
+    let output = options.output.as_ref().map_or_else(
+        || run_dir.join(HTML_FILE_NAME),
+        |png| png.with_extension("html"),
+    );
+    std::fs::write(&output, page).map_err(|e| PlotError::io(&output, e))?;
+    Ok(output)
+}
+
+/// The interactive viewer: one self-contained HTML page (no network references) that
+/// draws the lanes and the in-flight curve on a canvas, zooms and pans the time axis, and
+/// shows each request's stamps, TTFT, latency and token counts on hover. The data is
+/// embedded as JSON.
+pub fn swim_lane_html(run: &str, lanes: &Lanes, options: &SwimLaneOptions) -> String {
+    let requests: usize = lanes.lanes.iter().map(|lane| lane.requests.len()).sum();
+    let failed = lanes
+        .lanes
+        .iter()
+        .flat_map(|lane| &lane.requests)
+        .filter(|r| r.failed)
+        .count();
+    let data = serde_json::json!({
+        "endS": lanes.end_s,
+        "requests": requests,
+        "failed": failed,
+        "target": options.target_concurrency,
+        "rampS": options.ramp_s,
+        "inFlight": lanes.in_flight,
+        "lanes": lanes.lanes.iter().map(|lane| serde_json::json!({
+            "s": lane.session,
+            "r": lane.requests.iter().map(|r| serde_json::json!([
+                r.start_s, r.end_s, r.failed, r.ttft_ms, r.latency_ms, r.isl, r.osl
+            ])).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    });
+    // Inside <script>, only "</" could end the element early; JSON allows "<\/".
+    let data = data.to_string().replace("</", "<\\/");
+    VIEWER
+        .replace("__TITLE__", &escape(run))
+        .replace("__DATA__", &data)
+}
+
+/// The viewer page; `__TITLE__` and `__DATA__` are filled in.
+const VIEWER: &str = include_str!("swim_lane_viewer.html");
 
 /// The picture as PNG file contents, [`SIZE`] pixels.
 pub fn swim_lane_png(lanes: &Lanes, options: &SwimLaneOptions) -> Result<Vec<u8>, PlotError> {
@@ -329,21 +406,12 @@ mod tests {
         let lanes = lanes(&rows);
         let sessions: Vec<&str> = lanes.lanes.iter().map(|l| l.session.as_str()).collect();
         assert_eq!(sessions, ["a", "b", "request 2"]);
-        assert_eq!(
-            lanes.lanes[0].requests,
-            [
-                LaneRequest {
-                    start_s: 0.0,
-                    end_s: 0.3,
-                    failed: false
-                },
-                LaneRequest {
-                    start_s: 0.3,
-                    end_s: 0.5,
-                    failed: true
-                },
-            ]
-        );
+        let spans: Vec<(f64, f64, bool)> = lanes.lanes[0]
+            .requests
+            .iter()
+            .map(|r| (r.start_s, r.end_s, r.failed))
+            .collect();
+        assert_eq!(spans, [(0.0, 0.3, false), (0.3, 0.5, true)]);
         // At 0.3 s one request ends as another starts: the count stays at 2.
         assert_eq!(
             lanes.in_flight,
@@ -359,6 +427,45 @@ mod tests {
         );
         assert_eq!(lanes.end_s, 0.5);
         assert_eq!(lanes.peak_in_flight(), 3);
+    }
+
+    #[test]
+    fn the_viewer_embeds_every_request_with_its_metrics_and_reaches_no_network() {
+        let mut first = row(Some("a</script>"), 0, 300, false);
+        first.ttft_ms = Some(20.5);
+        first.latency_ms = Some(300.0);
+        first.isl = Some(128.0);
+        first.osl = Some(16.0);
+        let lanes = lanes(&[first, row(Some("b"), 100, 200, true)]);
+        let options = SwimLaneOptions {
+            target_concurrency: Some(2),
+            ramp_s: Some(0.1),
+            ..SwimLaneOptions::default()
+        };
+        let page = swim_lane_html("run <1>", &lanes, &options);
+        assert!(page.contains("<title>Swim lanes: run &lt;1&gt;</title>"));
+        let start = page.find(r#"id="data">"#).unwrap() + r#"id="data">"#.len();
+        let end = start + page[start..].find("</script>").unwrap();
+        let data: serde_json::Value = serde_json::from_str(&page[start..end]).unwrap();
+        assert_eq!(data["lanes"][0]["s"], "a</script>");
+        assert_eq!(
+            data["lanes"][0]["r"][0],
+            serde_json::json!([0.0, 0.3, false, 20.5, 300.0, 128.0, 16.0])
+        );
+        assert_eq!(
+            data["lanes"][1]["r"][0],
+            serde_json::json!([0.1, 0.2, true, null, null, null, null])
+        );
+        assert_eq!(
+            (data["requests"].as_u64(), data["failed"].as_u64()),
+            (Some(2), Some(1))
+        );
+        assert_eq!(data["target"], 2);
+        assert_eq!(data["rampS"], 0.1);
+        assert_eq!(data["inFlight"][1], serde_json::json!([0.1, 2]));
+        for reference in ["http:", "https:", "src=", "href=", "@import", "url("] {
+            assert!(!page.contains(reference), "{reference}");
+        }
     }
 
     #[test]

@@ -318,6 +318,36 @@ async fn analyze_draws_swim_lanes_and_turn_messages_and_skips_a_run_without_reco
     // aiperf_plot::swim_lane::SIZE.
     assert_eq!(png_size(&png), (1400, 900));
 
+    let custom = dir.path().join("custom.png");
+    let with_viewer = analyze(&[
+        "swim-lane",
+        lanes.to_str().unwrap(),
+        "--html",
+        "-o",
+        custom.to_str().unwrap(),
+    ]);
+    assert_exit(&with_viewer, 0);
+    let viewer = dir.path().join("custom.html");
+    assert_eq!(
+        String::from_utf8_lossy(&with_viewer.stdout),
+        format!("saved {}\nsaved {}\n", custom.display(), viewer.display())
+    );
+    let viewer = std::fs::read_to_string(&viewer).unwrap();
+    // 8 requests in 4 sessions of 2 turns, each with its stamps and metrics.
+    let start = viewer.find(r#"id="data">"#).unwrap() + r#"id="data">"#.len();
+    let end = start + viewer[start..].find("</script>").unwrap();
+    let data: serde_json::Value = serde_json::from_str(&viewer[start..end]).unwrap();
+    assert_eq!(data["requests"], 8);
+    assert_eq!(data["lanes"].as_array().unwrap().len(), 4);
+    let first = &data["lanes"][0]["r"][0];
+    // Not streamed: no TTFT; latency and input length are there.
+    assert!(first[3].is_null(), "{first}");
+    assert!(
+        first[4].as_f64().unwrap() > 0.0 && first[5].as_f64().unwrap() > 0.0,
+        "{first}"
+    );
+    assert!(!viewer.contains("http:") && !viewer.contains("https:"));
+
     let mixed = analyze(&[
         "swim-lane",
         summary_only.to_str().unwrap(),

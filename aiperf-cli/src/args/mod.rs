@@ -120,7 +120,8 @@ pub(crate) enum AnalyzeCommand {
         /// A ramp duration in seconds, marked with a vertical line.
         #[arg(long = "ramp")]
         ramp: Option<f64>,
-        /// The Python AIPerf's interactive HTML viewer: not available here (refused).
+        /// Also write an interactive HTML viewer (zoom, pan, each request's metrics on
+        /// hover): swim_lane.html, or the -o path with an .html extension.
         #[arg(long = "html")]
         html: bool,
     },
