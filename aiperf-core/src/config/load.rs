@@ -132,6 +132,66 @@ pub struct LoadConfig {
     /// The warmup phase.
     #[serde(default)]
     pub warmup: WarmupConfig,
+    /// Run one shard of the benchmark in this process (`--shard K/N`); `None`: all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+}
+
+/// Shard `index` of `count`: one of `count` processes that together offer exactly the
+/// load one process would, each built from the same configuration and seed.
+///
+/// Sessions are numbered in the order one process would start them (closed loop: the
+/// order slots free; open loop: the schedule's arrivals; a replay: the trace's sessions;
+/// simulated users: the users). A shard starts the sessions whose number is `index`
+/// modulo `count`, draws each one's conversation as the whole run would, and keeps its
+/// share of every limit: concurrency slots, request and session counts, split with the
+/// remainder going to the lowest shards. Arrivals keep their instants, so the shards'
+/// union has the requested rate and pattern.
+///
+/// ```
+/// use aiperf_core::config::Shard;
+///
+/// let shard = Shard::new(1, 4).unwrap();
+/// assert_eq!(shard.share(10), 3); // sessions 1, 5, 9
+/// assert!(shard.owns(5) && !shard.owns(6));
+/// assert_eq!(shard.global_index(2), 9);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// This shard, 0-based.
+    pub index: u32,
+    /// How many shards the benchmark has.
+    pub count: u32,
+}
+
+impl Shard {
+    /// Shard `index` of `count`; `None` unless `index < count`.
+    pub fn new(index: u32, count: u32) -> Option<Shard> {
+        (index < count).then_some(Shard { index, count })
+    }
+
+    /// This shard's part of `total` (slots, requests, sessions): the number of
+    /// `0..total` that are `index` modulo `count`.
+    pub fn share(self, total: u64) -> u64 {
+        let (count, index) = (u64::from(self.count), u64::from(self.index));
+        total / count + u64::from(index < total % count)
+    }
+
+    /// Whether the run-wide session `number` is this shard's.
+    pub fn owns(self, number: u64) -> bool {
+        number % u64::from(self.count) == u64::from(self.index)
+    }
+
+    /// The run-wide number of this shard's `local`-th session (0-based).
+    pub fn global_index(self, local: u64) -> u64 {
+        local * u64::from(self.count) + u64::from(self.index)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
 }
 
 /// `--fixed-schedule` and its offsets.
@@ -239,6 +299,7 @@ impl LoadConfig {
         self.check_ramps_and_prefill()?;
         self.check_cancellation()?;
         self.check_warmup()?;
+        self.check_shard()?;
         if self.request_count.is_some() && self.num_sessions.is_some() {
             return Err(ConfigError::Conflict {
                 first: "load.request_count",
@@ -250,6 +311,57 @@ impl LoadConfig {
             || self.num_sessions.is_some();
         if !has_stop && !self.fixed_schedule.is_enabled() {
             self.request_count = Some(DEFAULT_REQUEST_COUNT);
+        }
+        Ok(())
+    }
+
+    /// Every shard must get something to do: at least one concurrency slot in a closed
+    /// loop and at least one of each counted limit.
+    fn check_shard(&self) -> Result<(), ConfigError> {
+        let Some(shard) = self.shard else {
+            return Ok(());
+        };
+        if shard.count == 0 || shard.index >= shard.count {
+            return Err(ConfigError::Invalid {
+                field: "load.shard",
+                reason: format!("shard {shard}: the index must be below the count"),
+            });
+        }
+        let closed_loop = self.request_rate.is_none()
+            && self.request_rate_series.is_none()
+            && self.user_centric.is_none()
+            && !self.fixed_schedule.is_enabled();
+        // A closed loop has one slot when no concurrency is given.
+        let slots = self
+            .concurrency
+            .or(closed_loop.then_some(1))
+            .map(|c| c as u64);
+        let count = u64::from(shard.count);
+        let limits = [
+            ("load.concurrency", slots),
+            (
+                "load.prefill_concurrency",
+                self.prefill_concurrency.map(|c| c as u64),
+            ),
+            ("load.request_count", self.request_count),
+            ("load.num_sessions", self.num_sessions),
+            (
+                "load.warmup.concurrency",
+                self.warmup.concurrency.map(|c| c as u64),
+            ),
+            ("load.warmup.request_count", self.warmup.request_count),
+            ("load.warmup.num_sessions", self.warmup.num_sessions),
+        ];
+        for (field, limit) in limits {
+            if let Some(limit) = limit.filter(|limit| *limit < count) {
+                return Err(ConfigError::Invalid {
+                    field,
+                    reason: format!(
+                        "{limit} cannot be split over {count} shards: each shard needs at \
+                         least one"
+                    ),
+                });
+            }
         }
         Ok(())
     }

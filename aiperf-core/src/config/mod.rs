@@ -24,7 +24,7 @@ pub use input::{
     DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
 };
 pub use load::{
-    parse_rate_series, ArrivalPattern, FixedScheduleConfig, LoadConfig, RateSeriesPoint,
+    parse_rate_series, ArrivalPattern, FixedScheduleConfig, LoadConfig, RateSeriesPoint, Shard,
     UserCentricConfig, WarmupConfig,
 };
 pub use validated::ValidatedConfig;
@@ -263,6 +263,14 @@ impl BenchmarkConfig {
             || load.benchmark_duration.is_some()
             || load.num_sessions.is_some();
         self.load.validate()?;
+        if self.load.shard.is_some() && self.input.random_seed.is_none() {
+            // Each shard would draw its own seed, so its own dataset and schedule.
+            return Err(ConfigError::Requires {
+                field: "load.shard",
+                needs: "input.random_seed (--random-seed), so that every shard builds the \
+                        same dataset and schedule",
+            });
+        }
         self.check_cross_section_rules()?;
         self.input.validate()?;
         let request_count_defaulted = !stop_given && self.load.request_count.is_some();

@@ -414,7 +414,7 @@ impl<S: RecordSink> Benchmark<S> {
             Arc::clone(&self.progress),
             self.cancel.clone(),
         );
-        let sampler = Arc::new(Mutex::new(self.sampler));
+        let draws = Arc::new(Mutex::new(phase::Draws::new(self.sampler)));
         let mut info = RunInfo {
             clock: Some(clock),
             ..RunInfo::default()
@@ -425,7 +425,7 @@ impl<S: RecordSink> Benchmark<S> {
             }
             let runner = PhaseRunner {
                 shared: Arc::clone(&self.shared),
-                sampler: Arc::clone(&sampler),
+                draws: Arc::clone(&draws),
                 results: tx.clone(),
                 cancel: self.cancel.clone(),
                 progress: Arc::clone(&self.progress),

@@ -15,6 +15,7 @@ use super::plan::{Cancellation, PhasePlan};
 use super::session::SessionStart;
 use super::{Progress, Shared, ToProcessor};
 use crate::clock::{instant_after, saturating_secs, Clock};
+use crate::config::Shard;
 use crate::conversation::Conversation;
 use crate::dataset::ConversationSampler;
 use crate::record::Phase;
@@ -24,7 +25,7 @@ use crate::PhaseStats;
 /// Runs one phase.
 pub(super) struct PhaseRunner {
     pub(super) shared: Arc<Shared>,
-    pub(super) sampler: Arc<Mutex<ConversationSampler>>,
+    pub(super) draws: Arc<Mutex<Draws>>,
     pub(super) results: mpsc::Sender<ToProcessor>,
     pub(super) cancel: CancellationToken,
     pub(super) progress: Arc<Progress>,
@@ -107,8 +108,11 @@ impl PhaseRunner {
             duration,
             grace_period,
             cancellation,
+            shard,
+            run_wide_sessions,
         } = plan;
         self.progress.reset(phase);
+        lock(&self.draws).start_phase();
         let start = Instant::now();
         // The processor only goes away after every phase ended.
         let _ = self
@@ -138,12 +142,18 @@ impl PhaseRunner {
         });
         let mut tasks = JoinSet::new();
         match scheduler.next_arrival() {
-            Arrival::WhenSlotFree => self.issue_closed_loop(&state, &slots, &mut tasks).await,
-            Arrival::Exhausted => {}
-            first => {
-                self.issue_open_loop(scheduler, first, &state, &slots, &mut tasks)
+            Arrival::WhenSlotFree => {
+                self.issue_closed_loop(&state, shard, &slots, &mut tasks)
                     .await;
             }
+            Arrival::Exhausted => {}
+            first => {
+                self.issue_open_loop(scheduler, first, shard, &state, &slots, &mut tasks)
+                    .await;
+            }
+        }
+        if shard.is_some() {
+            lock(&self.draws).end_phase(run_wide_sessions);
         }
         let sending_end = Instant::now();
         let (cancelled, grace_expired) = self.drain(&mut tasks, &state, grace_period).await;
@@ -164,9 +174,11 @@ impl PhaseRunner {
     }
 
     /// Closed loop: start a session whenever a slot frees, until a stop condition holds.
+    /// A shard's `m`-th session is the run's session `m × count + index`.
     async fn issue_closed_loop(
         &self,
         state: &Arc<PhaseState>,
+        shard: Option<Shard>,
         slots: &Arc<Semaphore>,
         tasks: &mut JoinSet<()>,
     ) {
@@ -182,10 +194,11 @@ impl PhaseRunner {
                     Err(_) => break,
                 },
             };
-            let Some((credit_id, session_index)) = state.reserve_session() else {
+            let Some((credit_id, local_index)) = state.reserve_session() else {
                 break;
             };
-            let Some(conversation) = self.pick(None) else {
+            let session_index = shard.map_or(local_index, |s| s.global_index(local_index));
+            let Some(conversation) = lock(&self.draws).conversation(session_index, None) else {
                 break;
             };
             let start = SessionStart {
@@ -205,11 +218,13 @@ impl PhaseRunner {
 
     /// Open loop: a timing thread wakes at each arrival, picks its conversation and hands
     /// it over; its session task then waits for a slot if a concurrency cap is set. Late
-    /// sends are recorded as schedule lag; no arrival is dropped.
+    /// sends are recorded as schedule lag; no arrival is dropped. Arrivals are the run's
+    /// sessions in order: a shard passes over those it does not own without waiting.
     async fn issue_open_loop(
         &self,
         mut scheduler: Box<dyn Scheduler>,
         first: Arrival,
+        shard: Option<Shard>,
         state: &Arc<PhaseState>,
         slots: &Arc<Semaphore>,
         tasks: &mut JoinSet<()>,
@@ -217,10 +232,10 @@ impl PhaseRunner {
         let (arrivals_tx, mut arrivals) = mpsc::unbounded_channel::<SessionStart>();
         let timer_state = Arc::clone(state);
         let cancel = self.cancel.clone();
-        let sampler = Arc::clone(&self.sampler);
+        let draws = Arc::clone(&self.draws);
         let timer = std::thread::spawn(move || {
             let mut arrival = first;
-            loop {
+            for session_index in 0.. {
                 let planned = match arrival {
                     Arrival::At(at) => PlannedSession {
                         at,
@@ -233,13 +248,19 @@ impl PhaseRunner {
                 if timer_state.deadline.is_some_and(|d| due >= d) {
                     break;
                 }
+                if shard.is_some_and(|s| !s.owns(session_index)) {
+                    arrival = scheduler.next_arrival();
+                    continue;
+                }
                 if !sleep_precisely_until(due, &cancel) {
                     break;
                 }
-                let Some((credit_id, session_index)) = timer_state.reserve_session() else {
+                let Some((credit_id, _)) = timer_state.reserve_session() else {
                     break;
                 };
-                let Some(conversation) = pick(&sampler, planned.conversation) else {
+                let Some(conversation) =
+                    lock(&draws).conversation(session_index, planned.conversation)
+                else {
                     break;
                 };
                 let start = SessionStart {
@@ -273,14 +294,10 @@ impl PhaseRunner {
         }
     }
 
-    fn pick(&self, index: Option<usize>) -> Option<Arc<Conversation>> {
-        pick(&self.sampler, index)
-    }
-
     pub(super) fn clone_for_task(&self) -> PhaseRunner {
         PhaseRunner {
             shared: Arc::clone(&self.shared),
-            sampler: Arc::clone(&self.sampler),
+            draws: Arc::clone(&self.draws),
             results: self.results.clone(),
             cancel: self.cancel.clone(),
             progress: Arc::clone(&self.progress),
@@ -316,13 +333,62 @@ impl PhaseRunner {
     }
 }
 
-/// The conversation at `index` (a planned session), else the sampler's next one.
-fn pick(sampler: &Mutex<ConversationSampler>, index: Option<usize>) -> Option<Arc<Conversation>> {
-    let mut sampler = sampler.lock().ok()?;
-    match index {
-        Some(index) => sampler.get(index),
-        None => sampler.next_conversation(),
+/// The run's conversation draws: the sampler and how many conversations it has drawn,
+/// so that every session gets the conversation one process would give it, whichever
+/// shard starts it.
+pub(super) struct Draws {
+    sampler: ConversationSampler,
+    drawn: u64,
+    /// Draws made before the current phase.
+    phase_offset: u64,
+}
+
+impl Draws {
+    pub(super) fn new(sampler: ConversationSampler) -> Self {
+        Self {
+            sampler,
+            drawn: 0,
+            phase_offset: 0,
+        }
     }
+
+    /// The phase's sessions are numbered from the draws made so far.
+    fn start_phase(&mut self) {
+        self.phase_offset = self.drawn;
+    }
+
+    /// A shard's phase ended: when the whole run's session count is known, the next
+    /// phase draws on from where one process would.
+    fn end_phase(&mut self, run_wide_sessions: Option<u64>) {
+        if let Some(sessions) = run_wide_sessions {
+            self.skip_to(self.phase_offset + sessions);
+        }
+    }
+
+    /// The conversation of the phase's session `number`: the dataset's `index` when the
+    /// schedule names one, else the sampler's draw for that number (passing over the
+    /// draws of other shards' sessions).
+    fn conversation(&mut self, number: u64, index: Option<usize>) -> Option<Arc<Conversation>> {
+        if let Some(index) = index {
+            return self.sampler.get(index);
+        }
+        self.skip_to(self.phase_offset + number);
+        self.drawn += 1;
+        self.sampler.next_conversation()
+    }
+
+    fn skip_to(&mut self, draws: u64) {
+        while self.drawn < draws && self.sampler.next_conversation().is_some() {
+            self.drawn += 1;
+        }
+    }
+}
+
+/// The draws, whatever panicked while holding them (a panic leaves them consistent).
+fn lock(draws: &Mutex<Draws>) -> std::sync::MutexGuard<'_, Draws> {
+    draws
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A semaphore of `limit` slots (unlimited when `None`). With a ramp it starts at one

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::clock::saturating_secs;
-use crate::config::{ArrivalPattern, BenchmarkConfig, RateSeriesPoint};
+use crate::config::{ArrivalPattern, BenchmarkConfig, RateSeriesPoint, Shard};
 use crate::conversation::Conversation;
 use crate::record::Phase;
 use crate::schedule::{
@@ -39,6 +39,13 @@ pub struct PhasePlan {
     pub grace_period: Duration,
     /// Simulated client cancellation of some requests.
     pub cancellation: Option<Cancellation>,
+    /// The shard of the run this process offers: it starts only the sessions the shard
+    /// owns, numbered as the whole run numbers them. The limits above are already the
+    /// shard's share.
+    pub shard: Option<Shard>,
+    /// How many sessions the whole run starts in this phase, when its limits say so: a
+    /// shard's next phase draws its conversations from there on, as one process would.
+    pub run_wide_sessions: Option<u64>,
 }
 
 /// `--request-cancellation-rate`/`-delay`: which requests the client aborts on purpose.
@@ -62,6 +69,7 @@ impl std::fmt::Debug for PhasePlan {
             .field("session_count", &self.session_count)
             .field("duration", &self.duration)
             .field("grace_period", &self.grace_period)
+            .field("shard", &self.shard)
             .finish_non_exhaustive()
     }
 }
@@ -82,6 +90,30 @@ impl PhasePlan {
             duration: None,
             grace_period: Duration::MAX,
             cancellation: None,
+            shard: None,
+            run_wide_sessions: None,
+        }
+    }
+
+    /// This phase as shard `shard` offers it: its share of the concurrency, prefill,
+    /// request and session limits. The run-wide session count is kept when the limits
+    /// fix it: a session limit, or a request limit when every conversation is one turn.
+    #[must_use]
+    pub fn for_shard(self, shard: Shard, conversations: &[Conversation]) -> PhasePlan {
+        let single_turn =
+            !conversations.is_empty() && conversations.iter().all(|c| c.turns.len() == 1);
+        let run_wide_sessions = self
+            .session_count
+            .or(self.request_count.filter(|_| single_turn));
+        let share_slots = |slots: usize| shard.share(slots as u64) as usize;
+        PhasePlan {
+            concurrency: self.concurrency.map(share_slots),
+            prefill_concurrency: self.prefill_concurrency.map(share_slots),
+            request_count: self.request_count.map(|n| shard.share(n)),
+            session_count: self.session_count.map(|n| shard.share(n)),
+            shard: Some(shard),
+            run_wide_sessions,
+            ..self
         }
     }
 
@@ -106,6 +138,24 @@ impl PhasePlan {
             plans.push(warmup_plan(config, seed)?);
         }
         plans.push(profiling_plan(config, conversations, seed)?);
+        if let Some(shard) = config.load.shard {
+            // A replay's default count is every turn of the trace; a shard's share is every
+            // turn of its own sessions, which its schedule runs out at.
+            let whole_trace = config.load.request_count.is_none();
+            plans = plans
+                .into_iter()
+                .map(|plan| {
+                    let replays_whole_trace = plan.phase == Phase::Profiling
+                        && config.load.fixed_schedule.is_enabled()
+                        && whole_trace;
+                    let mut plan = plan.for_shard(shard, conversations);
+                    if replays_whole_trace {
+                        plan.request_count = None;
+                    }
+                    plan
+                })
+                .collect();
+        }
         Ok(plans)
     }
 }
