@@ -48,6 +48,7 @@ pub(crate) fn run_spec(
     spec.runs = multi_run_options(&args.runs);
     spec.slos = slos(args)?;
     spec.command_line = Some(command_line);
+    spec.start_at = args.load.start_at;
     spec.sweep = sweep_points(argv, args)?;
     if let Some(first) = spec.sweep.as_ref().and_then(|sweep| sweep.points.first()) {
         // The shared set-up (tokenizer, readiness, the sweep's directory) is the first
@@ -177,6 +178,7 @@ pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig
     args.rankings.apply(&mut config.input);
 
     config.load = args.load.to_config();
+    config.load.shard = args.load.shard()?;
     if let Some(path) = &args.load.request_rate_series {
         let text = std::fs::read_to_string(path).map_err(|error| {
             anyhow::anyhow!(

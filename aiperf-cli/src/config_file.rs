@@ -307,6 +307,9 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
 /// Flags of a whole option group the file cannot express (synthetic media, rankings):
 /// any of them gives the flags' group.
 const GROUP_OVERRIDES: &[(&[&str], Override)] = &[
+    (&["shard", "shard_count", "shard_index"], |c, f| {
+        c.load.shard = f.load.shard;
+    }),
     (
         &[
             "image_width_mean",
@@ -390,6 +393,7 @@ const SPEC_FLAGS: &[&str] = &[
     "set_consistent_seed",
     "no_set_consistent_seed",
     "slo",
+    "start_at",
 ];
 
 /// Flags about the console and the process, not the benchmark: they apply as usual.
@@ -494,6 +498,9 @@ pub(crate) fn run_spec(
     }
     if is_given(&["slo"]) {
         spec.slos = assemble::slos(args)?;
+    }
+    if is_given(&["start_at"]) {
+        spec.start_at = args.load.start_at;
     }
     spec.command_line = Some(command_line);
     Ok(spec)

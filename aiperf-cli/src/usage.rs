@@ -74,7 +74,7 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 96] = [
+const FIELD_FLAGS: [(&str, &str); 97] = [
     ("endpoint.api_key", "--api-key"),
     ("endpoint.endpoint_type", "--endpoint-type"),
     ("endpoint.per_chunk_usage", "--per-chunk-usage"),
@@ -132,6 +132,7 @@ const FIELD_FLAGS: [(&str, &str); 96] = [
     ("endpoint.models", "--model"),
     ("input.num_dataset_entries", "--num-dataset-entries"),
     ("load.num_sessions", "--num-sessions"),
+    ("load.shard", "--shard"),
     ("load.num_users", "--num-users"),
     ("load.warmup.num_sessions", "--num-warmup-sessions"),
     ("input.osl_mean", "--osl"),
@@ -265,6 +266,7 @@ mod tests {
         });
         config.load.request_rate_series = Some(Vec::new());
         config.load.failed_request_threshold = Some(0.5);
+        config.load.shard = aiperf_core::config::Shard::new(0, 2);
         let mut config = serde_json::to_value(config).unwrap();
         config["telemetry"] =
             serde_json::to_value(aiperf_runner::TelemetryOptions::default()).unwrap();

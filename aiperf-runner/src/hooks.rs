@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use aiperf_core::config::Shard;
 use aiperf_core::{BenchmarkConfig, CancellationToken, Progress};
 use aiperf_endpoints::readiness::ReadinessEvent;
 use aiperf_metrics::live::LiveStats;
@@ -166,6 +167,21 @@ pub enum Notice<'a> {
     },
     /// The dataset's timestamps turned on the fixed schedule.
     ReplayingTimestamps,
+    /// This shard waits for the shared start instant before its first request.
+    WaitingForStart {
+        /// The shard.
+        shard: Option<Shard>,
+        /// How long until the instant.
+        wait: Duration,
+    },
+    /// This shard began sending more than [`LATE_START`](crate::shard::LATE_START) after
+    /// the shared start instant, so its first arrivals are late against the others'.
+    LateStart {
+        /// The shard.
+        shard: Option<Shard>,
+        /// How late.
+        late: Duration,
+    },
     /// A sweep point starts.
     SweepPoint {
         /// 1-based.
@@ -252,6 +268,20 @@ impl fmt::Display for Notice<'_> {
                 "Generating {entries} synthetic conversations, one per request (set \
                  --num-dataset-entries to use fewer)…"
             ),
+            Notice::WaitingForStart { shard, wait } => write!(
+                f,
+                "{} waits {:.1} s for the shared start instant",
+                shard_name(*shard),
+                wait.as_secs_f64()
+            ),
+            Notice::LateStart { shard, late } => write!(
+                f,
+                "{} started {:.3} s after the shared start instant: its first arrivals are late \
+                 against the other shards' (check that the machines' clocks are synchronised \
+                 and that --start-at leaves time to start)",
+                shard_name(*shard),
+                late.as_secs_f64()
+            ),
             Notice::ReplayingTimestamps => {
                 f.write_str("The input trace has timestamps: replaying them on a fixed schedule.")
             }
@@ -292,4 +322,9 @@ impl fmt::Display for Notice<'_> {
 fn seconds(duration: Duration) -> String {
     let tenths = (duration.as_secs_f64() * 10.0).round() / 10.0;
     format!("{tenths}")
+}
+
+/// "Shard K/N", or "The run" without one.
+fn shard_name(shard: Option<Shard>) -> String {
+    shard.map_or_else(|| "The run".to_owned(), |shard| format!("Shard {shard}"))
 }

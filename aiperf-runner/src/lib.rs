@@ -44,6 +44,7 @@ mod inputs;
 mod report;
 mod sequence;
 mod session;
+pub mod shard;
 mod spec;
 mod telemetry;
 mod workload;

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use aiperf_core::config::ExportLevel;
 use aiperf_core::{
@@ -24,6 +24,7 @@ use aiperf_metrics::{MetricsSink, Summary};
 
 use crate::hooks::{Notice, PhaseTargets, RunHooks, RunWatch};
 use crate::report::{Outcome, RunFiles, RunReport};
+use crate::shard::{self, ShardManifest};
 use crate::spec::{ConnectionReuse, RunSpec, TransportOptions};
 use crate::{descriptors, inputs, telemetry, workload, RunError, RunParts};
 
@@ -46,6 +47,8 @@ pub(crate) struct Session {
     /// An embedder's dataset, loaded anew for every run.
     own_dataset: Option<Mutex<Box<dyn DatasetSource + Send>>>,
     streaming: bool,
+    /// The shared start instant, until the first run has waited for it.
+    start_barrier: Mutex<Option<SystemTime>>,
 }
 
 impl Session {
@@ -110,6 +113,7 @@ impl Session {
             own_endpoint,
             own_dataset: parts.dataset.map(Mutex::new),
             streaming,
+            start_barrier: Mutex::new(spec.start_at),
         };
 
         let info = session.endpoint.info();
@@ -141,6 +145,14 @@ impl Session {
             }
         }
         Ok(Some(session))
+    }
+
+    /// The start instant the first run waits for; later runs get `None`.
+    fn take_start_barrier(&self) -> Option<SystemTime> {
+        self.start_barrier
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// True once the cancellation token fired: no further run should start.
@@ -291,6 +303,24 @@ impl Session {
             .progress(Arc::clone(&progress))
             .sink(sink)?;
 
+        let start_at = self.take_start_barrier();
+        if let Some(at) = start_at {
+            if let Ok(wait) = at.duration_since(SystemTime::now()) {
+                hooks.notice(&Notice::WaitingForStart {
+                    shard: config.load.shard,
+                    wait,
+                });
+            }
+            match shard::wait_for_start(at, &self.cancel).await {
+                Some(late) if late > shard::LATE_START => hooks.notice(&Notice::LateStart {
+                    shard: config.load.shard,
+                    late,
+                }),
+                Some(_) => {}
+                None => tracing::warn!("Cancelled while waiting for the start instant"),
+            }
+        }
+        let started = SystemTime::now();
         hooks.sending(&RunWatch {
             progress: Arc::clone(&progress),
             live,
@@ -334,6 +364,15 @@ impl Session {
                 tracing::info!("Wrote {} and {}", paths.csv.display(), paths.json.display());
             }
             Err(error) => {
+                tracing::error!("{error}");
+                summary
+                    .export_failure
+                    .get_or_insert_with(|| error.to_string());
+            }
+        }
+        if let Some(shard) = config.load.shard {
+            let manifest = ShardManifest::new(&config, shard, start_at, started);
+            if let Err(error) = manifest.write(&artifact_dir) {
                 tracing::error!("{error}");
                 summary
                     .export_failure

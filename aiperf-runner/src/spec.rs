@@ -53,6 +53,11 @@ pub struct RunSpec {
     /// accepts and never answers shows long before the request timeout (default 60 s).
     #[serde(default = "default_long_wait")]
     pub long_wait: Duration,
+    /// Wait for this wall-clock instant before the first request (`--start-at`): the
+    /// shards of one benchmark ([`load.shard`](aiperf_core::config::LoadConfig::shard))
+    /// start together. Later runs of a multi-run or sweep do not wait again.
+    #[serde(default)]
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// The default of [`RunSpec::long_wait`].
@@ -78,6 +83,7 @@ impl RunSpec {
             slos: Vec::new(),
             command_line: None,
             long_wait: DEFAULT_LONG_WAIT,
+            start_at: None,
         }
     }
 }

@@ -1,8 +1,10 @@
 //! The load flags: concurrency, rates, stop conditions, trace replay, simulated users,
 //! warmup and cancellation.
 
+use std::time::SystemTime;
+
 use aiperf_core::config::{
-    ArrivalPattern, FixedScheduleConfig, LoadConfig, UserCentricConfig, WarmupConfig,
+    ArrivalPattern, FixedScheduleConfig, LoadConfig, Shard, UserCentricConfig, WarmupConfig,
 };
 use clap::{Args, ValueEnum};
 
@@ -162,6 +164,54 @@ pub(crate) struct LoadArgs {
     /// Warmup rate ramp (default --request-rate-ramp-duration).
     #[arg(long = "warmup-request-rate-ramp-duration")]
     pub warmup_request_rate_ramp_duration: Option<f64>,
+
+    /// Run shard K of N of this benchmark (e.g. 2/8, K from 0): the processes of shards
+    /// 0..N, started with the same flags and --random-seed, send exactly the requests one
+    /// process would (docs/scale-out.md). Merge their directories with `aiperf merge`.
+    #[arg(long = "shard", value_name = "K/N", value_parser = parse_shard,
+          conflicts_with = "shard_count", help_heading = "Scale-out")]
+    pub shard: Option<Shard>,
+
+    /// Run one of N shards, its index from --shard-index or JOB_COMPLETION_INDEX (what a
+    /// Kubernetes Indexed Job sets in each pod).
+    #[arg(long = "shard-count", value_name = "N", value_parser = count_at_least_one::<u32>,
+          help_heading = "Scale-out")]
+    pub shard_count: Option<u32>,
+
+    /// This process's shard (0-based) with --shard-count.
+    #[arg(
+        long = "shard-index",
+        value_name = "K",
+        env = "JOB_COMPLETION_INDEX",
+        help_heading = "Scale-out"
+    )]
+    pub shard_index: Option<u32>,
+
+    /// Wait for this wall-clock instant before the first request (RFC 3339, e.g.
+    /// 2026-11-26T10:00:00Z, or seconds since the Unix epoch), so that shards on several
+    /// machines start together; a shard that starts more than 0.1 s late says so.
+    #[arg(long = "start-at", value_name = "TIME", value_parser = parse_start_at_arg,
+          help_heading = "Scale-out")]
+    pub start_at: Option<SystemTime>,
+}
+
+/// `K/N` with K below N.
+fn parse_shard(text: &str) -> Result<Shard, String> {
+    let (index, count) = text
+        .split_once('/')
+        .ok_or_else(|| format!("{text:?} is not K/N (e.g. 0/4)"))?;
+    let number = |part: &str| {
+        part.trim()
+            .parse::<u32>()
+            .map_err(|e| format!("{part:?}: {e}"))
+    };
+    let (index, count) = (number(index)?, number(count)?);
+    Shard::new(index, count)
+        .ok_or_else(|| format!("shard {index} of {count}: K counts from 0 and must be below N"))
+}
+
+fn parse_start_at_arg(text: &str) -> Result<SystemTime, String> {
+    aiperf_runner::shard::parse_start_at(text).map_err(|error| error.to_string())
 }
 
 /// The arrival patterns.
@@ -187,6 +237,23 @@ impl From<ArrivalPatternArg> for ArrivalPattern {
 }
 
 impl LoadArgs {
+    /// The shard `--shard`, or `--shard-count` with `--shard-index` (or
+    /// JOB_COMPLETION_INDEX), say this process runs.
+    pub(crate) fn shard(&self) -> anyhow::Result<Option<Shard>> {
+        let Some(count) = self.shard_count else {
+            return Ok(self.shard);
+        };
+        let index = self.shard_index.ok_or_else(|| {
+            anyhow::anyhow!(
+                "--shard-count {count} needs this process's shard: set --shard-index K or the \
+                 JOB_COMPLETION_INDEX environment variable (a Kubernetes Indexed Job sets it)"
+            )
+        })?;
+        Shard::new(index, count).map(Some).ok_or_else(|| {
+            anyhow::anyhow!("shard index {index} must be below --shard-count {count}")
+        })
+    }
+
     /// The load configuration these flags describe (validated with the whole config).
     pub(crate) fn to_config(&self) -> LoadConfig {
         LoadConfig {
@@ -236,6 +303,8 @@ impl LoadArgs {
                 concurrency_ramp_duration: self.warmup_concurrency_ramp_duration,
                 request_rate_ramp_duration: self.warmup_request_rate_ramp_duration,
             },
+            // Resolved with its environment variable when the configuration is assembled.
+            shard: None,
         }
     }
 }

@@ -5,7 +5,7 @@
 /// (`YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]`). A time without an offset is taken as
 /// UTC: traces are replayed relative to their earliest record, so only the differences
 /// count, and UTC keeps them free of the replaying machine's time zone.
-pub(crate) fn unix_ms(text: &str) -> Option<f64> {
+pub fn unix_ms(text: &str) -> Option<f64> {
     let (date, time) = text.split_once(['T', ' '])?;
     let mut date_parts = date.splitn(3, '-');
     let year: i64 = date_parts.next()?.parse().ok()?;

@@ -33,7 +33,7 @@ mod detect;
 pub mod error;
 mod hash_prompts;
 mod inputs_json;
-mod iso_time;
+pub mod iso_time;
 mod media;
 mod mooncake;
 mod multi_turn;

@@ -1,0 +1,139 @@
+//! `aiperf profile --shard K/N --start-at T`: shard processes on loopback send exactly the
+//! requests one process sends to the mock, wait for the shared instant, and write
+//! `shard.json` beside normal artifacts; bad shard flags are usage errors.
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aiperf_mock_server::{MockConfig, MockServer};
+use common::{args, assert_exit, profile, read_json, read_jsonl, recorded_body};
+use serde_json::Value;
+
+const BENCHMARK: &str = "-m mock-model --random-seed 7 --concurrency 3 --request-count 12 \
+     --isl 24 --osl 3 --warmup-request-count 3 --no-server-metrics --no-gpu-telemetry";
+
+async fn recording_mock(dir: &Path) -> (MockServer, std::path::PathBuf) {
+    let record = dir.join("requests.jsonl");
+    let config = MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::with_timing(5.0, 1.0)
+    };
+    (MockServer::start(config).await.unwrap(), record)
+}
+
+fn run_args(server: &MockServer, artifacts: &Path, extra: &str) -> Vec<String> {
+    let mut argv = args(&format!("{BENCHMARK} --url {} {extra}", server.url()));
+    argv.extend(["--artifact-dir".into(), artifacts.display().to_string()]);
+    argv
+}
+
+/// The bodies the mock received, sorted.
+fn bodies(requests: &[Value]) -> Vec<String> {
+    let mut bodies: Vec<String> = requests
+        .iter()
+        .map(|r| recorded_body(r).to_string())
+        .collect();
+    bodies.sort();
+    bodies
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_shard_processes_send_what_one_process_sends_from_one_instant() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("a")).unwrap();
+    let (whole_server, whole_record) = recording_mock(&dir.path().join("a")).await;
+    let whole = profile(run_args(&whole_server, &dir.path().join("whole"), "")).await;
+    assert_exit(&whole, 0);
+    whole_server.shutdown().await;
+    let whole_requests = read_jsonl(&whole_record);
+    assert_eq!(whole_requests.len(), 15, "12 requests and 3 warmup");
+
+    let (server, record) = recording_mock(dir.path()).await;
+    let start_at = SystemTime::now() + Duration::from_secs(3);
+    let start_secs = start_at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+    let shard_runs: Vec<_> = (0..3)
+        .map(|k| {
+            let dir = dir.path().join(format!("shard-{k}"));
+            tokio::spawn(profile(run_args(
+                &server,
+                &dir,
+                &format!("--shard {k}/3 --start-at {start_secs:.3}"),
+            )))
+        })
+        .collect();
+    for run in shard_runs {
+        assert_exit(&run.await.unwrap(), 0);
+    }
+    server.shutdown().await;
+    let shard_requests = read_jsonl(&record);
+
+    assert_eq!(bodies(&shard_requests), bodies(&whole_requests));
+    let start_ns = start_at.duration_since(UNIX_EPOCH).unwrap().as_nanos() as f64;
+    let first_ns = shard_requests
+        .iter()
+        .map(|r| r["timestamp_ns"].as_f64().unwrap())
+        .fold(f64::INFINITY, f64::min);
+    // The ms the start instant was written with.
+    assert!(
+        first_ns >= start_ns - 1e6,
+        "a request before the start instant"
+    );
+
+    for k in 0..3u32 {
+        let artifacts = dir.path().join(format!("shard-{k}"));
+        let manifest = read_json(&artifacts.join("shard.json"));
+        assert_eq!(manifest["index"], k);
+        assert_eq!(manifest["count"], 3);
+        assert_eq!(
+            manifest["run_id"],
+            read_json(&dir.path().join("shard-0/shard.json"))["run_id"]
+        );
+        assert!(manifest["started_ns"].as_f64().unwrap() >= start_ns - 1e6);
+        let summary = read_json(&artifacts.join("profile_export_aiperf.json"));
+        assert_eq!(
+            summary["request_count"]["avg"], 4.0,
+            "12 requests over 3 shards"
+        );
+        // A shard's run_config.json says which shard it ran.
+        let run_config = read_json(&artifacts.join("run_config.json"));
+        assert_eq!(run_config["load"]["shard"]["index"], k);
+    }
+    assert!(!dir.path().join("whole/shard.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shard_flags_that_cannot_work_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(MockConfig::with_timing(0.0, 0.0))
+        .await
+        .unwrap();
+    let cases = [
+        ("--shard 3/3", "K counts from 0 and must be below N"),
+        (
+            "--shard-count 4",
+            "set --shard-index K or the JOB_COMPLETION_INDEX",
+        ),
+        (
+            "--shard 0/4 --concurrency 2",
+            "cannot be split over 4 shards",
+        ),
+        (
+            "--shard 0/2 --start-at tomorrow",
+            "invalid start time \"tomorrow\"",
+        ),
+    ];
+    for (flags, message) in cases {
+        let mut argv = args(&format!(
+            "-m mock-model --url {} --random-seed 1 {flags}",
+            server.url()
+        ));
+        argv.extend(["--artifact-dir".into(), dir.path().display().to_string()]);
+        let output = profile(argv).await;
+        assert_exit(&output, 2);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{flags}: {stderr}");
+    }
+}
