@@ -4,7 +4,7 @@
 use aiperf_core::clock::saturating_secs;
 
 use aiperf_core::config::{parse_rate_series, ExportLevel};
-use aiperf_core::{BenchmarkConfig, ValidatedConfig};
+use aiperf_core::{check_request_content_type, BenchmarkConfig, ValidatedConfig};
 
 use aiperf_endpoints::{endpoint_for, EndpointOptions};
 use aiperf_metrics::slo::{parse_slos, Slo};
@@ -160,12 +160,10 @@ pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig
     endpoint.use_server_token_count = args.endpoint.use_server_token_count;
     endpoint.per_chunk_usage = args.endpoint.per_chunk_usage;
     endpoint.session_header = args.endpoint.session_header.clone();
-    if args.endpoint.request_content_type == Some(args::RequestContentTypeArg::MultipartFormData) {
-        anyhow::bail!(
-            "--request-content-type multipart-form-data is not available: every endpoint \
-             type here sends JSON bodies; drop the flag or use application-json"
-        );
-    }
+    endpoint.request_content_type = args
+        .endpoint
+        .request_content_type
+        .map(args::RequestContentTypeArg::to_config);
     args.endpoint.readiness()?;
     if let Some(width) = args.output.slice_duration {
         if !(width.is_finite() && width > 0.0) {
@@ -200,10 +198,12 @@ pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig
     Ok(config)
 }
 
-/// Rules that need the endpoint type: it must exist, and every --goodput tag must be a
-/// metric this endpoint and streaming mode produce.
+/// Rules that need the endpoint type: it must exist, --request-content-type must be the
+/// encoding it sends, and every --goodput tag must be a metric this endpoint and streaming
+/// mode produce.
 pub(crate) fn check_endpoint_options(config: &BenchmarkConfig) -> anyhow::Result<()> {
     let endpoint = endpoint_for(&config.endpoint.endpoint_type, EndpointOptions::default())?;
+    check_request_content_type(config.endpoint.request_content_type, endpoint.as_ref())?;
     let context = MetricsContext::new(config, endpoint.info());
     validate_goodput(&config.goodput, &context)?;
     Ok(())
