@@ -427,14 +427,44 @@ mod tests {
     }
 
     #[test]
-    fn multipart_bodies_and_weighted_models_are_refused_with_a_sentence() {
-        let err = assemble_from(&["-m", "m", "--request-content-type", "multipart-form-data"])
+    fn multipart_bodies_only_go_to_the_upload_types() {
+        let upload = assemble_from(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "image_edit",
+            "--request-content-type",
+            "multipart/form-data",
+        ])
+        .unwrap();
+        assert_eq!(
+            upload.endpoint.request_content_type,
+            Some(aiperf_core::RequestContentType::MultipartFormData)
+        );
+        let chat = assemble_from(&["-m", "m", "--request-content-type", "multipart-form-data"])
             .unwrap_err();
         assert_eq!(
-            err.to_string(),
-            "--request-content-type multipart-form-data is not available: every endpoint type \
-             here sends JSON bodies; drop the flag or use application-json"
+            chat.to_string(),
+            "invalid endpoint.request_content_type: endpoint type chat sends application/json, \
+             not multipart/form-data (multipart/form-data is for the types that upload files: \
+             audio_transcription, image_edit)"
         );
+        let json_upload = assemble_from(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "audio_transcription",
+            "--request-content-type",
+            "application-json",
+        ])
+        .unwrap_err();
+        assert!(json_upload.to_string().contains(
+            "endpoint type audio_transcription sends multipart/form-data, not application/json"
+        ));
+    }
+
+    #[test]
+    fn weighted_models_are_refused_with_a_sentence() {
         let err =
             assemble_from(&["-m", "a,b", "--model-selection-strategy", "weighted"]).unwrap_err();
         assert!(
