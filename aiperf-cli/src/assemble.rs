@@ -4,7 +4,7 @@
 use aiperf_core::clock::saturating_secs;
 
 use aiperf_core::config::{parse_rate_series, ExportLevel};
-use aiperf_core::{BenchmarkConfig, ValidatedConfig};
+use aiperf_core::{check_request_content_type, BenchmarkConfig, ValidatedConfig};
 
 use aiperf_endpoints::{endpoint_for, EndpointOptions};
 use aiperf_metrics::slo::{parse_slos, Slo};
@@ -161,12 +161,10 @@ pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig
     endpoint.use_server_token_count = args.endpoint.use_server_token_count;
     endpoint.per_chunk_usage = args.endpoint.per_chunk_usage;
     endpoint.session_header = args.endpoint.session_header.clone();
-    if args.endpoint.request_content_type == Some(args::RequestContentTypeArg::MultipartFormData) {
-        anyhow::bail!(
-            "--request-content-type multipart-form-data is not available: every endpoint \
-             type here sends JSON bodies; drop the flag or use application-json"
-        );
-    }
+    endpoint.request_content_type = args
+        .endpoint
+        .request_content_type
+        .map(args::RequestContentTypeArg::to_config);
     args.endpoint.readiness()?;
     if let Some(width) = args.output.slice_duration {
         if !(width.is_finite() && width > 0.0) {
@@ -202,10 +200,12 @@ pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig
     Ok(config)
 }
 
-/// Rules that need the endpoint type: it must exist, and every --goodput tag must be a
-/// metric this endpoint and streaming mode produce.
+/// Rules that need the endpoint type: it must exist, --request-content-type must be the
+/// encoding it sends, and every --goodput tag must be a metric this endpoint and streaming
+/// mode produce.
 pub(crate) fn check_endpoint_options(config: &BenchmarkConfig) -> anyhow::Result<()> {
     let endpoint = endpoint_for(&config.endpoint.endpoint_type, EndpointOptions::default())?;
+    check_request_content_type(config.endpoint.request_content_type, endpoint.as_ref())?;
     let context = MetricsContext::new(config, endpoint.info());
     validate_goodput(&config.goodput, &context)?;
     Ok(())
@@ -429,14 +429,44 @@ mod tests {
     }
 
     #[test]
-    fn multipart_bodies_and_weighted_models_are_refused_with_a_sentence() {
-        let err = assemble_from(&["-m", "m", "--request-content-type", "multipart-form-data"])
+    fn multipart_bodies_only_go_to_the_upload_types() {
+        let upload = assemble_from(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "image_edit",
+            "--request-content-type",
+            "multipart/form-data",
+        ])
+        .unwrap();
+        assert_eq!(
+            upload.endpoint.request_content_type,
+            Some(aiperf_core::RequestContentType::MultipartFormData)
+        );
+        let chat = assemble_from(&["-m", "m", "--request-content-type", "multipart-form-data"])
             .unwrap_err();
         assert_eq!(
-            err.to_string(),
-            "--request-content-type multipart-form-data is not available: every endpoint type \
-             here sends JSON bodies; drop the flag or use application-json"
+            chat.to_string(),
+            "invalid endpoint.request_content_type: endpoint type chat sends application/json, \
+             not multipart/form-data (multipart/form-data is for the types that upload files: \
+             audio_transcription, image_edit)"
         );
+        let json_upload = assemble_from(&[
+            "-m",
+            "m",
+            "--endpoint-type",
+            "audio_transcription",
+            "--request-content-type",
+            "application-json",
+        ])
+        .unwrap_err();
+        assert!(json_upload.to_string().contains(
+            "endpoint type audio_transcription sends multipart/form-data, not application/json"
+        ));
+    }
+
+    #[test]
+    fn weighted_models_are_refused_with_a_sentence() {
         let err =
             assemble_from(&["-m", "a,b", "--model-selection-strategy", "weighted"]).unwrap_err();
         assert!(

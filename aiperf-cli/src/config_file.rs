@@ -53,6 +53,9 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("use_server_token_count", |c, f| {
         c.endpoint.use_server_token_count = f.endpoint.use_server_token_count;
     }),
+    ("request_content_type", |c, f| {
+        c.endpoint.request_content_type = f.endpoint.request_content_type;
+    }),
     ("per_chunk_usage", |c, f| {
         c.endpoint.per_chunk_usage = f.endpoint.per_chunk_usage;
     }),
@@ -402,7 +405,6 @@ const PROCESS_FLAGS: &[&str] = &[
     // 0.13's only working values, checked and otherwise without effect.
     "url_strategy",
     "transport",
-    "request_content_type",
     // Plotting runs after the runs, on what they wrote.
     "auto_plot",
     "no_auto_plot",

@@ -5,6 +5,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::config::ConfigError;
 use crate::conversation::Turn;
 use crate::transport::RawExchange;
 use crate::ErrorDetails;
@@ -104,6 +105,18 @@ pub struct BuiltRequest {
     pub body: Bytes,
     /// Format-specific headers (e.g. `Accept: text/event-stream`).
     pub headers: Vec<(String, String)>,
+    /// The same payload as a JSON object when the body on the wire is not JSON (a
+    /// `multipart/form-data` upload): `inputs.json` and the raw export record this instead
+    /// of the binary body, as the Python AIPerf 0.13 does. `None` for JSON bodies.
+    pub json_view: Option<Bytes>,
+}
+
+impl BuiltRequest {
+    /// The payload as artifacts record it: the [`json_view`](Self::json_view) when there
+    /// is one, else the body.
+    pub fn recorded_payload(&self) -> &Bytes {
+        self.json_view.as_ref().unwrap_or(&self.body)
+    }
 }
 
 /// Token usage as the server reported it: the raw `usage` object, with accessors for the
@@ -201,6 +214,56 @@ pub trait Endpoint: Send + Sync + 'static {
 
     /// Parses a completed exchange into responses (and an error, if the server sent one).
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange;
+
+    /// How this format encodes its request bodies: JSON, unless it uploads files.
+    fn request_content_type(&self) -> RequestContentType {
+        RequestContentType::ApplicationJson
+    }
+}
+
+/// The encoding of request bodies (`--request-content-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RequestContentType {
+    /// A JSON object (every format but the file uploads).
+    #[serde(rename = "application/json")]
+    ApplicationJson,
+    /// A `multipart/form-data` form (the formats that upload audio or images).
+    #[serde(rename = "multipart/form-data")]
+    MultipartFormData,
+}
+
+impl RequestContentType {
+    /// The media type, e.g. `application/json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestContentType::ApplicationJson => "application/json",
+            RequestContentType::MultipartFormData => "multipart/form-data",
+        }
+    }
+}
+
+/// Checks a requested body encoding against what `endpoint` sends, as the Python AIPerf
+/// 0.13 does: `None` (the endpoint's own) always fits; otherwise it must be the
+/// endpoint's, since a form-uploading format cannot send JSON and the JSON formats have
+/// no form to send.
+pub fn check_request_content_type(
+    requested: Option<RequestContentType>,
+    endpoint: &dyn Endpoint,
+) -> Result<(), ConfigError> {
+    let own = endpoint.request_content_type();
+    match requested {
+        Some(requested) if requested != own => Err(ConfigError::Invalid {
+            field: "endpoint.request_content_type",
+            reason: format!(
+                "endpoint type {} sends {}, not {} (multipart/form-data is for the types \
+                 that upload files: audio_transcription, image_edit)",
+                endpoint.info().name,
+                own.as_str(),
+                requested.as_str()
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The request for `input`: the current turn's `raw_payload` verbatim when the dataset
@@ -237,6 +300,7 @@ pub fn build_request(
             ("Content-Type".into(), "application/json".into()),
             ("Accept".into(), accept.into()),
         ],
+        json_view: None,
     })
 }
 

@@ -20,7 +20,9 @@
 //! impl Endpoint for Echo {
 //!     fn info(&self) -> &EndpointInfo { &self.0 }
 //!     fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
-//!         Ok(BuiltRequest { body: input.turns[0].joined_text().into(), headers: vec![] })
+//!         Ok(BuiltRequest {
+//!             body: input.turns[0].joined_text().into(), headers: vec![], json_view: None,
+//!         })
 //!     }
 //!     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
 //!         let text = String::from_utf8_lossy(&exchange.body()).into_owned();
@@ -100,8 +102,8 @@ pub use config::{BenchmarkConfig, ConfigError, ValidatedConfig};
 pub use conversation::{ContextMode, Conversation, Turn};
 pub use dataset::{ConversationSampler, Dataset, DatasetSource, SamplingStrategy};
 pub use endpoint::{
-    build_request, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo,
-    ParsedExchange, ParsedResponse, RequestInput, Usage,
+    build_request, check_request_content_type, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError,
+    EndpointInfo, ParsedExchange, ParsedResponse, RequestContentType, RequestInput, Usage,
 };
 pub use engine::{
     Benchmark, BenchmarkBuilder, Cancellation, EngineError, InFlight, PhasePlan, Progress, Waiting,

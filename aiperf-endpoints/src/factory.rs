@@ -10,9 +10,10 @@ use serde_json::{Map, Value};
 #[cfg(feature = "templates")]
 use crate::TemplateEndpoint;
 use crate::{
-    ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint,
-    HuggingFaceGenerateEndpoint, ImageGenerationEndpoint, ImageRetrievalEndpoint, MessagesEndpoint,
-    RankingsEndpoint, RawEndpoint, ResponsesEndpoint,
+    AudioTranscriptionEndpoint, ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint,
+    EmbeddingsEndpoint, HuggingFaceGenerateEndpoint, ImageEditEndpoint, ImageGenerationEndpoint,
+    ImageRetrievalEndpoint, MessagesEndpoint, RankingsEndpoint, RawEndpoint, ResponsesEndpoint,
+    SolidoRagEndpoint,
 };
 
 /// The endpoint types [`endpoint_for`] can build in this build (aliases aside: `rankings`
@@ -30,7 +31,10 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "hf_tei_rankings",
     "huggingface_generate",
     "image_generation",
+    "image_edit",
     "image_retrieval",
+    "audio_transcription",
+    "solido_rag",
     "messages",
     "raw",
     #[cfg(feature = "templates")]
@@ -71,7 +75,14 @@ fn endpoint_summary(name: &str) -> &'static str {
         "hf_tei_rankings" => "Hugging Face TEI rerank (/rerank)",
         "huggingface_generate" => "Hugging Face TGI generate and generate_stream (/generate)",
         "image_generation" => "OpenAI image generation (/v1/images/generations)",
+        "image_edit" => {
+            "OpenAI image edits: prompt and image uploaded as a form (/v1/images/edits)"
+        }
         "image_retrieval" => "NVIDIA NIM image inference, e.g. page elements or tables (/v1/infer)",
+        "audio_transcription" => {
+            "OpenAI speech to text: audio uploaded as a form (/v1/audio/transcriptions)"
+        }
+        "solido_rag" => "Solido retrieval-augmented generation, streaming or not (/rag/api/prompt)",
         "messages" => "Anthropic Messages API, streaming or not (/v1/messages)",
         "raw" => {
             "a dataset's complete request bodies sent verbatim to --url; the reply text \
@@ -168,7 +179,10 @@ pub fn endpoint_for(
         "hf_tei_rankings" => Ok(Arc::new(RankingsEndpoint::hf_tei(options))),
         "huggingface_generate" => Ok(Arc::new(HuggingFaceGenerateEndpoint::new(options))),
         "image_generation" => Ok(Arc::new(ImageGenerationEndpoint::new(options))),
+        "image_edit" => Ok(Arc::new(ImageEditEndpoint::new(options))),
         "image_retrieval" => Ok(Arc::new(ImageRetrievalEndpoint::new(options))),
+        "audio_transcription" => Ok(Arc::new(AudioTranscriptionEndpoint::new(options))),
+        "solido_rag" => Ok(Arc::new(SolidoRagEndpoint::new(options))),
         "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
         "raw" => Ok(Arc::new(RawEndpoint::new(options))),
         #[cfg(feature = "templates")]
@@ -190,6 +204,7 @@ pub fn endpoint_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aiperf_core::RequestContentType;
 
     #[test]
     fn every_endpoint_type_is_listed_with_a_summary_and_its_path_is_true() {
@@ -239,12 +254,25 @@ mod tests {
                 | "huggingface_generate"
                 | "messages"
                 | "raw"
+                | "solido_rag"
                 | "template" => (true, true, true),
                 "image_generation" => (true, false, true),
-                "image_retrieval" => (false, false, false),
+                "image_retrieval" | "audio_transcription" => (false, false, false),
                 _ => (false, false, true),
             };
             assert_eq!(flags(name), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn only_the_uploads_send_forms() {
+        for name in SUPPORTED_ENDPOINT_TYPES {
+            let endpoint = endpoint_for(name, EndpointOptions::default()).unwrap();
+            let expected = match *name {
+                "audio_transcription" | "image_edit" => RequestContentType::MultipartFormData,
+                _ => RequestContentType::ApplicationJson,
+            };
+            assert_eq!(endpoint.request_content_type(), expected, "{name}");
         }
         assert_eq!(
             endpoint_for("rankings", EndpointOptions::default())

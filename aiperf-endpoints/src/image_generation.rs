@@ -115,8 +115,8 @@ struct Image {
     url: Option<IgnoredAny>,
 }
 
-/// Reads [`Answer`]s.
-struct ImagesFormat;
+/// Reads [`Answer`]s (image edits answer the same way).
+pub(crate) struct ImagesFormat;
 
 impl Format for ImagesFormat {
     fn read(&mut self, payload: &[u8]) -> Result<Piece, Unreadable> {

@@ -8,7 +8,10 @@
 //!   [`EmbeddingsEndpoint`] (`embeddings`, `nim_embeddings`), [`ChatEmbeddingsEndpoint`],
 //!   [`RankingsEndpoint`] (`nim_rankings`, `cohere_rankings`, `hf_tei_rankings`),
 //!   [`HuggingFaceGenerateEndpoint`] (TGI), [`ImageGenerationEndpoint`]
-//!   (`/v1/images/generations`), [`ImageRetrievalEndpoint`] (NIM `/v1/infer`),
+//!   (`/v1/images/generations`), [`ImageEditEndpoint`] (`/v1/images/edits`, a
+//!   `multipart/form-data` upload), [`AudioTranscriptionEndpoint`]
+//!   (`/v1/audio/transcriptions`, an upload too), [`ImageRetrievalEndpoint`] (NIM
+//!   `/v1/infer`), [`SolidoRagEndpoint`] (`/rag/api/prompt`),
 //!   [`MessagesEndpoint`] (Anthropic `/v1/messages`; its API
 //!   key goes in `x-api-key`, as its
 //!   [`EndpointInfo::api_key_header`](aiperf_core::EndpointInfo::api_key_header) says), [`TemplateEndpoint`] (a user's Jinja
@@ -78,15 +81,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod audio_transcription;
 mod chat;
 mod chat_embeddings;
 mod completions;
 mod embeddings;
 mod factory;
 mod huggingface;
+mod image_edit;
 mod image_generation;
 mod image_retrieval;
 mod messages;
+mod multipart;
 mod openai;
 mod payload;
 mod rankings;
@@ -95,6 +101,7 @@ pub mod readiness;
 mod response;
 mod response_field;
 mod responses;
+mod solido_rag;
 pub mod sse;
 #[cfg(feature = "templates")]
 mod template;
@@ -102,6 +109,7 @@ mod tls;
 mod transport;
 
 pub use aiperf_core::url::build_url;
+pub use audio_transcription::AudioTranscriptionEndpoint;
 pub use chat::ChatEndpoint;
 pub use chat_embeddings::ChatEmbeddingsEndpoint;
 pub use completions::CompletionsEndpoint;
@@ -110,6 +118,7 @@ pub use factory::{
     endpoint_for, endpoint_types, EndpointOptions, UnknownEndpoint, SUPPORTED_ENDPOINT_TYPES,
 };
 pub use huggingface::HuggingFaceGenerateEndpoint;
+pub use image_edit::ImageEditEndpoint;
 pub use image_generation::ImageGenerationEndpoint;
 pub use image_retrieval::ImageRetrievalEndpoint;
 pub use messages::{MessagesEndpoint, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS};
@@ -118,6 +127,7 @@ pub use raw::RawEndpoint;
 pub use response::exchange_failure;
 pub use response_field::RESPONSE_FIELD_KEY;
 pub use responses::ResponsesEndpoint;
+pub use solido_rag::SolidoRagEndpoint;
 #[cfg(feature = "templates")]
 pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY};
 pub use transport::{

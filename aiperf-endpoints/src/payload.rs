@@ -137,6 +137,7 @@ pub(crate) fn serialize(body: Map<String, Value>, streaming: bool) -> BuiltReque
             ("Content-Type".into(), "application/json".into()),
             ("Accept".into(), accept.into()),
         ],
+        json_view: None,
     }
 }
 

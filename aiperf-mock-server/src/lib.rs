@@ -42,6 +42,7 @@ mod closing;
 mod config;
 mod error;
 mod faults;
+mod form;
 mod record;
 mod routes;
 mod server;

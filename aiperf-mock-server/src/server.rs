@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{
+    HeaderValue, ACCEPT, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER,
+};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -248,6 +250,9 @@ fn target(method: &Method, path: &str) -> Target {
         "/v1/messages" => (Route::Messages, Method::POST),
         "/v1/images/generations" => (Route::ImageGenerations, Method::POST),
         "/v1/infer" => (Route::ImageRetrieval, Method::POST),
+        "/v1/images/edits" => (Route::ImageEdits, Method::POST),
+        "/v1/audio/transcriptions" => (Route::AudioTranscriptions, Method::POST),
+        "/rag/api/prompt" => (Route::SolidoRag, Method::POST),
         "/generate" => (Route::TgiGenerate, Method::POST),
         "/generate_stream" => (Route::TgiGenerateStream, Method::POST),
         "/v1/models" => (Route::Models, Method::GET),
@@ -483,6 +488,7 @@ async fn inference(
         fault,
         guard,
     };
+    let header = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
     let reply = match route {
         Route::Chat => routes::chat::handle(ctx, &body),
         Route::Completions => routes::completions::handle(ctx, &body),
@@ -490,6 +496,13 @@ async fn inference(
         Route::Messages => routes::messages::handle(ctx, &body),
         Route::ImageGenerations => routes::images::handle(ctx, &body),
         Route::ImageRetrieval => routes::images::retrieve(ctx, &body),
+        Route::ImageEdits => routes::images::edit(ctx, header(CONTENT_TYPE), &body),
+        Route::AudioTranscriptions => routes::audio::transcribe(ctx, header(CONTENT_TYPE), &body),
+        Route::SolidoRag => routes::solido::handle(
+            ctx,
+            &body,
+            header(ACCEPT).is_some_and(|accept| accept.contains("text/event-stream")),
+        ),
         Route::TgiGenerate => routes::tgi::handle(ctx, &body, false),
         Route::TgiGenerateStream => routes::tgi::handle(ctx, &body, true),
         Route::Embeddings => routes::embeddings::handle(ctx, &body),

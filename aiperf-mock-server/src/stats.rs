@@ -18,6 +18,9 @@ pub(crate) enum Route {
     Messages,
     ImageGenerations,
     ImageRetrieval,
+    ImageEdits,
+    AudioTranscriptions,
+    SolidoRag,
     TgiGenerate,
     TgiGenerateStream,
     Models,
@@ -30,7 +33,7 @@ pub(crate) enum Route {
 }
 
 impl Route {
-    pub(crate) const ALL: [Route; 19] = [
+    pub(crate) const ALL: [Route; 22] = [
         Route::Chat,
         Route::Completions,
         Route::Embeddings,
@@ -41,6 +44,9 @@ impl Route {
         Route::Messages,
         Route::ImageGenerations,
         Route::ImageRetrieval,
+        Route::ImageEdits,
+        Route::AudioTranscriptions,
+        Route::SolidoRag,
         Route::TgiGenerate,
         Route::TgiGenerateStream,
         Route::Models,
@@ -64,6 +70,9 @@ impl Route {
             Route::Messages => "/v1/messages",
             Route::ImageGenerations => "/v1/images/generations",
             Route::ImageRetrieval => "/v1/infer",
+            Route::ImageEdits => "/v1/images/edits",
+            Route::AudioTranscriptions => "/v1/audio/transcriptions",
+            Route::SolidoRag => "/rag/api/prompt",
             Route::TgiGenerate => "/generate",
             Route::TgiGenerateStream => "/generate_stream",
             Route::Models => "/v1/models",
@@ -90,6 +99,9 @@ impl Route {
                 | Route::Messages
                 | Route::ImageGenerations
                 | Route::ImageRetrieval
+                | Route::ImageEdits
+                | Route::AudioTranscriptions
+                | Route::SolidoRag
                 | Route::TgiGenerate
                 | Route::TgiGenerateStream
         )

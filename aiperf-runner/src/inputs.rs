@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::RunError;
 
 /// Writes the body of every turn of `conversations`, per session, to `path`. A body
-/// that is not JSON is kept as a string.
+/// that is not JSON is kept as a string; a multipart form is written as its JSON view.
 pub(crate) fn write(
     path: &Path,
     endpoint: &dyn Endpoint,
@@ -30,9 +30,9 @@ pub(crate) fn write(
                     streaming: config.endpoint.streaming,
                 },
             )?;
-            let payload = serde_json::from_slice::<Value>(&built.body).unwrap_or_else(|_| {
-                Value::String(String::from_utf8_lossy(&built.body).into_owned())
-            });
+            let recorded = built.recorded_payload();
+            let payload = serde_json::from_slice::<Value>(recorded)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(recorded).into_owned()));
             payloads.push(payload);
         }
         data.push(json!({"session_id": conversation.session_id, "payloads": payloads}));

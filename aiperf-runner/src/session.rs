@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use aiperf_core::config::ExportLevel;
 use aiperf_core::{
-    Benchmark, BenchmarkConfig, CancellationToken, DatasetSource, Endpoint, Progress, TokenCounter,
-    ValidatedConfig,
+    check_request_content_type, Benchmark, BenchmarkConfig, CancellationToken, DatasetSource,
+    Endpoint, Progress, TokenCounter, ValidatedConfig,
 };
 use aiperf_datasets::chat_template::{ChatTemplate, ChatTemplateCounter};
 use aiperf_datasets::{
@@ -95,6 +95,7 @@ impl Session {
                 },
             )?,
         };
+        check_request_content_type(config.endpoint.request_content_type, endpoint.as_ref())?;
         let streaming = config.streams_with(endpoint.info());
         if config.endpoint.streaming && !streaming {
             hooks.notice(&Notice::StreamingUnsupported {

@@ -54,6 +54,7 @@ impl Endpoint for Generate {
         Ok(BuiltRequest {
             body: body.to_string().into(),
             headers: vec![],
+            json_view: None,
         })
     }
 

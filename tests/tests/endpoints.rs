@@ -1,6 +1,7 @@
 //! `aiperf profile`, the built binary, against the in-process mock server for the endpoint
 //! types beyond chat: Anthropic `messages`, `chat_embeddings`, `image_generation`,
-//! `image_retrieval` and `template`. Each run's requests are recorded by the mock, so the
+//! `image_retrieval`, `template`, and the form uploads `audio_transcription` and
+//! `image_edit` and Solido's `solido_rag`. Each run's requests are recorded by the mock, so the
 //! tests check exactly what was sent as well as the metrics that came out.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
@@ -213,4 +214,181 @@ async fn image_retrieval_sends_each_turn_s_images_to_the_infer_route() {
     assert!(summary.get("request_latency").is_some());
     assert!(summary.get("output_sequence_length").is_none());
     assert!(summary.get("input_sequence_length").is_none());
+}
+
+/// The recorded body of a multipart request as text (its binary file bytes lossy).
+fn form_text(request: &Value) -> &str {
+    request["body"].as_str().unwrap()
+}
+
+/// The JSON payloads `inputs.json` holds, in order.
+fn inputs_payloads(dir: &Path) -> Vec<Value> {
+    let inputs = read_json(&dir.join("out").join("inputs.json"));
+    inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|session| session["payloads"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audio_transcription_uploads_each_clip_as_a_form_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = recording_mock(dir.path()).await;
+    let (summary, requests) = run(
+        server,
+        dir.path(),
+        "-m whisper --tokenizer builtin --endpoint-type audio_transcription --request-count 4 --concurrency 2 \
+         --isl 0 --audio-length-mean 0.05 --audio-sample-rates 8 --random-seed 8 \
+         --extra-inputs language:en --export-level raw",
+    )
+    .await;
+    assert_eq!(requests.len(), 4);
+    for request in &requests {
+        assert_eq!(request["path"], "/v1/audio/transcriptions");
+        let content_type = recorded_header(request, "content-type").unwrap();
+        assert_eq!(
+            content_type,
+            "multipart/form-data; boundary=aiperf-form-boundary-5f0c2e7a"
+        );
+        let form = form_text(request);
+        assert!(
+            form.starts_with(
+                "--aiperf-form-boundary-5f0c2e7a\r\nContent-Disposition: form-data; \
+                 name=\"file\"; filename=\"audio.wav\"\r\nContent-Type: audio/wav\r\n\r\nRIFF"
+            ),
+            "{form}"
+        );
+        assert!(form.ends_with(
+            "name=\"model\"\r\n\r\nwhisper\r\n--aiperf-form-boundary-5f0c2e7a\r\n\
+             Content-Disposition: form-data; name=\"language\"\r\n\r\nen\r\n\
+             --aiperf-form-boundary-5f0c2e7a--\r\n"
+        ));
+    }
+    assert_eq!(stat(&summary, "request_count", "avg"), 4.0);
+    assert!(summary.get("request_latency").is_some());
+    // Like 0.13: the transcript is the answer, not generated tokens, and audio has no ISL.
+    assert!(summary.get("output_sequence_length").is_none());
+    assert!(summary.get("input_sequence_length").is_none());
+    // The artifacts hold the payload as JSON, the clip as base64, as 0.13 writes them.
+    let payloads = inputs_payloads(dir.path());
+    assert_eq!(payloads.len(), 4);
+    for payload in &payloads {
+        assert_eq!(payload["file"]["filename"], "audio.wav");
+        assert_eq!(payload["file"]["content_type"], "audio/wav");
+        assert!(payload["file"]["b64_data"]
+            .as_str()
+            .unwrap()
+            .starts_with("UklGR"));
+        assert_eq!(payload["model"], "whisper");
+        assert_eq!(payload["language"], "en");
+    }
+    let raw = read_jsonl(&dir.path().join("out").join("profile_export_raw.jsonl"));
+    assert_eq!(raw.len(), 4);
+    assert!(raw
+        .iter()
+        .all(|record| record["payload"]["file"]["filename"] == "audio.wav"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_edit_uploads_the_prompt_and_image_as_a_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = recording_mock(dir.path()).await;
+    let (summary, requests) = run(
+        server,
+        dir.path(),
+        "-m flux --tokenizer builtin --endpoint-type image_edit --request-count 3 --isl 8 \
+         --image-width-mean 16 --image-height-mean 16 --image-format png --random-seed 9 \
+         --extra-inputs size:256x256",
+    )
+    .await;
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        assert_eq!(request["path"], "/v1/images/edits");
+        let form = form_text(request);
+        for part in [
+            "name=\"model\"\r\n\r\nflux\r\n",
+            "name=\"response_format\"\r\n\r\nb64_json\r\n",
+            "name=\"n\"\r\n\r\n1\r\n",
+            "name=\"image\"; filename=\"image.png\"\r\nContent-Type: image/png\r\n\r\n",
+            "name=\"size\"\r\n\r\n256x256\r\n",
+        ] {
+            assert!(form.contains(part), "{part:?} missing from {form}");
+        }
+        assert!(form.starts_with(
+            "--aiperf-form-boundary-5f0c2e7a\r\nContent-Disposition: form-data; \
+             name=\"prompt\"\r\n\r\n"
+        ));
+    }
+    assert_eq!(stat(&summary, "request_count", "avg"), 3.0);
+    assert!(summary.get("request_latency").is_some());
+    assert!(summary.get("output_sequence_length").is_none());
+    // The prompt is tokenized, as in 0.13.
+    assert_eq!(stat(&summary, "input_sequence_length", "avg"), 8.0);
+    let payloads = inputs_payloads(dir.path());
+    assert!(payloads
+        .iter()
+        .all(|p| p["image"]["content_type"] == "image/png"
+            && p["image"]["b64_data"]
+                .as_str()
+                .unwrap()
+                .starts_with("iVBORw0KGgo")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn solido_rag_streams_content_from_the_rag_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = recording_mock(dir.path()).await;
+    let (summary, requests) = run(
+        server,
+        dir.path(),
+        "-m rag-model --tokenizer builtin --endpoint-type solido_rag --streaming --request-count 5 --concurrency 2 \
+         --isl 12 --random-seed 10",
+    )
+    .await;
+    assert_eq!(requests.len(), 5);
+    for request in &requests {
+        assert_eq!(request["path"], "/rag/api/prompt");
+        assert_eq!(
+            recorded_header(request, "accept"),
+            Some("text/event-stream")
+        );
+        let sent = recorded_body(request);
+        assert_eq!(
+            sent["filters"],
+            serde_json::json!({"family": "Solido", "tool": "SDE"})
+        );
+        assert_eq!(sent["inference_model"], "rag-model");
+        assert_eq!(sent["query"].as_array().unwrap().len(), 1);
+        assert!(sent.get("stream").is_none());
+    }
+    assert_eq!(stat(&summary, "request_count", "avg"), 5.0);
+    assert_eq!(stat(&summary, "input_sequence_length", "avg"), 12.0);
+    assert!(stat(&summary, "output_sequence_length", "min") >= 1.0);
+    assert!(summary.get("time_to_first_token").is_some());
+    assert!(summary.get("inter_token_latency").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_content_type_must_be_what_the_endpoint_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = args(
+        "-m m --endpoint-type chat --request-content-type multipart-form-data \
+         --request-count 1 --url http://127.0.0.1:9",
+    );
+    argv.extend([
+        "--artifact-dir".to_owned(),
+        dir.path().to_str().unwrap().to_owned(),
+    ]);
+    let output = profile(argv).await;
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "invalid endpoint.request_content_type: endpoint type chat sends application/json, \
+             not multipart/form-data"
+        ),
+        "{stderr}"
+    );
 }

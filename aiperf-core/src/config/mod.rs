@@ -83,6 +83,12 @@ pub struct EndpointConfig {
     /// (e.g. `X-Session-ID` for a load balancer's session affinity).
     #[serde(default)]
     pub session_header: Option<String>,
+    /// How request bodies are encoded (`--request-content-type`); `None` takes the
+    /// endpoint type's own encoding. As in the Python AIPerf 0.13 the choice is checked,
+    /// not converted: a type that uploads files only sends forms, the others only JSON
+    /// (see [`check_request_content_type`](crate::endpoint::check_request_content_type)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_content_type: Option<crate::endpoint::RequestContentType>,
 }
 
 impl Default for EndpointConfig {
@@ -101,6 +107,7 @@ impl Default for EndpointConfig {
             use_server_token_count: false,
             per_chunk_usage: false,
             session_header: None,
+            request_content_type: None,
         }
     }
 }

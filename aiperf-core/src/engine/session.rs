@@ -234,7 +234,7 @@ impl PhaseRunner {
             .send(ToProcessor::Finished(Finished {
                 credit,
                 model,
-                payload: built.body,
+                payload: built.json_view.unwrap_or(built.body),
                 input_text,
                 sent_headers,
                 outcome: Outcome::Exchanged(exchange),

@@ -54,6 +54,7 @@ impl Endpoint for Echo {
                 .into_bytes()
                 .into(),
             headers: vec![],
+            json_view: None,
         })
     }
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
@@ -96,6 +97,7 @@ impl Endpoint for Transcript {
         Ok(BuiltRequest {
             body: entries.join("|").into_bytes().into(),
             headers: vec![],
+            json_view: None,
         })
     }
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {

@@ -1,5 +1,6 @@
 //! Request handlers, one module per API family, and what they share.
 
+pub(crate) mod audio;
 pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod dcgm;
@@ -9,6 +10,7 @@ pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod rankings;
 pub(crate) mod responses;
+pub(crate) mod solido;
 pub(crate) mod tgi;
 
 use std::sync::Arc;

@@ -126,8 +126,13 @@ impl Conn {
         let mut req = Request::builder()
             .method(method)
             .uri(path)
-            .header("host", self.addr.to_string())
-            .header("content-type", "application/json");
+            .header("host", self.addr.to_string());
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        {
+            req = req.header("content-type", "application/json");
+        }
         for (k, v) in headers {
             req = req.header(*k, *v);
         }

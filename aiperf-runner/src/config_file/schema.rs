@@ -5,7 +5,7 @@
 use aiperf_core::clock::saturating_secs;
 use aiperf_core::config::{ArrivalPattern, CustomDatasetType, ExportLevel, UserCentricConfig};
 use aiperf_core::config::{LoadConfig, ModelSelectionStrategy, WarmupConfig};
-use aiperf_core::BenchmarkConfig;
+use aiperf_core::{BenchmarkConfig, RequestContentType};
 use aiperf_endpoints::readiness::WaitMode;
 
 use super::reader::{Field, MapReader};
@@ -425,6 +425,25 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
             return Err(f.error(&format!("expected round_robin, got {strategy:?}")));
         }
     }
+    if let Some(f) = r.take("transport") {
+        // Chosen from the URL scheme anyway; http is 0.13's only transport.
+        let transport = f.string()?;
+        if transport != "http" {
+            return Err(f.error(&format!("expected http, got {transport:?}")));
+        }
+    }
+    if let Some(f) = r.take("request_content_type") {
+        // The media type, as 0.13's files spell it, or its command-line spelling.
+        endpoint.request_content_type = Some(match f.string()?.as_str() {
+            "application/json" | "application-json" => RequestContentType::ApplicationJson,
+            "multipart/form-data" | "multipart-form-data" => RequestContentType::MultipartFormData,
+            other => {
+                return Err(f.error(&format!(
+                    "expected application/json or multipart/form-data, got {other:?}"
+                )))
+            }
+        });
+    }
     if let Some(f) = r.take("connection_reuse") {
         parts.transport.connection_reuse = match f.string()?.replace('-', "_").as_str() {
             "pooled" => ConnectionReuse::Pooled,
@@ -440,11 +459,9 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
     parts.readiness = read_readiness(&mut r)?;
     r.finish(&[
         "download_video_content",
-        "request_content_type",
         "reset_kv_cache",
         "server_profiler",
         "template",
-        "transport",
         "uuid_and_strip",
     ])
 }
