@@ -182,6 +182,13 @@ pub async fn wait_until_ready(
     progress: &mut dyn FnMut(ReadinessEvent<'_>),
 ) -> Result<(), ReadinessError> {
     let deadline = Instant::now() + readiness.timeout;
+    if readiness.mode != WaitMode::Models && InferenceProbe::for_target(target).liveness_only {
+        tracing::warn!(
+            "the {} endpoint builds no one-token request of its own: the readiness probe \
+             sends a chat-style one and only checks that the server answers below 500",
+            target.endpoint.info().name
+        );
+    }
     for (base, request_url) in target.base_urls.iter().zip(target.request_urls) {
         let cancelled = || ReadinessError::Cancelled {
             base: redact_credentials(base),
@@ -252,6 +259,43 @@ async fn probe(
         }
     }
     if matches!(readiness.mode, WaitMode::Inference | WaitMode::Both) {
+        let probe = InferenceProbe::for_target(target);
+        let mut headers = probe.headers;
+        headers.extend(target.headers.iter().cloned());
+        let exchange = transport
+            .send(HttpRequest {
+                method: HttpMethod::Post,
+                url: request_url.to_owned(),
+                headers,
+                body: probe.body,
+                timeout: Some(probe_timeout),
+            })
+            .await;
+        let problem = match (failure(&exchange), exchange.status) {
+            // A live server that refuses the stand-in body is ready: the benchmark's own
+            // bodies are what it is asked for.
+            (Some(_), Some(status)) if probe.liveness_only && status < 500 => None,
+            (problem, _) => problem,
+        };
+        if let Some(problem) = problem {
+            return Some(format!("a one-token request: {problem}"));
+        }
+    }
+    None
+}
+
+/// The one-token request of the inference probe.
+struct InferenceProbe {
+    body: bytes::Bytes,
+    headers: Vec<(String, String)>,
+    /// The endpoint could not build a request of its own (the `raw` endpoint sends only
+    /// the dataset's bodies), so a chat-style stand-in only proves that the server
+    /// answers: any status below 500 counts, as in the Python AIPerf 0.13.
+    liveness_only: bool,
+}
+
+impl InferenceProbe {
+    fn for_target(target: &Target<'_>) -> Self {
         let turn = Turn {
             max_tokens: Some(1),
             ..Turn::text("Hello")
@@ -263,26 +307,25 @@ async fn probe(
             turns: std::slice::from_ref(&turn),
             streaming: false,
         };
-        let built = match build_request(target.endpoint, &input) {
-            Ok(built) => built,
-            Err(error) => return Some(error.to_string()),
-        };
-        let mut headers = built.headers;
-        headers.extend(target.headers.iter().cloned());
-        let exchange = transport
-            .send(HttpRequest {
-                method: HttpMethod::Post,
-                url: request_url.to_owned(),
-                headers,
+        match build_request(target.endpoint, &input) {
+            Ok(built) => Self {
                 body: built.body,
-                timeout: Some(probe_timeout),
-            })
-            .await;
-        if let Some(problem) = failure(&exchange) {
-            return Some(format!("a one-token request: {problem}"));
+                headers: built.headers,
+                liveness_only: false,
+            },
+            Err(_) => Self {
+                body: serde_json::json!({
+                    "model": target.model,
+                    "messages": [{"role": "user", "content": "Hello"}],
+                    "max_tokens": 1,
+                })
+                .to_string()
+                .into(),
+                headers: vec![("Content-Type".into(), "application/json".into())],
+                liveness_only: true,
+            },
         }
     }
-    None
 }
 
 fn failure(exchange: &RawExchange) -> Option<String> {
@@ -395,6 +438,46 @@ mod tests {
                 base: base[0].clone()
             }
         );
+    }
+
+    #[tokio::test]
+    async fn the_raw_endpoint_is_probed_with_a_stand_in_that_only_needs_an_answer() {
+        let server = aiperf_mock_server::MockServer::start(
+            aiperf_mock_server::MockConfig::with_timing(0.0, 0.0),
+        )
+        .await
+        .unwrap();
+        let transport = HttpTransport::builder().build().unwrap();
+        let raw = crate::raw::RawEndpoint::new(crate::EndpointOptions::default());
+        let readiness = Readiness::new(
+            Duration::from_secs(5),
+            Duration::from_millis(50),
+            WaitMode::Inference,
+        )
+        .unwrap();
+        // The chat route answers the stand-in; an unknown path answers 404: both live.
+        for path in ["/v1/chat/completions", "/no/such/route"] {
+            let base = [server.url()];
+            let urls = [format!("{}{path}", server.url())];
+            let target = Target {
+                base_urls: &base,
+                request_urls: &urls,
+                model: "m",
+                endpoint: &raw,
+                headers: &[],
+            };
+            let waited = wait_until_ready(
+                &transport,
+                &target,
+                readiness,
+                &CancellationToken::new(),
+                &mut |_| {},
+            )
+            .await;
+            assert_eq!(waited, Ok(()), "{path}");
+        }
+        // One probe each: both answers counted as ready at once.
+        assert_eq!(server.stats().requests_total, 2);
     }
 
     #[test]
