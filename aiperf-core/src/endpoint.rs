@@ -1,6 +1,6 @@
 //! The [`Endpoint`] trait: how a turn becomes a request body and a response becomes data.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -201,6 +201,39 @@ pub trait Endpoint: Send + Sync + 'static {
 
     /// Parses a completed exchange into responses (and an error, if the server sent one).
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange;
+
+    /// What the engine does after `exchange`, a successful (2xx) response to a request
+    /// first sent to `request_url`: for most APIs the exchange is the answer
+    /// ([`FollowUp::Done`], the default); an asynchronous-job API answers with a ticket
+    /// to poll. Runs on the hot path, so it may read only a small status body.
+    fn follow_up(&self, request_url: &str, exchange: &RawExchange) -> FollowUp {
+        let _ = (request_url, exchange);
+        FollowUp::Done
+    }
+}
+
+/// The next step of a request whose answer comes from several exchanges (an asynchronous
+/// job: submit, poll until done, perhaps download). All of them make one record, from
+/// the first request's start to the end of the last exchange, bounded by the request
+/// timeout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FollowUp {
+    /// The exchange is the answer.
+    Done,
+    /// Not the answer yet: `GET url` after `after`, then ask again.
+    Poll {
+        /// The job's status URL.
+        url: String,
+        /// How long to wait before asking.
+        after: Duration,
+    },
+    /// `GET url` now; it ends the request, and its time counts in the latency, while the
+    /// answer stays the exchange that asked for it (a download of the job's result,
+    /// whose bytes are not kept).
+    Fetch {
+        /// The result's URL.
+        url: String,
+    },
 }
 
 /// The request for `input`: the current turn's `raw_payload` verbatim when the dataset

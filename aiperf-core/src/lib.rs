@@ -100,7 +100,7 @@ pub use config::{BenchmarkConfig, ConfigError, ValidatedConfig};
 pub use conversation::{ContextMode, Conversation, Turn};
 pub use dataset::{ConversationSampler, Dataset, DatasetSource, SamplingStrategy};
 pub use endpoint::{
-    build_request, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo,
+    build_request, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, FollowUp,
     ParsedExchange, ParsedResponse, RequestInput, Usage,
 };
 pub use engine::{
