@@ -12,7 +12,7 @@ use crate::TemplateEndpoint;
 use crate::{
     ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint, EmbeddingsEndpoint,
     HuggingFaceGenerateEndpoint, ImageGenerationEndpoint, ImageRetrievalEndpoint, MessagesEndpoint,
-    RankingsEndpoint, RawEndpoint, ResponsesEndpoint,
+    RankingsEndpoint, RawEndpoint, ResponsesEndpoint, VideoGenerationEndpoint, VideoJobOptions,
 };
 
 /// The endpoint types [`endpoint_for`] can build in this build (aliases aside: `rankings`
@@ -33,6 +33,7 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "image_retrieval",
     "messages",
     "raw",
+    "video_generation",
     #[cfg(feature = "templates")]
     "template",
 ];
@@ -77,6 +78,10 @@ fn endpoint_summary(name: &str) -> &'static str {
             "a dataset's complete request bodies sent verbatim to --url; the reply text \
                   found by --extra-inputs response_field or detected"
         }
+        "video_generation" => {
+            "OpenAI/SGLang text-to-video jobs: submit, poll until done, optionally download \
+             (/v1/videos)"
+        }
         "template" => {
             "any JSON API: request bodies from your Jinja template, the reply text \
                        from a JSON path you name"
@@ -102,6 +107,8 @@ pub struct EndpointOptions {
     /// `extra` fields are merged after them). The `template` endpoint takes its
     /// `payload_template` and `response_field` out of them first.
     pub extra_inputs: Map<String, Value>,
+    /// How `video_generation` follows its jobs.
+    pub video: VideoJobOptions,
 }
 
 /// An endpoint type name that is not supported, or whose format this build leaves out.
@@ -171,6 +178,7 @@ pub fn endpoint_for(
         "image_retrieval" => Ok(Arc::new(ImageRetrievalEndpoint::new(options))),
         "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
         "raw" => Ok(Arc::new(RawEndpoint::new(options))),
+        "video_generation" => Ok(Arc::new(VideoGenerationEndpoint::new(options))),
         #[cfg(feature = "templates")]
         "template" => Ok(Arc::new(TemplateEndpoint::new(options))),
         #[cfg(not(feature = "templates"))]

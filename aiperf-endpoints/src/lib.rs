@@ -9,6 +9,7 @@
 //!   [`RankingsEndpoint`] (`nim_rankings`, `cohere_rankings`, `hf_tei_rankings`),
 //!   [`HuggingFaceGenerateEndpoint`] (TGI), [`ImageGenerationEndpoint`]
 //!   (`/v1/images/generations`), [`ImageRetrievalEndpoint`] (NIM `/v1/infer`),
+//!   [`VideoGenerationEndpoint`] (asynchronous `/v1/videos` jobs),
 //!   [`MessagesEndpoint`] (Anthropic `/v1/messages`; its API
 //!   key goes in `x-api-key`, as its
 //!   [`EndpointInfo::api_key_header`](aiperf_core::EndpointInfo::api_key_header) says), [`TemplateEndpoint`] (a user's Jinja
@@ -100,6 +101,7 @@ pub mod sse;
 mod template;
 mod tls;
 mod transport;
+mod video_generation;
 
 pub use aiperf_core::url::build_url;
 pub use chat::ChatEndpoint;
@@ -123,6 +125,7 @@ pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY};
 pub use transport::{
     HttpTransport, HttpTransportBuilder, TransportBuildError, DEFAULT_MAX_RESPONSE_BYTES,
 };
+pub use video_generation::{VideoGenerationEndpoint, VideoJobOptions};
 
 #[cfg(test)]
 mod test_support;

@@ -1,0 +1,265 @@
+//! The `video_generation` endpoint: asynchronous text-to-video jobs (`/v1/videos`), as
+//! OpenAI's videos API and SGLang serve them.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use aiperf_core::config::DEFAULT_VIDEO_POLL_INTERVAL;
+use aiperf_core::{
+    ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ErrorDetails, FollowUp,
+    ParsedExchange, ParsedResponse, RawExchange, RequestInput,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::payload::{
+    current_turn, merge, merge_turn_extra, model, texts, warn_max_tokens_ignored,
+};
+use crate::response::exchange_failure;
+use crate::EndpointOptions;
+
+const INFO: EndpointInfo = EndpointInfo {
+    name: "video_generation",
+    default_path: "/v1/videos",
+    streaming_path: None,
+    supports_streaming: false,
+    produces_tokens: false,
+    tokenizes_input: true,
+    takes_rankings: false,
+    api_key_header: ApiKeyHeader::Bearer,
+};
+
+/// How a video job is followed: the poll interval and whether the video is downloaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VideoJobOptions {
+    /// The wait between polls of a job's status (`AIPERF_HTTP_VIDEO_POLL_INTERVAL`).
+    pub poll_interval: Duration,
+    /// Download each finished video (`--download-video-content`); the download's time
+    /// counts in the request latency, its bytes are not kept.
+    pub download_content: bool,
+}
+
+impl Default for VideoJobOptions {
+    fn default() -> Self {
+        Self {
+            poll_interval: DEFAULT_VIDEO_POLL_INTERVAL,
+            download_content: false,
+        }
+    }
+}
+
+/// Video generation: an asynchronous job per request, as the Python AIPerf 0.13 runs it.
+///
+/// 1. `POST /v1/videos` with a `multipart/form-data` body of `prompt` (the current turn's
+///    first text) and `model`, then `--extra-inputs` and the turn's `extra` fields
+///    (`size`, `seconds`, `seed`, `num_inference_steps`, …; strings as they are, other
+///    values as JSON text). The answer is a job `{"id", "status": "queued", …}`.
+/// 2. `GET /v1/videos/{id}` every poll interval while the status is neither `completed`
+///    nor `failed`.
+/// 3. With `download_content`, `GET` the job's `url` (when it is an absolute http(s) URL)
+///    or `/v1/videos/{id}/content`.
+///
+/// The request is one record from the submit's start to the end of the last exchange.
+/// A `completed` job is one response (non-token data, stamped at that end, so the
+/// latency covers generation and any download); a `failed` job is a
+/// `VideoGenerationError` with the server's message. Videos are not tokens: a turn's max
+/// tokens are ignored with one warning.
+#[derive(Debug)]
+pub struct VideoGenerationEndpoint {
+    options: EndpointOptions,
+    warned_max_tokens: AtomicBool,
+}
+
+impl VideoGenerationEndpoint {
+    /// A video generation endpoint with these options (the job's in
+    /// [`EndpointOptions::video`]).
+    pub fn new(options: EndpointOptions) -> Self {
+        Self {
+            options,
+            warned_max_tokens: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Endpoint for VideoGenerationEndpoint {
+    fn info(&self) -> &EndpointInfo {
+        &INFO
+    }
+
+    fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
+        let turn = current_turn(INFO.name, input)?;
+        warn_max_tokens_ignored(INFO.name, turn, &self.warned_max_tokens);
+        let prompt = texts(turn).next().ok_or_else(|| EndpointError {
+            endpoint: INFO.name,
+            reason: "the turn has no text to use as the prompt".into(),
+        })?;
+        let mut fields = Map::new();
+        fields.insert("prompt".into(), prompt.into());
+        fields.insert("model".into(), model(input, turn).into());
+        merge(&mut fields, &self.options.extra_inputs);
+        merge_turn_extra(&mut fields, turn);
+        Ok(multipart(&fields))
+    }
+
+    fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
+        let error = |message: String| ParsedExchange {
+            responses: Vec::new(),
+            error: Some(ErrorDetails {
+                code: Some(500),
+                kind: Some("VideoGenerationError".into()),
+                message,
+            }),
+        };
+        if let Some(failure) = exchange_failure(exchange) {
+            return ParsedExchange {
+                responses: Vec::new(),
+                error: Some(failure),
+            };
+        }
+        if let Some(transport) = &exchange.error {
+            return ParsedExchange {
+                responses: Vec::new(),
+                error: Some(transport.into()),
+            };
+        }
+        let body = exchange.body();
+        let Ok(job) = serde_json::from_slice::<Job>(&body) else {
+            let text = String::from_utf8_lossy(&body);
+            let snippet: String = text.chars().take(200).collect();
+            return error(format!("Invalid JSON in video response: {snippet}"));
+        };
+        match job.status.as_deref() {
+            Some(status) if status.eq_ignore_ascii_case("completed") => ParsedExchange {
+                responses: vec![ParsedResponse {
+                    at: exchange.ended_at,
+                    text: String::new(),
+                    reasoning: String::new(),
+                    has_other_data: true,
+                    usage: job
+                        .usage
+                        .filter(|usage| !usage.is_empty())
+                        .map(aiperf_core::Usage),
+                }],
+                error: None,
+            },
+            Some(status) if status.eq_ignore_ascii_case("failed") => {
+                error(format!("Video generation failed: {}", job.error_message()))
+            }
+            other => error(format!(
+                "the video job ended with status {}",
+                other.unwrap_or("(none)")
+            )),
+        }
+    }
+
+    fn follow_up(&self, request_url: &str, exchange: &RawExchange) -> FollowUp {
+        let Ok(job) = serde_json::from_slice::<Job>(&exchange.body()) else {
+            return FollowUp::Done;
+        };
+        let Some(id) = job.id.as_deref().filter(|id| !id.is_empty()) else {
+            return FollowUp::Done;
+        };
+        let status_url = format!("{}/{id}", request_url.trim_end_matches('/'));
+        let video = self.options.video;
+        match job
+            .status
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("failed") => FollowUp::Done,
+            Some("completed") if !video.download_content => FollowUp::Done,
+            Some("completed") => FollowUp::Fetch {
+                url: job
+                    .url
+                    .filter(|url| url.starts_with("http://") || url.starts_with("https://"))
+                    .unwrap_or_else(|| format!("{status_url}/content")),
+            },
+            _ => FollowUp::Poll {
+                url: status_url,
+                after: video.poll_interval,
+            },
+        }
+    }
+}
+
+/// The fields of a video job the benchmark reads: small, so reading one on the hot path
+/// (to decide whether to poll again) costs little.
+#[derive(Debug, Deserialize)]
+struct Job {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    usage: Option<Map<String, Value>>,
+}
+
+impl Job {
+    /// The failure's message: `error.message`, a string `error`, or "Unknown error".
+    fn error_message(&self) -> String {
+        match &self.error {
+            Some(Value::Object(error)) => match error.get("message") {
+                Some(Value::String(message)) => message.clone(),
+                Some(other) => other.to_string(),
+                None => "Unknown error".into(),
+            },
+            Some(Value::String(message)) => message.clone(),
+            Some(Value::Null) | None => "Unknown error".into(),
+            Some(other) => other.to_string(),
+        }
+    }
+}
+
+/// `fields` as a `multipart/form-data` body, in order: strings as they are, booleans as
+/// `true`/`false`, other values as JSON text; nulls left out. The boundary is fixed
+/// (so payloads are reproducible) unless a value contains it.
+fn multipart(fields: &Map<String, Value>) -> BuiltRequest {
+    let values: Vec<(&String, String)> = fields
+        .iter()
+        .filter(|(_, value)| !value.is_null())
+        .map(|(name, value)| match value {
+            Value::String(text) => (name, text.clone()),
+            other => (name, other.to_string()),
+        })
+        .collect();
+    // Each candidate found in the text takes a distinct start position, so one of the
+    // first (text length + 1) candidates is absent.
+    let text_len: usize = values
+        .iter()
+        .map(|(name, value)| name.len() + value.len())
+        .sum();
+    let boundary = (0..=text_len)
+        .map(|n| format!("aiperf-video-{n:04}"))
+        .find(|boundary| {
+            values
+                .iter()
+                .all(|(name, value)| !value.contains(boundary) && !name.contains(boundary))
+        })
+        .unwrap_or_default();
+    let mut body = String::new();
+    for (name, value) in &values {
+        let name = name.replace('"', "%22");
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+        ));
+    }
+    body.push_str(&format!("--{boundary}--\r\n"));
+    BuiltRequest {
+        body: body.into(),
+        headers: vec![
+            (
+                "Content-Type".into(),
+                format!("multipart/form-data; boundary={boundary}"),
+            ),
+            ("Accept".into(), "application/json".into()),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests;
