@@ -169,6 +169,18 @@ pub struct ParsedResponse {
     pub has_other_data: bool,
     /// Usage, when this response carried a non-empty usage object.
     pub usage: Option<Usage>,
+    /// What a video generation server reported about the job, when this response is a
+    /// finished video job.
+    pub video: Option<VideoReport>,
+}
+
+/// A video generation server's account of one job (SGLang reports these fields).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct VideoReport {
+    /// `inference_time_s`: the generation time on the server, in seconds.
+    pub inference_time_s: Option<f64>,
+    /// `peak_memory_mb`: the peak GPU memory of the generation, in megabytes.
+    pub peak_memory_mb: Option<f64>,
 }
 
 impl ParsedResponse {

@@ -27,6 +27,7 @@
 //!         let at = exchange.ended_at;
 //!         let responses = vec![ParsedResponse {
 //!             at, text, reasoning: String::new(), has_other_data: false, usage: None,
+//!             video: None,
 //!         }];
 //!         ParsedExchange { responses, error: None }
 //!     }
@@ -101,7 +102,7 @@ pub use conversation::{ContextMode, Conversation, Turn};
 pub use dataset::{ConversationSampler, Dataset, DatasetSource, SamplingStrategy};
 pub use endpoint::{
     build_request, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, FollowUp,
-    ParsedExchange, ParsedResponse, RequestInput, Usage,
+    ParsedExchange, ParsedResponse, RequestInput, Usage, VideoReport,
 };
 pub use engine::{
     Benchmark, BenchmarkBuilder, Cancellation, EngineError, InFlight, PhasePlan, Progress, Waiting,

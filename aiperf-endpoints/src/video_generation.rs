@@ -7,7 +7,7 @@ use std::time::Duration;
 use aiperf_core::config::DEFAULT_VIDEO_POLL_INTERVAL;
 use aiperf_core::{
     ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ErrorDetails, FollowUp,
-    ParsedExchange, ParsedResponse, RawExchange, RequestInput,
+    ParsedExchange, ParsedResponse, RawExchange, RequestInput, VideoReport,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -61,7 +61,8 @@ impl Default for VideoJobOptions {
 ///
 /// The request is one record from the submit's start to the end of the last exchange.
 /// A `completed` job is one response (non-token data, stamped at that end, so the
-/// latency covers generation and any download); a `failed` job is a
+/// latency covers generation and any download) carrying the server's
+/// `inference_time_s` and `peak_memory_mb` when it reports them; a `failed` job is a
 /// `VideoGenerationError` with the server's message. Videos are not tokens: a turn's max
 /// tokens are ignored with one warning.
 #[derive(Debug)]
@@ -139,6 +140,10 @@ impl Endpoint for VideoGenerationEndpoint {
                         .usage
                         .filter(|usage| !usage.is_empty())
                         .map(aiperf_core::Usage),
+                    video: Some(VideoReport {
+                        inference_time_s: job.inference_time_s,
+                        peak_memory_mb: job.peak_memory_mb,
+                    }),
                 }],
                 error: None,
             },
@@ -197,6 +202,10 @@ struct Job {
     error: Option<Value>,
     #[serde(default)]
     usage: Option<Map<String, Value>>,
+    #[serde(default)]
+    inference_time_s: Option<f64>,
+    #[serde(default)]
+    peak_memory_mb: Option<f64>,
 }
 
 impl Job {

@@ -67,6 +67,7 @@ impl Endpoint for Echo {
                     reasoning: String::new(),
                     has_other_data: false,
                     usage: None,
+                    video: None,
                 })
                 .collect(),
             error: None,
@@ -108,6 +109,7 @@ impl Endpoint for Transcript {
                 reasoning: String::new(),
                 has_other_data: false,
                 usage: None,
+                video: None,
             }],
             error: None,
         }

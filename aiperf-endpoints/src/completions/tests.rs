@@ -118,6 +118,7 @@ fn streamed_and_whole_responses_read_choice_text() {
             reasoning: String::new(),
             has_other_data: false,
             usage: None,
+            video: None
         }]
     );
 }

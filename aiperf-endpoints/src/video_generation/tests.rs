@@ -93,7 +93,14 @@ const OPENAI_FAILED: &str = r#"{"id":"video_1","object":"video","status":"failed
 
 #[test]
 fn a_completed_job_is_one_data_response_stamped_when_the_exchange_ended() {
-    for body in [OPENAI_COMPLETED, SGLANG_COMPLETED] {
+    let sglang = VideoReport {
+        inference_time_s: Some(92.41),
+        peak_memory_mb: Some(21844.5),
+    };
+    for (body, report) in [
+        (OPENAI_COMPLETED, VideoReport::default()),
+        (SGLANG_COMPLETED, sglang),
+    ] {
         let exchange = job(body);
         let parsed = endpoint(VideoJobOptions::default()).parse(&exchange);
         assert_eq!(parsed.error, None, "{body}");
@@ -105,6 +112,7 @@ fn a_completed_job_is_one_data_response_stamped_when_the_exchange_ended() {
                 reasoning: String::new(),
                 has_other_data: true,
                 usage: None,
+                video: Some(report),
             }]
         );
     }
