@@ -74,6 +74,27 @@ pub(crate) fn transport_options(args: &ProfileArgs) -> TransportOptions {
     }
 }
 
+/// `AIPERF_HTTP_VIDEO_POLL_INTERVAL`, when set.
+fn video_poll_interval_from_env() -> anyhow::Result<Option<std::time::Duration>> {
+    std::env::var("AIPERF_HTTP_VIDEO_POLL_INTERVAL")
+        .ok()
+        .map(|text| video_poll_interval(&text))
+        .transpose()
+}
+
+/// A poll interval given in seconds; the library checks its range.
+fn video_poll_interval(text: &str) -> anyhow::Result<std::time::Duration> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+            Ok(std::time::Duration::from_secs_f64(seconds))
+        }
+        _ => anyhow::bail!(
+            "AIPERF_HTTP_VIDEO_POLL_INTERVAL must be a number of seconds from 0.001 to 10, \
+             got {text:?}"
+        ),
+    }
+}
+
 pub(crate) fn multi_run_options(runs: &RunsArgs) -> MultiRunOptions {
     MultiRunOptions {
         count: runs.num_profile_runs,
@@ -160,11 +181,22 @@ pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig
     endpoint.use_server_token_count = args.endpoint.use_server_token_count;
     endpoint.per_chunk_usage = args.endpoint.per_chunk_usage;
     endpoint.session_header = args.endpoint.session_header.clone();
-    if args.endpoint.request_content_type == Some(args::RequestContentTypeArg::MultipartFormData) {
-        anyhow::bail!(
-            "--request-content-type multipart-form-data is not available: every endpoint \
-             type here sends JSON bodies; drop the flag or use application-json"
-        );
+    endpoint.download_video_content = args.endpoint.download_video_content;
+    if let Some(interval) = video_poll_interval_from_env()? {
+        endpoint.video_poll_interval = interval;
+    }
+    let sends_forms = endpoint.endpoint_type == "video_generation";
+    match args.endpoint.request_content_type {
+        Some(args::RequestContentTypeArg::MultipartFormData) if !sends_forms => anyhow::bail!(
+            "--request-content-type multipart-form-data is not available for endpoint type \
+             {}: only video_generation sends forms; drop the flag or use application-json",
+            endpoint.endpoint_type
+        ),
+        Some(args::RequestContentTypeArg::ApplicationJson) if sends_forms => anyhow::bail!(
+            "--request-content-type application-json is not available for video_generation: \
+             it sends multipart/form-data, as the Python AIPerf 0.13 requires; drop the flag"
+        ),
+        _ => {}
     }
     args.endpoint.readiness()?;
     if let Some(width) = args.output.slice_duration {
@@ -432,8 +464,21 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "--request-content-type multipart-form-data is not available: every endpoint type \
-             here sends JSON bodies; drop the flag or use application-json"
+            "--request-content-type multipart-form-data is not available for endpoint type \
+             chat: only video_generation sends forms; drop the flag or use application-json"
+        );
+        let video = ["-m", "m", "--endpoint-type", "video-generation"];
+        let form = [
+            &video[..],
+            &["--request-content-type", "multipart-form-data"],
+        ]
+        .concat();
+        assert!(assemble_from(&form).is_ok());
+        let json = [&video[..], &["--request-content-type", "application-json"]].concat();
+        assert_eq!(
+            assemble_from(&json).unwrap_err().to_string(),
+            "--request-content-type application-json is not available for video_generation: \
+             it sends multipart/form-data, as the Python AIPerf 0.13 requires; drop the flag"
         );
         let err =
             assemble_from(&["-m", "a,b", "--model-selection-strategy", "weighted"]).unwrap_err();
@@ -441,6 +486,32 @@ mod tests {
             err.to_string()
                 .starts_with("--model-selection-strategy weighted needs a weight for every model"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn video_jobs_take_the_download_flag_and_a_poll_interval_in_seconds() {
+        let args = ["-m", "m", "--endpoint-type", "video_generation"];
+        let config = assemble_from(&[&args[..], &["--download-video-content"]].concat()).unwrap();
+        assert!(config.endpoint.download_video_content);
+        assert_eq!(
+            config.endpoint.video_poll_interval,
+            Duration::from_millis(100)
+        );
+        assert!(
+            !assemble_from(&args)
+                .unwrap()
+                .endpoint
+                .download_video_content
+        );
+        assert_eq!(
+            video_poll_interval(" 0.25 ").unwrap(),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            video_poll_interval("fast").unwrap_err().to_string(),
+            "AIPERF_HTTP_VIDEO_POLL_INTERVAL must be a number of seconds from 0.001 to 10, \
+             got \"fast\""
         );
     }
 

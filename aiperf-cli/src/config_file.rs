@@ -53,6 +53,9 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("use_server_token_count", |c, f| {
         c.endpoint.use_server_token_count = f.endpoint.use_server_token_count;
     }),
+    ("download_video_content", |c, f| {
+        c.endpoint.download_video_content = f.endpoint.download_video_content;
+    }),
     ("per_chunk_usage", |c, f| {
         c.endpoint.per_chunk_usage = f.endpoint.per_chunk_usage;
     }),

@@ -409,8 +409,14 @@ pub(crate) struct EndpointArgs {
     #[arg(long = "transport", visible_alias = "transport-type", value_enum)]
     pub transport: Option<TransportArg>,
 
-    /// How request bodies are encoded: application-json. multipart-form-data is refused,
-    /// as no endpoint here sends forms.
+    /// For video_generation: download each finished video; the download's time counts in
+    /// the request latency (its bytes are not kept). The poll interval of video jobs is
+    /// AIPERF_HTTP_VIDEO_POLL_INTERVAL seconds (default 0.1).
+    #[arg(long = "download-video-content")]
+    pub download_video_content: bool,
+
+    /// How request bodies are encoded: application-json, or multipart-form-data, which
+    /// only video_generation sends (and always sends, as in the Python AIPerf 0.13).
     #[arg(long = "request-content-type", value_enum)]
     pub request_content_type: Option<RequestContentTypeArg>,
 }
