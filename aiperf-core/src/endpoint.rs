@@ -215,11 +215,12 @@ pub trait Endpoint: Send + Sync + 'static {
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange;
 
     /// What the engine does after `exchange`, a successful (2xx) response to a request
-    /// first sent to `request_url`: for most APIs the exchange is the answer
+    /// first sent to `request_url` and followed up `followed` times before (0: `exchange`
+    /// answers the request itself): for most APIs the exchange is the answer
     /// ([`FollowUp::Done`], the default); an asynchronous-job API answers with a ticket
     /// to poll. Runs on the hot path, so it may read only a small status body.
-    fn follow_up(&self, request_url: &str, exchange: &RawExchange) -> FollowUp {
-        let _ = (request_url, exchange);
+    fn follow_up(&self, request_url: &str, followed: u32, exchange: &RawExchange) -> FollowUp {
+        let _ = (request_url, followed, exchange);
         FollowUp::Done
     }
 }

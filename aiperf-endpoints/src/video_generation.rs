@@ -54,8 +54,8 @@ impl Default for VideoJobOptions {
 ///    first text) and `model`, then `--extra-inputs` and the turn's `extra` fields
 ///    (`size`, `seconds`, `seed`, `num_inference_steps`, …; strings as they are, other
 ///    values as JSON text). The answer is a job `{"id", "status": "queued", …}`.
-/// 2. `GET /v1/videos/{id}` every poll interval while the status is neither `completed`
-///    nor `failed`.
+/// 2. `GET /v1/videos/{id}` at once, then every poll interval while the status is
+///    neither `completed` nor `failed` (as 0.13 polls).
 /// 3. With `download_content`, `GET` the job's `url` (when it is an absolute http(s) URL)
 ///    or `/v1/videos/{id}/content`.
 ///
@@ -157,7 +157,7 @@ impl Endpoint for VideoGenerationEndpoint {
         }
     }
 
-    fn follow_up(&self, request_url: &str, exchange: &RawExchange) -> FollowUp {
+    fn follow_up(&self, request_url: &str, followed: u32, exchange: &RawExchange) -> FollowUp {
         let Ok(job) = serde_json::from_slice::<Job>(&exchange.body()) else {
             return FollowUp::Done;
         };
@@ -180,9 +180,15 @@ impl Endpoint for VideoGenerationEndpoint {
                     .filter(|url| url.starts_with("http://") || url.starts_with("https://"))
                     .unwrap_or_else(|| format!("{status_url}/content")),
             },
+            // The first poll goes right after the submit, as 0.13 polls: a job that is
+            // done by then (or fast) costs no interval.
             _ => FollowUp::Poll {
                 url: status_url,
-                after: video.poll_interval,
+                after: if followed == 0 {
+                    Duration::ZERO
+                } else {
+                    video.poll_interval
+                },
             },
         }
     }

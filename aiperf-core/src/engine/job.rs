@@ -60,17 +60,17 @@ impl PhaseRunner {
         let limit = bounds.earliest(started_at);
         let mut retries = first.retries;
         let mut answer = first;
-        let mut followed = false;
+        let mut followed = 0_u32;
         loop {
             if answer.error.is_some() || !answer.status.is_some_and(|s| (200..300).contains(&s)) {
                 break;
             }
-            let (url, due, ends_job) = match endpoint.follow_up(request_url, &answer) {
+            let (url, due, ends_job) = match endpoint.follow_up(request_url, followed, &answer) {
                 FollowUp::Done => break,
                 FollowUp::Poll { url, after } => (url, Instant::now() + after, false),
                 FollowUp::Fetch { url } => (url, Instant::now(), true),
             };
-            followed = true;
+            followed += 1;
             if let Some((at, error)) = limit.clone().filter(|(at, _)| *at <= due) {
                 tokio::time::sleep_until(at.into()).await;
                 answer.error = Some(error);
@@ -94,7 +94,7 @@ impl PhaseRunner {
         answer.started_at = started_at;
         answer.head_at = head_at;
         answer.retries = retries;
-        if followed {
+        if followed > 0 {
             answer.trace = None;
         }
         answer

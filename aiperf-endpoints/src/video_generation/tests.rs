@@ -178,7 +178,7 @@ fn unfinished_unreadable_and_refused_jobs_are_errors() {
 }
 
 #[test]
-fn unfinished_jobs_are_polled_at_the_interval_and_finished_ones_end_the_request() {
+fn unfinished_jobs_are_polled_at_once_then_at_the_interval_and_finished_ones_end() {
     let video = endpoint(VideoJobOptions {
         poll_interval: Duration::from_millis(250),
         download_content: false,
@@ -186,13 +186,15 @@ fn unfinished_jobs_are_polled_at_the_interval_and_finished_ones_end_the_request(
     let status_url = "http://h/v1/videos/video_68d7512d07848190b3e45da0ecbebcde004da08e1e0678d5";
     for body in [OPENAI_QUEUED, OPENAI_IN_PROGRESS] {
         for request_url in ["http://h/v1/videos", "http://h/v1/videos/"] {
-            assert_eq!(
-                video.follow_up(request_url, &job(body)),
-                FollowUp::Poll {
-                    url: status_url.into(),
-                    after: Duration::from_millis(250),
-                }
-            );
+            for (followed, after) in [(0, 0), (1, 250), (7, 250)] {
+                assert_eq!(
+                    video.follow_up(request_url, followed, &job(body)),
+                    FollowUp::Poll {
+                        url: status_url.into(),
+                        after: Duration::from_millis(after),
+                    }
+                );
+            }
         }
     }
     for body in [
@@ -203,7 +205,7 @@ fn unfinished_jobs_are_polled_at_the_interval_and_finished_ones_end_the_request(
         "{}",
     ] {
         assert_eq!(
-            video.follow_up("http://h/v1/videos", &job(body)),
+            video.follow_up("http://h/v1/videos", 1, &job(body)),
             FollowUp::Done,
             "{body}"
         );
@@ -217,20 +219,20 @@ fn with_download_a_completed_job_fetches_its_content() {
         download_content: true,
     });
     assert_eq!(
-        video.follow_up("http://h/v1/videos", &job(SGLANG_COMPLETED)),
+        video.follow_up("http://h/v1/videos", 1, &job(SGLANG_COMPLETED)),
         FollowUp::Fetch {
             url: "http://h/v1/videos/4f3b0f53-3b1e-4c21-9a55-0e8f5e5d1a2b/content".into()
         }
     );
     let with_address = r#"{"id":"v9","status":"completed","url":"https://cdn.example/v9.mp4"}"#;
     assert_eq!(
-        video.follow_up("http://h/v1/videos", &job(with_address)),
+        video.follow_up("http://h/v1/videos", 1, &job(with_address)),
         FollowUp::Fetch {
             url: "https://cdn.example/v9.mp4".into()
         }
     );
     assert_eq!(
-        video.follow_up("http://h/v1/videos", &job(OPENAI_FAILED)),
+        video.follow_up("http://h/v1/videos", 1, &job(OPENAI_FAILED)),
         FollowUp::Done
     );
 }
@@ -241,12 +243,13 @@ async fn the_mock_accepts_the_form_and_answers_with_a_queued_job() {
     let video = endpoint(VideoJobOptions::default());
     let (exchange, _) = round_trip(&video, None, &input(&turns, false)).await;
     assert_eq!(exchange.status, Some(200));
-    let FollowUp::Poll { url, after } = video.follow_up("http://mock/v1/videos", &exchange) else {
+    let FollowUp::Poll { url, after } = video.follow_up("http://mock/v1/videos", 0, &exchange)
+    else {
         panic!(
             "a queued job is polled: {:?}",
             String::from_utf8_lossy(&exchange.body())
         );
     };
     assert!(url.starts_with("http://mock/v1/videos/video_"), "{url}");
-    assert_eq!(after, Duration::from_millis(100));
+    assert_eq!(after, Duration::ZERO);
 }
