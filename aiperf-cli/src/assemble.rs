@@ -75,6 +75,27 @@ pub(crate) fn transport_options(args: &ProfileArgs) -> TransportOptions {
     }
 }
 
+/// `AIPERF_HTTP_VIDEO_POLL_INTERVAL`, when set.
+fn video_poll_interval_from_env() -> anyhow::Result<Option<std::time::Duration>> {
+    std::env::var("AIPERF_HTTP_VIDEO_POLL_INTERVAL")
+        .ok()
+        .map(|text| video_poll_interval(&text))
+        .transpose()
+}
+
+/// A poll interval given in seconds; the library checks its range.
+fn video_poll_interval(text: &str) -> anyhow::Result<std::time::Duration> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+            Ok(std::time::Duration::from_secs_f64(seconds))
+        }
+        _ => anyhow::bail!(
+            "AIPERF_HTTP_VIDEO_POLL_INTERVAL must be a number of seconds from 0.001 to 10, \
+             got {text:?}"
+        ),
+    }
+}
+
 pub(crate) fn multi_run_options(runs: &RunsArgs) -> MultiRunOptions {
     MultiRunOptions {
         count: runs.num_profile_runs,
@@ -165,6 +186,10 @@ pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig
         .endpoint
         .request_content_type
         .map(args::RequestContentTypeArg::to_config);
+    endpoint.download_video_content = args.endpoint.download_video_content;
+    if let Some(interval) = video_poll_interval_from_env()? {
+        endpoint.video_poll_interval = interval;
+    }
     args.endpoint.readiness()?;
     if let Some(width) = args.output.slice_duration {
         if !(width.is_finite() && width > 0.0) {
@@ -429,7 +454,7 @@ mod tests {
     }
 
     #[test]
-    fn multipart_bodies_only_go_to_the_upload_types() {
+    fn multipart_bodies_only_go_to_the_types_that_send_forms() {
         let upload = assemble_from(&[
             "-m",
             "m",
@@ -448,9 +473,20 @@ mod tests {
         assert_eq!(
             chat.to_string(),
             "invalid endpoint.request_content_type: endpoint type chat sends application/json, \
-             not multipart/form-data (multipart/form-data is for the types that upload files: \
-             audio_transcription, image_edit)"
+             not multipart/form-data (multipart/form-data is for the types that send forms: \
+             audio_transcription, image_edit, video_generation)"
         );
+        let video = ["-m", "m", "--endpoint-type", "video-generation"];
+        let form = [
+            &video[..],
+            &["--request-content-type", "multipart-form-data"],
+        ]
+        .concat();
+        assert!(assemble_from(&form).is_ok());
+        let json = [&video[..], &["--request-content-type", "application-json"]].concat();
+        assert!(assemble_from(&json).unwrap_err().to_string().contains(
+            "endpoint type video_generation sends multipart/form-data, not application/json"
+        ));
         let json_upload = assemble_from(&[
             "-m",
             "m",
@@ -473,6 +509,32 @@ mod tests {
             err.to_string()
                 .starts_with("--model-selection-strategy weighted needs a weight for every model"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn video_jobs_take_the_download_flag_and_a_poll_interval_in_seconds() {
+        let args = ["-m", "m", "--endpoint-type", "video_generation"];
+        let config = assemble_from(&[&args[..], &["--download-video-content"]].concat()).unwrap();
+        assert!(config.endpoint.download_video_content);
+        assert_eq!(
+            config.endpoint.video_poll_interval,
+            Duration::from_millis(100)
+        );
+        assert!(
+            !assemble_from(&args)
+                .unwrap()
+                .endpoint
+                .download_video_content
+        );
+        assert_eq!(
+            video_poll_interval(" 0.25 ").unwrap(),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            video_poll_interval("fast").unwrap_err().to_string(),
+            "AIPERF_HTTP_VIDEO_POLL_INTERVAL must be a number of seconds from 0.001 to 10, \
+             got \"fast\""
         );
     }
 

@@ -56,6 +56,9 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("request_content_type", |c, f| {
         c.endpoint.request_content_type = f.endpoint.request_content_type;
     }),
+    ("download_video_content", |c, f| {
+        c.endpoint.download_video_content = f.endpoint.download_video_content;
+    }),
     ("per_chunk_usage", |c, f| {
         c.endpoint.per_chunk_usage = f.endpoint.per_chunk_usage;
     }),

@@ -74,8 +74,16 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 97] = [
+const FIELD_FLAGS: [(&str, &str); 99] = [
     ("endpoint.api_key", "--api-key"),
+    (
+        "endpoint.download_video_content",
+        "--download-video-content",
+    ),
+    (
+        "endpoint.video_poll_interval",
+        "AIPERF_HTTP_VIDEO_POLL_INTERVAL",
+    ),
     ("endpoint.endpoint_type", "--endpoint-type"),
     ("endpoint.per_chunk_usage", "--per-chunk-usage"),
     ("endpoint.session_header", "--session-header"),

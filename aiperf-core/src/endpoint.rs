@@ -1,6 +1,6 @@
 //! The [`Endpoint`] trait: how a turn becomes a request body and a response becomes data.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -182,6 +182,18 @@ pub struct ParsedResponse {
     pub has_other_data: bool,
     /// Usage, when this response carried a non-empty usage object.
     pub usage: Option<Usage>,
+    /// What a video generation server reported about the job, when this response is a
+    /// finished video job.
+    pub video: Option<VideoReport>,
+}
+
+/// A video generation server's account of one job (SGLang reports these fields).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct VideoReport {
+    /// `inference_time_s`: the generation time on the server, in seconds.
+    pub inference_time_s: Option<f64>,
+    /// `peak_memory_mb`: the peak GPU memory of the generation, in megabytes.
+    pub peak_memory_mb: Option<f64>,
 }
 
 impl ParsedResponse {
@@ -219,6 +231,16 @@ pub trait Endpoint: Send + Sync + 'static {
     fn request_content_type(&self) -> RequestContentType {
         RequestContentType::ApplicationJson
     }
+
+    /// What the engine does after `exchange`, a successful (2xx) response to a request
+    /// first sent to `request_url` and followed up `followed` times before (0: `exchange`
+    /// answers the request itself): for most APIs the exchange is the answer
+    /// ([`FollowUp::Done`], the default); an asynchronous-job API answers with a ticket
+    /// to poll. Runs on the hot path, so it may read only a small status body.
+    fn follow_up(&self, request_url: &str, followed: u32, exchange: &RawExchange) -> FollowUp {
+        let _ = (request_url, followed, exchange);
+        FollowUp::Done
+    }
 }
 
 /// The encoding of request bodies (`--request-content-type`).
@@ -227,7 +249,7 @@ pub enum RequestContentType {
     /// A JSON object (every format but the file uploads).
     #[serde(rename = "application/json")]
     ApplicationJson,
-    /// A `multipart/form-data` form (the formats that upload audio or images).
+    /// A `multipart/form-data` form (file uploads and video jobs).
     #[serde(rename = "multipart/form-data")]
     MultipartFormData,
 }
@@ -256,7 +278,7 @@ pub fn check_request_content_type(
             field: "endpoint.request_content_type",
             reason: format!(
                 "endpoint type {} sends {}, not {} (multipart/form-data is for the types \
-                 that upload files: audio_transcription, image_edit)",
+                 that send forms: audio_transcription, image_edit, video_generation)",
                 endpoint.info().name,
                 own.as_str(),
                 requested.as_str()
@@ -264,6 +286,30 @@ pub fn check_request_content_type(
         }),
         _ => Ok(()),
     }
+}
+
+/// The next step of a request whose answer comes from several exchanges (an asynchronous
+/// job: submit, poll until done, perhaps download). All of them make one record, from
+/// the first request's start to the end of the last exchange, bounded by the request
+/// timeout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FollowUp {
+    /// The exchange is the answer.
+    Done,
+    /// Not the answer yet: `GET url` after `after`, then ask again.
+    Poll {
+        /// The job's status URL.
+        url: String,
+        /// How long to wait before asking.
+        after: Duration,
+    },
+    /// `GET url` now; it ends the request, and its time counts in the latency, while the
+    /// answer stays the exchange that asked for it (a download of the job's result,
+    /// whose bytes are not kept).
+    Fetch {
+        /// The result's URL.
+        url: String,
+    },
 }
 
 /// The request for `input`: the current turn's `raw_payload` verbatim when the dataset

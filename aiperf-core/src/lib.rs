@@ -29,6 +29,7 @@
 //!         let at = exchange.ended_at;
 //!         let responses = vec![ParsedResponse {
 //!             at, text, reasoning: String::new(), has_other_data: false, usage: None,
+//!             video: None,
 //!         }];
 //!         ParsedExchange { responses, error: None }
 //!     }
@@ -103,7 +104,8 @@ pub use conversation::{ContextMode, Conversation, Turn};
 pub use dataset::{ConversationSampler, Dataset, DatasetSource, SamplingStrategy};
 pub use endpoint::{
     build_request, check_request_content_type, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError,
-    EndpointInfo, ParsedExchange, ParsedResponse, RequestContentType, RequestInput, Usage,
+    EndpointInfo, FollowUp, ParsedExchange, ParsedResponse, RequestContentType, RequestInput,
+    Usage, VideoReport,
 };
 pub use engine::{
     Benchmark, BenchmarkBuilder, Cancellation, EngineError, InFlight, PhasePlan, Progress, Waiting,

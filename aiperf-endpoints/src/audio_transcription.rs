@@ -154,6 +154,7 @@ fn plain_transcript(exchange: &RawExchange) -> ParsedExchange {
             reasoning: String::new(),
             has_other_data: false,
             usage: None,
+            video: None,
         }]
     };
     ParsedExchange {

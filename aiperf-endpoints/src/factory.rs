@@ -13,7 +13,7 @@ use crate::{
     AudioTranscriptionEndpoint, ChatEmbeddingsEndpoint, ChatEndpoint, CompletionsEndpoint,
     EmbeddingsEndpoint, HuggingFaceGenerateEndpoint, ImageEditEndpoint, ImageGenerationEndpoint,
     ImageRetrievalEndpoint, MessagesEndpoint, RankingsEndpoint, RawEndpoint, ResponsesEndpoint,
-    SolidoRagEndpoint,
+    SolidoRagEndpoint, VideoGenerationEndpoint, VideoJobOptions,
 };
 
 /// The endpoint types [`endpoint_for`] can build in this build (aliases aside: `rankings`
@@ -37,6 +37,7 @@ pub const SUPPORTED_ENDPOINT_TYPES: &[&str] = &[
     "solido_rag",
     "messages",
     "raw",
+    "video_generation",
     #[cfg(feature = "templates")]
     "template",
 ];
@@ -88,6 +89,10 @@ fn endpoint_summary(name: &str) -> &'static str {
             "a dataset's complete request bodies sent verbatim to --url; the reply text \
                   found by --extra-inputs response_field or detected"
         }
+        "video_generation" => {
+            "OpenAI/SGLang text-to-video jobs: submit, poll until done, optionally download \
+             (/v1/videos)"
+        }
         "template" => {
             "any JSON API: request bodies from your Jinja template, the reply text \
                        from a JSON path you name"
@@ -113,6 +118,8 @@ pub struct EndpointOptions {
     /// `extra` fields are merged after them). The `template` endpoint takes its
     /// `payload_template` and `response_field` out of them first.
     pub extra_inputs: Map<String, Value>,
+    /// How `video_generation` follows its jobs.
+    pub video: VideoJobOptions,
 }
 
 /// An endpoint type name that is not supported, or whose format this build leaves out.
@@ -185,6 +192,7 @@ pub fn endpoint_for(
         "solido_rag" => Ok(Arc::new(SolidoRagEndpoint::new(options))),
         "messages" => Ok(Arc::new(MessagesEndpoint::new(options))),
         "raw" => Ok(Arc::new(RawEndpoint::new(options))),
+        "video_generation" => Ok(Arc::new(VideoGenerationEndpoint::new(options))),
         #[cfg(feature = "templates")]
         "template" => Ok(Arc::new(TemplateEndpoint::new(options))),
         #[cfg(not(feature = "templates"))]

@@ -12,6 +12,7 @@
 //!   `multipart/form-data` upload), [`AudioTranscriptionEndpoint`]
 //!   (`/v1/audio/transcriptions`, an upload too), [`ImageRetrievalEndpoint`] (NIM
 //!   `/v1/infer`), [`SolidoRagEndpoint`] (`/rag/api/prompt`),
+//!   [`VideoGenerationEndpoint`] (asynchronous `/v1/videos` jobs),
 //!   [`MessagesEndpoint`] (Anthropic `/v1/messages`; its API
 //!   key goes in `x-api-key`, as its
 //!   [`EndpointInfo::api_key_header`](aiperf_core::EndpointInfo::api_key_header) says), [`TemplateEndpoint`] (a user's Jinja
@@ -107,6 +108,7 @@ pub mod sse;
 mod template;
 mod tls;
 mod transport;
+mod video_generation;
 
 pub use aiperf_core::url::build_url;
 pub use audio_transcription::AudioTranscriptionEndpoint;
@@ -133,6 +135,7 @@ pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY};
 pub use transport::{
     HttpTransport, HttpTransportBuilder, TransportBuildError, DEFAULT_MAX_RESPONSE_BYTES,
 };
+pub use video_generation::{VideoGenerationEndpoint, VideoJobOptions};
 
 #[cfg(test)]
 mod test_support;

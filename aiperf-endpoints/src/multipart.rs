@@ -1,5 +1,5 @@
-//! `multipart/form-data` bodies (RFC 7578) for the formats that upload files
-//! (`audio_transcription`, `image_edit`).
+//! `multipart/form-data` bodies (RFC 7578) for the formats that send forms
+//! (`audio_transcription`, `image_edit`, `video_generation`).
 //!
 //! A format builds its payload as a JSON object, as the Python AIPerf 0.13 does: a file
 //! is `{"b64_data": <base64>, "filename": …, "content_type": …}` ([`file_field`]), any

@@ -92,6 +92,7 @@ impl Endpoint for RawEndpoint {
                     reasoning: String::new(),
                     has_other_data: false,
                     usage: None,
+                    video: None,
                 }],
                 error: exchange.error.as_ref().map(ErrorDetails::from),
             };

@@ -371,6 +371,7 @@ impl<F: Format> Reader<F> {
                 reasoning,
                 has_other_data,
                 usage,
+                video: None,
             });
         }
         true

@@ -257,6 +257,8 @@ catalogue! {
     TimeToSecondToken            => "time_to_second_token",             "Time to Second Token",             "ms",              Record, Main,   200,          [STO];
     TimeToFirstOutputToken       => "time_to_first_output_token",       "Time to First Output Token",       "ms",              Record, Main,   210,          [STO];
     RequestLatency               => "request_latency",                  "Request Latency",                  "ms",              Record, Main,   300,          [];
+    VideoInferenceTime           => "video_inference_time",             "Video Inference Time",             "ms",              Record, Main,   310,          [];
+    VideoPeakMemory              => "video_peak_memory",                "Video Peak Memory",                "MB",              Record, Main,   311,          [];
     DecodeDuration               => "decode_duration",                  "Decode Duration",                  "ms",              Record, Main,   350,          [STO];
     InterTokenLatency            => "inter_token_latency",              "Inter Token Latency",              "ms",              Record, Main,   400,          [STO];
     InterChunkLatency            => "inter_chunk_latency",              "Inter Chunk Latency",              "ms",              Record, Hidden, HIDDEN_ORDER, [STO, LIST];

@@ -444,6 +444,18 @@ pub fn compute_record_metrics(
             .map(ms),
     );
     out.push(ctx, MetricId::RequestLatency, latency_ns.map(ms));
+    // What a video generation server reports about the job (0.13's video metrics).
+    let video = record.responses.iter().find_map(|r| r.response.video);
+    out.push(
+        ctx,
+        MetricId::VideoInferenceTime,
+        video.and_then(|v| v.inference_time_s).map(|s| s * 1e3),
+    );
+    out.push(
+        ctx,
+        MetricId::VideoPeakMemory,
+        video.and_then(|v| v.peak_memory_mb),
+    );
     if content.len() >= 2 {
         out.push(
             ctx,
@@ -603,6 +615,7 @@ pub(crate) mod testkit {
                 reasoning: reasoning.into(),
                 has_other_data: false,
                 usage: usage.map(|u| serde_json::from_str::<Usage>(u).unwrap()),
+                video: None,
             },
         }
     }
@@ -801,6 +814,29 @@ mod tests {
         }
         assert_eq!(m.scalar(MetricId::RequestLatency), Some(250.0));
         assert_eq!(m.scalar(MetricId::E2eOutputTokenThroughput), Some(24.0));
+    }
+
+    #[test]
+    fn a_video_job_reports_the_servers_inference_time_and_memory() {
+        let mut job = resp(900 * MS, "", "", None);
+        job.response.has_other_data = true;
+        job.response.video = Some(aiperf_core::VideoReport {
+            inference_time_s: Some(0.75),
+            peak_memory_mb: Some(20480.0),
+        });
+        let ctx = MetricsContext {
+            streaming: false,
+            produces_tokens: false,
+            ..MetricsContext::streaming_chat()
+        };
+        let m = metrics(&record(100 * MS, "a fox", vec![job]), &ctx);
+        assert_eq!(m.scalar(MetricId::RequestLatency), Some(800.0));
+        assert_eq!(m.scalar(MetricId::VideoInferenceTime), Some(750.0));
+        assert_eq!(m.scalar(MetricId::VideoPeakMemory), Some(20480.0));
+        assert!(m.get(MetricId::TimeToFirstToken).is_none());
+        let chat = metrics(&streamed(), &MetricsContext::streaming_chat());
+        assert!(chat.get(MetricId::VideoInferenceTime).is_none());
+        assert!(chat.get(MetricId::VideoPeakMemory).is_none());
     }
 
     #[test]

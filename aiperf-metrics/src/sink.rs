@@ -1080,6 +1080,11 @@ mod tests {
             ],
         );
         r.requested_max_tokens = Some(100);
+        // A chat answer carries no video report; the record stands for every field.
+        r.responses[1].response.video = Some(aiperf_core::VideoReport {
+            inference_time_s: Some(0.5),
+            peak_memory_mb: Some(100.0),
+        });
         r.http = Some(aiperf_core::HttpTiming {
             connection_reused: false,
             connect_ns: Some((MS / 10, MS)),

@@ -72,6 +72,11 @@ pub struct MockConfig {
     pub ranking_base_latency_ms: f64,
     /// Rankings: extra latency per passage, ms (default 1).
     pub ranking_per_passage_latency_ms: f64,
+    /// Video jobs: how long one takes from creation to `completed` (or `failed`), ms
+    /// (default 300; 0 with `fast`). It is `queued` for the first tenth of that.
+    pub video_job_ms: f64,
+    /// Video jobs: % that end `failed`, decided by the seed and the job's sequence number.
+    pub video_failure_rate: f64,
 }
 
 impl Default for MockConfig {
@@ -102,6 +107,8 @@ impl Default for MockConfig {
             embedding_per_input_latency_ms: 2.0,
             ranking_base_latency_ms: 10.0,
             ranking_per_passage_latency_ms: 1.0,
+            video_job_ms: 300.0,
+            video_failure_rate: 0.0,
         }
     }
 }
@@ -149,6 +156,7 @@ impl MockConfig {
                 self.ranking_per_passage_latency_ms,
             ),
             ("dcgm-saturation-tps", self.dcgm.saturation_tps),
+            ("video-job-ms", self.video_job_ms),
         ];
         for (name, v) in non_negative {
             if !v.is_finite() || v < 0.0 {
@@ -163,7 +171,8 @@ impl MockConfig {
                 self.faults.oversized_bytes
             )));
         }
-        for (name, v) in self.faults.rates() {
+        let video_failure = ("video-failure-rate", self.video_failure_rate);
+        for (name, v) in self.faults.rates().into_iter().chain([video_failure]) {
             if !v.is_finite() || !(0.0..=100.0).contains(&v) {
                 return Err(MockError::InvalidConfig(format!(
                     "--{name} is a percentage and must be within 0..=100, got {v}"

@@ -59,6 +59,7 @@ pub use routes::embeddings::{embedding, EMBEDDING_DIMS};
 pub use routes::images::TINY_PNG_B64;
 pub use routes::metrics::KV_CACHE_TOKENS;
 pub use routes::rankings::logit as ranking_logit;
+pub use routes::videos::VIDEO_BYTES;
 pub use server::{MockServer, SHUTDOWN_GRACE};
 pub use stats::MockStats;
 pub use tokens::{count_words, output_text, PromptTokenCounter, CORPUS, MAX_DEFAULT_OUTPUT};

@@ -190,6 +190,12 @@ struct Args {
         default_value_t = 1.0
     )]
     ranking_per_passage_latency: f64,
+    /// Video jobs (`/v1/videos`): ms from creation to completion.
+    #[arg(long, env = "MOCK_SERVER_VIDEO_JOB_MS", default_value_t = 300.0)]
+    video_job_ms: f64,
+    /// % of video jobs that end `failed` (seeded).
+    #[arg(long, env = "MOCK_SERVER_VIDEO_FAILURE_RATE", default_value_t = 0.0)]
+    video_failure_rate: f64,
     /// Log filter (error, warn, info, debug, trace, or a tracing filter expression).
     #[arg(long, env = "MOCK_SERVER_LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -268,6 +274,8 @@ impl Args {
             embedding_per_input_latency_ms: self.embedding_per_input_latency,
             ranking_base_latency_ms: self.ranking_base_latency,
             ranking_per_passage_latency_ms: self.ranking_per_passage_latency,
+            video_job_ms: self.video_job_ms,
+            video_failure_rate: self.video_failure_rate,
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::config::{ms, MockConfig};
 use crate::error::{DroppedByFault, MockError};
 use crate::faults::{self, FaultKind};
 use crate::record::Recorder;
-use crate::routes::{self, dcgm::DcgmState, error_body, ApiError, Ctx, Reply};
+use crate::routes::{self, dcgm::DcgmState, error_body, videos::VideoJobs, ApiError, Ctx, Reply};
 use crate::state::State;
 use crate::stats::{MockStats, Route, Stats};
 use crate::tokens::{PromptCounter, PromptTokenCounter};
@@ -104,6 +104,7 @@ impl MockServer {
             recorder,
             next_seq: AtomicU64::new(0),
             started,
+            videos: VideoJobs::default(),
         });
         let (stop, stop_rx) = watch::channel(false);
         let accept_task = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
@@ -253,6 +254,7 @@ fn target(method: &Method, path: &str) -> Target {
         "/v1/images/edits" => (Route::ImageEdits, Method::POST),
         "/v1/audio/transcriptions" => (Route::AudioTranscriptions, Method::POST),
         "/rag/api/prompt" => (Route::SolidoRag, Method::POST),
+        "/v1/videos" => (Route::VideoCreate, Method::POST),
         "/generate" => (Route::TgiGenerate, Method::POST),
         "/generate_stream" => (Route::TgiGenerateStream, Method::POST),
         "/v1/models" => (Route::Models, Method::GET),
@@ -260,6 +262,10 @@ fn target(method: &Method, path: &str) -> Target {
         "/metrics" => (Route::Metrics, Method::GET),
         "/vllm/metrics" => (Route::Vllm, Method::GET),
         "/" => (Route::Root, Method::GET),
+        p if p.starts_with("/v1/videos/") && p.ends_with("/content") => {
+            (Route::VideoContent, Method::GET)
+        }
+        p if p.starts_with("/v1/videos/") => (Route::VideoStatus, Method::GET),
         p => {
             let n = p
                 .strip_prefix("/dcgm")
@@ -314,6 +320,9 @@ pub(crate) async fn handle(
         Target::Route(route) if route.is_inference() => {
             (route, inference(&state, route, req, arrival).await)
         }
+        Target::Route(route @ (Route::VideoStatus | Route::VideoContent)) => {
+            (route, Ok(video_job(&state, route, &req, &path)))
+        }
         Target::Route(route) => (route, Ok(info_route(&state, route))),
         Target::Dcgm(n) => match routes::dcgm::render(&state, n) {
             Some(text) => (Route::Dcgm, Ok(text_response(text))),
@@ -344,6 +353,34 @@ pub(crate) async fn handle(
         Err(_) => state.stats.count_request(route, 0),
     }
     result
+}
+
+/// A video job's status or content: authorised and recorded like inference requests,
+/// but never faulted (a fault applies to the job's creation).
+fn video_job(state: &Arc<State>, route: Route, req: &Request<Incoming>, path: &str) -> Resp {
+    if !authorized(state, route, req) {
+        return api_error(state, &unauthorized());
+    }
+    if let Some(rec) = &state.recorder {
+        rec.record(req.method(), path, req.headers(), Bytes::new());
+    }
+    match routes::videos::lookup(state, path) {
+        Ok((body, content_type)) => {
+            let mut r = Response::new(MockBody::full(body));
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+            r
+        }
+        Err(e) => api_error(state, &e),
+    }
+}
+
+fn unauthorized() -> ApiError {
+    ApiError {
+        status: StatusCode::UNAUTHORIZED,
+        kind: "invalid_request_error",
+        message: "Incorrect or missing API key: send 'Authorization: Bearer <key>'".into(),
+    }
 }
 
 fn not_found(state: &State, method: &Method, path: &str) -> Resp {
@@ -437,12 +474,7 @@ async fn inference(
     arrival: Instant,
 ) -> Result<Resp, DroppedByFault> {
     if !authorized(state, route, &req) {
-        let e = ApiError {
-            status: StatusCode::UNAUTHORIZED,
-            kind: "invalid_request_error",
-            message: "Incorrect or missing API key: send 'Authorization: Bearer <key>'".into(),
-        };
-        return Ok(api_error(state, &e));
+        return Ok(api_error(state, &unauthorized()));
     }
     let seq = state.next_seq.fetch_add(1, Relaxed);
     let cfg = &state.cfg;
@@ -503,6 +535,7 @@ async fn inference(
             &body,
             header(ACCEPT).is_some_and(|accept| accept.contains("text/event-stream")),
         ),
+        Route::VideoCreate => routes::videos::create(ctx, &body),
         Route::TgiGenerate => routes::tgi::handle(ctx, &body, false),
         Route::TgiGenerateStream => routes::tgi::handle(ctx, &body, true),
         Route::Embeddings => routes::embeddings::handle(ctx, &body),

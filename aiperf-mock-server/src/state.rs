@@ -7,6 +7,7 @@ use std::time::Instant;
 use crate::config::MockConfig;
 use crate::record::Recorder;
 use crate::routes::dcgm::DcgmState;
+use crate::routes::videos::VideoJobs;
 use crate::stats::Stats;
 use crate::tokens::PromptCounter;
 
@@ -24,4 +25,6 @@ pub(crate) struct State {
     pub started: Instant,
     /// Only touched by `/dcgmN/metrics` scrapes, never on the inference path.
     pub dcgm: Mutex<DcgmState>,
+    /// The video jobs created so far (`/v1/videos`).
+    pub videos: VideoJobs,
 }

@@ -21,6 +21,9 @@ pub(crate) enum Route {
     ImageEdits,
     AudioTranscriptions,
     SolidoRag,
+    VideoCreate,
+    VideoStatus,
+    VideoContent,
     TgiGenerate,
     TgiGenerateStream,
     Models,
@@ -33,7 +36,7 @@ pub(crate) enum Route {
 }
 
 impl Route {
-    pub(crate) const ALL: [Route; 22] = [
+    pub(crate) const ALL: [Route; 25] = [
         Route::Chat,
         Route::Completions,
         Route::Embeddings,
@@ -47,6 +50,9 @@ impl Route {
         Route::ImageEdits,
         Route::AudioTranscriptions,
         Route::SolidoRag,
+        Route::VideoCreate,
+        Route::VideoStatus,
+        Route::VideoContent,
         Route::TgiGenerate,
         Route::TgiGenerateStream,
         Route::Models,
@@ -73,6 +79,9 @@ impl Route {
             Route::ImageEdits => "/v1/images/edits",
             Route::AudioTranscriptions => "/v1/audio/transcriptions",
             Route::SolidoRag => "/rag/api/prompt",
+            Route::VideoCreate => "/v1/videos",
+            Route::VideoStatus => "/v1/videos/{id}",
+            Route::VideoContent => "/v1/videos/{id}/content",
             Route::TgiGenerate => "/generate",
             Route::TgiGenerateStream => "/generate_stream",
             Route::Models => "/v1/models",
@@ -102,6 +111,7 @@ impl Route {
                 | Route::ImageEdits
                 | Route::AudioTranscriptions
                 | Route::SolidoRag
+                | Route::VideoCreate
                 | Route::TgiGenerate
                 | Route::TgiGenerateStream
         )
@@ -242,8 +252,16 @@ impl Stats {
             .flat_map(|row| row.iter())
             .map(|c| c.load(Relaxed))
             .sum();
+        let mut requests_by_route: Vec<(&'static str, u64)> = Vec::new();
+        for (route, row) in Route::ALL.iter().zip(&self.requests) {
+            let n: u64 = row.iter().map(|c| c.load(Relaxed)).sum();
+            if n > 0 {
+                requests_by_route.push((route.label(), n));
+            }
+        }
         MockStats {
             requests_total,
+            requests_by_route,
             connections_accepted: self.connections_accepted.load(Relaxed),
             tokens_generated: self.tokens_generated.load(Relaxed),
             reasoning_tokens: self.reasoning_tokens.load(Relaxed),
@@ -262,6 +280,8 @@ impl Stats {
 pub struct MockStats {
     /// Responses sent (or started), every route and status.
     pub requests_total: u64,
+    /// Responses by route (its path pattern, e.g. `/v1/videos/{id}`), routes that had any.
+    pub requests_by_route: Vec<(&'static str, u64)>,
     /// TCP connections accepted since start (compare with requests to check connection reuse).
     pub connections_accepted: u64,
     /// Output tokens sent, reasoning included.
@@ -277,6 +297,14 @@ pub struct MockStats {
 }
 
 impl MockStats {
+    /// How many responses `route` (a path pattern such as `/v1/videos/{id}`) sent.
+    pub fn requests_to(&self, route: &str) -> u64 {
+        self.requests_by_route
+            .iter()
+            .find(|(r, _)| *r == route)
+            .map_or(0, |(_, n)| *n)
+    }
+
     /// How many faults of `kind` were injected.
     pub fn faults_of(&self, kind: FaultKind) -> u64 {
         self.faults

@@ -249,3 +249,74 @@ async fn embeddings_take_chat_style_messages() {
     let r = post(s.addr(), "/v1/embeddings", &json!({"messages": []})).await;
     assert_eq!(r.status, 400);
 }
+
+/// A video job: created from a multipart form, `queued`, then `in_progress`, then
+/// `completed` with its content downloadable, at the configured duration.
+#[tokio::test]
+async fn video_jobs_run_their_course_and_serve_their_content() {
+    let config = MockConfig {
+        video_job_ms: 1500.0,
+        ..MockConfig::default()
+    };
+    let s = MockServer::start(config).await.unwrap();
+    let form = "--b0\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\na cat on a sofa\r\n\
+                --b0\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwan\r\n\
+                --b0\r\nContent-Disposition: form-data; name=\"seconds\"\r\n\r\n8\r\n--b0--\r\n";
+    let mut conn = Conn::open(s.addr()).await;
+    let created = conn
+        .send(Method::POST, "/v1/videos", &[], form)
+        .await
+        .unwrap()
+        .json();
+    assert_eq!(created["status"], "queued");
+    assert_eq!(created["model"], "wan");
+    assert_eq!(created["seconds"], "8");
+    assert_eq!(created["object"], "video");
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("video_"), "{id}");
+    let early = get(s.addr(), &format!("/v1/videos/{id}/content")).await;
+    assert_eq!(early.status, 400);
+    // Queued for 150 ms, running until 1.5 s: room for a loaded machine both ways.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let running = get(s.addr(), &format!("/v1/videos/{id}")).await.json();
+    assert_eq!(running["status"], "in_progress");
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    let done = get(s.addr(), &format!("/v1/videos/{id}")).await.json();
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["progress"], 100);
+    assert_eq!(done["inference_time_s"], 1.5);
+    let video = get(s.addr(), &format!("/v1/videos/{id}/content")).await;
+    assert_eq!(video.status, 200);
+    assert_eq!(video.headers["content-type"], "video/mp4");
+    assert_eq!(video.body().len(), aiperf_mock_server::VIDEO_BYTES);
+    assert_eq!(&video.body()[4..8], b"ftyp");
+    assert_eq!(get(s.addr(), "/v1/videos/video_nope").await.status, 404);
+    let stats = s.stats();
+    assert_eq!(stats.requests_to("/v1/videos"), 1);
+    assert_eq!(stats.requests_to("/v1/videos/{id}"), 3);
+    assert_eq!(stats.requests_to("/v1/videos/{id}/content"), 2);
+}
+
+/// JSON bodies create jobs too; a 100 % failure rate fails every job with a message, and
+/// a job without a prompt is refused.
+#[tokio::test]
+async fn video_jobs_fail_at_the_failure_rate_and_need_a_prompt() {
+    let config = MockConfig {
+        video_failure_rate: 100.0,
+        ..MockConfig::fast()
+    };
+    let s = MockServer::start(config).await.unwrap();
+    let created = post(s.addr(), "/v1/videos", &json!({"prompt": "rain"}))
+        .await
+        .json();
+    let id = created["id"].as_str().unwrap();
+    let failed = get(s.addr(), &format!("/v1/videos/{id}")).await.json();
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(
+        failed["error"]["message"],
+        "Injected video generation failure (aiperf-mock-server --video-failure-rate)"
+    );
+    let refused = post(s.addr(), "/v1/videos", &json!({"model": "m"})).await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.json()["error"]["message"], "'prompt' is required");
+}

@@ -15,7 +15,7 @@ use aiperf_datasets::{
     choose_tokenizer, find_cached_tokenizer, load_tokenizer, HubEnv, Tokenizer, TokenizerSpec,
 };
 use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
-use aiperf_endpoints::{endpoint_for, EndpointOptions, HttpTransport};
+use aiperf_endpoints::{endpoint_for, EndpointOptions, HttpTransport, VideoJobOptions};
 use aiperf_metrics::export::{
     export_paths, resolve_artifact_dir, write_results_ready, write_summary_files,
 };
@@ -92,6 +92,10 @@ impl Session {
                     use_server_token_count: config.endpoint.use_server_token_count,
                     per_chunk_usage: config.endpoint.per_chunk_usage,
                     extra_inputs: config.endpoint.extra_inputs.clone(),
+                    video: VideoJobOptions {
+                        poll_interval: config.endpoint.video_poll_interval,
+                        download_content: config.endpoint.download_video_content,
+                    },
                 },
             )?,
         };

@@ -75,6 +75,7 @@ impl Endpoint for Generate {
                 reasoning: String::new(),
                 has_other_data: false,
                 usage: None,
+                video: None,
             }],
             error: None,
         }

@@ -411,10 +411,16 @@ pub(crate) struct EndpointArgs {
     #[arg(long = "transport", visible_alias = "transport-type", value_enum)]
     pub transport: Option<TransportArg>,
 
+    /// For video_generation: download each finished video; the download's time counts in
+    /// the request latency (its bytes are not kept). The poll interval of video jobs is
+    /// AIPERF_HTTP_VIDEO_POLL_INTERVAL seconds (default 0.1).
+    #[arg(long = "download-video-content")]
+    pub download_video_content: bool,
+
     /// How request bodies are encoded: multipart-form-data for the endpoint types that
-    /// upload files (audio_transcription, image_edit; chosen for them anyway),
-    /// application-json for every other. Checked, not converted: the other value is
-    /// refused.
+    /// send forms (audio_transcription, image_edit, video_generation; chosen for them
+    /// anyway), application-json for every other. Checked, not converted: the other value
+    /// is refused.
     #[arg(long = "request-content-type", value_enum)]
     pub request_content_type: Option<RequestContentTypeArg>,
 }

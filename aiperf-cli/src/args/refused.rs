@@ -72,8 +72,7 @@ const HF_DATASETS: &str = "Hugging Face dataset downloads are not available; dow
     data yourself and pass it with --input-file";
 const IMAGE_SOURCE: &str = "images are always generated (noise); pass your own images with \
     --input-file";
-const VIDEO: &str = "video generation benchmarks and video audio tracks are not available; \
-    drop the flag";
+const VIDEO: &str = "video audio tracks are not available; drop the flag";
 const VLLM_IMAGE_CACHE: &str = "image stripping for vLLM's multimodal cache is not available; \
     drop the flag";
 const NETWORK_LATENCY: &str = "network-latency adjustment is not available; the metrics \
@@ -191,7 +190,6 @@ pub(crate) const REFUSED: &[RefusedOption] = &[
     values("hf-weka-dataset", HF_DATASETS),
     values("image-source", IMAGE_SOURCE),
     values("image-source-sampling", IMAGE_SOURCE),
-    switch("download-video-content", VIDEO),
     values("video-audio-sample-rate", VIDEO),
     values("video-audio-num-channels", VIDEO),
     values("video-audio-codec", VIDEO),

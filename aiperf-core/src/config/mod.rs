@@ -89,6 +89,21 @@ pub struct EndpointConfig {
     /// (see [`check_request_content_type`](crate::endpoint::check_request_content_type)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_content_type: Option<crate::endpoint::RequestContentType>,
+    /// For an asynchronous-job endpoint (`video_generation`): also download each finished
+    /// job's result; the download's time counts in the request latency.
+    #[serde(default)]
+    pub download_video_content: bool,
+    /// How long to wait between polls of an asynchronous job (the Python AIPerf's
+    /// `AIPERF_HTTP_VIDEO_POLL_INTERVAL`), from 1 ms to 10 s.
+    #[serde(default = "default_video_poll_interval")]
+    pub video_poll_interval: Duration,
+}
+
+/// The Python AIPerf's default poll interval of asynchronous jobs: 0.1 s.
+pub const DEFAULT_VIDEO_POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+fn default_video_poll_interval() -> Duration {
+    DEFAULT_VIDEO_POLL_INTERVAL
 }
 
 impl Default for EndpointConfig {
@@ -108,6 +123,8 @@ impl Default for EndpointConfig {
             per_chunk_usage: false,
             session_header: None,
             request_content_type: None,
+            download_video_content: false,
+            video_poll_interval: DEFAULT_VIDEO_POLL_INTERVAL,
         }
     }
 }
@@ -265,6 +282,14 @@ impl BenchmarkConfig {
             "endpoint.request_timeout",
             self.endpoint.request_timeout.as_secs_f64(),
         )?;
+        let poll = self.endpoint.video_poll_interval;
+        if !(Duration::from_millis(1)..=Duration::from_secs(10)).contains(&poll) {
+            return Err(out_of_range(
+                "endpoint.video_poll_interval",
+                "from 0.001 to 10 seconds",
+                poll.as_secs_f64(),
+            ));
+        }
         let load = &self.load;
         let stop_given = load.request_count.is_some()
             || load.benchmark_duration.is_some()

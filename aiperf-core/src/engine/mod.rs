@@ -41,6 +41,7 @@ use crate::sink::{RecordSink, RunContext, SinkError};
 use crate::transport::{RawExchange, Transport};
 use crate::RunInfo;
 
+mod job;
 mod phase;
 mod plan;
 mod session;

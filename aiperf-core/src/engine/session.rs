@@ -8,6 +8,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 
+use super::job::JobBounds;
 use super::phase::{PhaseRunner, PhaseState};
 use super::{random_uuid, Finished, Outcome, ToProcessor};
 use crate::cache_bust;
@@ -191,13 +192,18 @@ impl PhaseRunner {
             None => None,
         };
         let first_chunk = prefill_slot.as_ref().map(|_| Arc::new(Notify::new()));
-        let control = SendControl {
+        let session = Some(SessionKey {
+            id: credit.correlation_id.clone(),
+            last: last_turn,
+        });
+        let bounds = JobBounds {
+            timeout: shared.timeout,
             cancel_after: state.draw_cancellation(),
+        };
+        let control = SendControl {
+            cancel_after: bounds.cancel_after,
             first_chunk: first_chunk.clone(),
-            session: Some(SessionKey {
-                id: credit.correlation_id.clone(),
-                last: last_turn,
-            }),
+            session: session.clone(),
             chunk_tap: None,
         };
         let on_the_wire = self.progress.in_flight.enter();
@@ -217,6 +223,9 @@ impl PhaseRunner {
             }
             _ => send.await,
         };
+        let exchange = self
+            .follow_job(&credit, url, session, bounds, exchange)
+            .await;
         drop(on_the_wire);
         let reply = want_reply.then(|| {
             shared

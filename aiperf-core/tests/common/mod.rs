@@ -68,6 +68,7 @@ impl Endpoint for Echo {
                     reasoning: String::new(),
                     has_other_data: false,
                     usage: None,
+                    video: None,
                 })
                 .collect(),
             error: None,
@@ -110,6 +111,7 @@ impl Endpoint for Transcript {
                 reasoning: String::new(),
                 has_other_data: false,
                 usage: None,
+                video: None,
             }],
             error: None,
         }

@@ -24,6 +24,7 @@ fn response(exchange: &RawExchange, chunk: usize, text: &str, reasoning: &str) -
         reasoning: reasoning.into(),
         has_other_data: false,
         usage: None,
+        video: None,
     }
 }
 

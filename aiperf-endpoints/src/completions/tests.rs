@@ -57,6 +57,7 @@ fn streaming_with_usage_legacy_flag_and_extra_inputs() {
             .as_object()
             .unwrap()
             .clone(),
+        ..EndpointOptions::default()
     };
     let request = completions(options).build(&input(&turns, true)).unwrap();
     assert_eq!(
@@ -117,6 +118,7 @@ fn streamed_and_whole_responses_read_choice_text() {
             reasoning: String::new(),
             has_other_data: false,
             usage: None,
+            video: None
         }]
     );
 }

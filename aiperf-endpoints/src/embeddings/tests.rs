@@ -133,6 +133,7 @@ fn a_list_of_embeddings_is_one_data_response_with_usage() {
             reasoning: String::new(),
             has_other_data: true,
             usage: usage(json!({"prompt_tokens": 3, "total_tokens": 3})),
+            video: None
         }]
     );
 }

@@ -15,6 +15,7 @@ fn text(exchange: &RawExchange, chunk: usize, text: &str) -> ParsedResponse {
         reasoning: String::new(),
         has_other_data: false,
         usage: None,
+        video: None,
     }
 }
 

@@ -15,6 +15,7 @@ fn image(exchange: &RawExchange, chunk: usize, usage: Option<serde_json::Value>)
         reasoning: String::new(),
         has_other_data: true,
         usage: usage.map(|u| Usage(u.as_object().unwrap().clone())),
+        video: None,
     }
 }
 

@@ -23,6 +23,7 @@ fn data_response(exchange: &RawExchange, usage: Option<Usage>) -> ParsedResponse
         reasoning: String::new(),
         has_other_data: true,
         usage,
+        video: None,
     }
 }
 

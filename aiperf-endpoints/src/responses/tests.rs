@@ -21,6 +21,7 @@ fn response(
         reasoning: reasoning.into(),
         has_other_data: false,
         usage: usage.map(|u| Usage(u.as_object().unwrap().clone())),
+        video: None,
     }
 }
 

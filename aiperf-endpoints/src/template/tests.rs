@@ -124,6 +124,7 @@ fn a_stream_is_read_event_by_event_through_the_response_field() {
         reasoning: String::new(),
         has_other_data: false,
         usage: None,
+        video: None,
     };
     assert_eq!(parsed.responses, [text(0, "Hel"), text(1, "lo")]);
 }

@@ -12,6 +12,7 @@ pub(crate) mod rankings;
 pub(crate) mod responses;
 pub(crate) mod solido;
 pub(crate) mod tgi;
+pub(crate) mod videos;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

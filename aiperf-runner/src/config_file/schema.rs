@@ -415,6 +415,9 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
     if let Some(f) = r.take("per_chunk_usage") {
         endpoint.per_chunk_usage = f.boolean()?;
     }
+    if let Some(f) = r.take("download_video_content") {
+        endpoint.download_video_content = f.boolean()?;
+    }
     if let Some(f) = r.take("session_header") {
         endpoint.session_header = Some(f.string()?);
     }
@@ -458,7 +461,6 @@ fn read_endpoint(field: &Field<'_>, parts: &mut BenchmarkParts) -> Result<(), Co
     }
     parts.readiness = read_readiness(&mut r)?;
     r.finish(&[
-        "download_video_content",
         "reset_kv_cache",
         "server_profiler",
         "template",
