@@ -267,6 +267,7 @@ async fn built_in_source(
             random_corpus_style: input.prompt.random_corpus_style,
             omit_kv_hints: input.trace.omit_kv_hints,
             omit_min_tokens: input.trace.omit_min_tokens,
+            synthesis: input.trace.synthesis.clone(),
         };
         return Ok(Box::new(CustomDataset::new(
             path,

@@ -6,7 +6,7 @@ use aiperf_core::cache_bust::CacheBust;
 use aiperf_core::config::{
     parse_dataset_filters, AudioFormat, CustomDatasetType, ImageFormat, InputConfig,
     ModelSelectionStrategy, PromptCorpus, PublicDataset, RandomCorpusStyle, RangeRatio,
-    SequenceDistribution, TraceOptions, VideoFormat, VideoSynthType,
+    SequenceDistribution, TraceOptions, TraceSynthesis, VideoFormat, VideoSynthType,
 };
 use aiperf_core::SamplingStrategy;
 use clap::{Args, ValueEnum};
@@ -223,6 +223,34 @@ pub(crate) struct InputArgs {
     #[arg(long = "max-context-length", value_parser = count::<u64>)]
     pub max_context_length: Option<u64>,
 
+    /// Trace synthesis: divide trace timestamps by this (2 = twice as fast).
+    #[arg(long = "synthesis-speedup-ratio")]
+    pub synthesis_speedup_ratio: Option<f64>,
+
+    /// Trace synthesis: scale the shared-prefix blocks of each request.
+    #[arg(long = "synthesis-prefix-len-multiplier")]
+    pub synthesis_prefix_len_multiplier: Option<f64>,
+
+    /// Trace synthesis: spread requests over this many independent prefix trees.
+    #[arg(long = "synthesis-prefix-root-multiplier", value_parser = count_at_least_one::<u32>)]
+    pub synthesis_prefix_root_multiplier: Option<u32>,
+
+    /// Trace synthesis: scale the unique (unshared) part of each prompt.
+    #[arg(long = "synthesis-prompt-len-multiplier")]
+    pub synthesis_prompt_len_multiplier: Option<f64>,
+
+    /// Trace synthesis: scale output lengths.
+    #[arg(long = "synthesis-output-len-multiplier")]
+    pub synthesis_output_len_multiplier: Option<f64>,
+
+    /// Trace synthesis: skip requests whose input length is over this.
+    #[arg(long = "synthesis-max-isl", value_parser = count_at_least_one::<u64>)]
+    pub synthesis_max_isl: Option<u64>,
+
+    /// Trace synthesis: cap output lengths to this.
+    #[arg(long = "synthesis-max-osl", value_parser = count_at_least_one::<u32>)]
+    pub synthesis_max_osl: Option<u32>,
+
     /// Where each played session gets a cache-bust marker: a per-session `[rid:…]` digest
     /// (system-/first-turn- prefix or suffix), or `[warmup]` in warmup sessions only.
     #[arg(long = "cache-bust", value_enum, default_value_t = CacheBustArg::None)]
@@ -350,6 +378,7 @@ impl InputArgs {
             allow_dataset_wrap: self.allow_dataset_wrap,
             omit_kv_hints: self.omit_kv_hints,
             omit_min_tokens: self.no_force_min_tokens,
+            synthesis: self.synthesis(),
         };
         input.cache_bust = self.cache_bust.into_config();
         input.dataset_filters =
@@ -389,6 +418,30 @@ impl InputArgs {
         };
         self.media.apply(input);
         Ok(())
+    }
+
+    /// The `--synthesis-*` flags; those not given keep the default (no change).
+    fn synthesis(&self) -> TraceSynthesis {
+        let default = TraceSynthesis::default();
+        TraceSynthesis {
+            speedup_ratio: self
+                .synthesis_speedup_ratio
+                .unwrap_or(default.speedup_ratio),
+            prefix_len_multiplier: self
+                .synthesis_prefix_len_multiplier
+                .unwrap_or(default.prefix_len_multiplier),
+            prefix_root_multiplier: self
+                .synthesis_prefix_root_multiplier
+                .unwrap_or(default.prefix_root_multiplier),
+            prompt_len_multiplier: self
+                .synthesis_prompt_len_multiplier
+                .unwrap_or(default.prompt_len_multiplier),
+            output_len_multiplier: self
+                .synthesis_output_len_multiplier
+                .unwrap_or(default.output_len_multiplier),
+            max_isl: self.synthesis_max_isl,
+            max_osl: self.synthesis_max_osl,
+        }
     }
 }
 
@@ -804,6 +857,7 @@ mod tests {
                 allow_dataset_wrap: false,
                 omit_kv_hints: false,
                 omit_min_tokens: false,
+                synthesis: TraceSynthesis::default(),
             }
         );
         let baseten = config(&["--omit-kv-hints", "--no-force-min-tokens"]).trace;
@@ -830,6 +884,25 @@ mod tests {
                 .trace
                 .max_context_length,
             Some(4096)
+        );
+        let synthesis = config(&[
+            "--synthesis-speedup-ratio",
+            "2.5",
+            "--synthesis-prefix-root-multiplier",
+            "3",
+            "--synthesis-max-osl",
+            "100",
+        ])
+        .trace
+        .synthesis;
+        assert_eq!(
+            synthesis,
+            TraceSynthesis {
+                speedup_ratio: 2.5,
+                prefix_root_multiplier: 3,
+                max_osl: Some(100),
+                ..TraceSynthesis::default()
+            }
         );
     }
 

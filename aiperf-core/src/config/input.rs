@@ -244,6 +244,90 @@ pub struct TraceOptions {
     /// `--no-force-min-tokens`: `baseten_trace` turns send no `min_tokens` (0.13 sends
     /// the recorded output length by default).
     pub omit_min_tokens: bool,
+    /// `--synthesis-*`: reshapes a mooncake, bailian or BurstGPT trace at load
+    /// (docs/datasets.md#trace-synthesis).
+    pub synthesis: TraceSynthesis,
+}
+
+/// Trace re-synthesis (`--synthesis-*`, docs/datasets.md#trace-synthesis): how a
+/// `hash_ids` trace is scaled before it is replayed or written by `aiperf synthesize`.
+/// The default changes nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TraceSynthesis {
+    /// Timestamps are divided by this (2 replays the trace in half the time); > 0.
+    pub speedup_ratio: f64,
+    /// Scales the shared-prefix blocks of each request (blocks seen in 2+ requests); > 0.
+    pub prefix_len_multiplier: f64,
+    /// Spreads requests over this many independent prefix trees (distinct roots); >= 1.
+    pub prefix_root_multiplier: u32,
+    /// Scales the unique (unshared) part of each prompt; > 0.
+    pub prompt_len_multiplier: f64,
+    /// Scales output lengths (at least 1 token stays); >= 0.
+    pub output_len_multiplier: f64,
+    /// Requests whose recorded input length exceeds this are skipped.
+    pub max_isl: Option<u64>,
+    /// Output lengths above this are capped to it.
+    pub max_osl: Option<u32>,
+}
+
+impl Default for TraceSynthesis {
+    fn default() -> Self {
+        Self {
+            speedup_ratio: 1.0,
+            prefix_len_multiplier: 1.0,
+            prefix_root_multiplier: 1,
+            prompt_len_multiplier: 1.0,
+            output_len_multiplier: 1.0,
+            max_isl: None,
+            max_osl: None,
+        }
+    }
+}
+
+impl TraceSynthesis {
+    /// Whether any option differs from the default (the trace is touched at all).
+    pub fn is_active(&self) -> bool {
+        *self != Self::default()
+    }
+
+    /// Whether a multiplier or the speed-up is set: the trace is re-synthesized, not
+    /// only filtered by `max_isl`/`max_osl`.
+    pub fn reshapes(&self) -> bool {
+        Self {
+            max_isl: None,
+            max_osl: None,
+            ..self.clone()
+        } != Self::default()
+    }
+
+    /// Checks every option's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        positive("input.trace.synthesis.speedup_ratio", self.speedup_ratio)?;
+        positive(
+            "input.trace.synthesis.prefix_len_multiplier",
+            self.prefix_len_multiplier,
+        )?;
+        at_least_one(
+            "input.trace.synthesis.prefix_root_multiplier",
+            u64::from(self.prefix_root_multiplier),
+        )?;
+        positive(
+            "input.trace.synthesis.prompt_len_multiplier",
+            self.prompt_len_multiplier,
+        )?;
+        non_negative(
+            "input.trace.synthesis.output_len_multiplier",
+            self.output_len_multiplier,
+        )?;
+        if let Some(isl) = self.max_isl {
+            at_least_one("input.trace.synthesis.max_isl", isl)?;
+        }
+        if let Some(osl) = self.max_osl {
+            at_least_one("input.trace.synthesis.max_osl", u64::from(osl))?;
+        }
+        Ok(())
+    }
 }
 
 /// Multi-turn synthetic sessions (docs/cli.md#input; how they are sampled:
@@ -703,12 +787,14 @@ impl InputConfig {
         if let Some(speedup) = trace.replay_speedup {
             positive("input.trace.replay_speedup", speedup)?;
         }
+        trace.synthesis.validate()?;
         for (field, given) in [
             (
                 "input.trace.session_sample_ratio",
                 trace.session_sample_ratio.is_some(),
             ),
             ("input.trace.replay_speedup", trace.replay_speedup.is_some()),
+            ("input.trace.synthesis", trace.synthesis.is_active()),
         ] {
             if given && self.input_file.is_none() {
                 return Err(ConfigError::Requires {
