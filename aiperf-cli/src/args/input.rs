@@ -181,8 +181,8 @@ pub(crate) struct InputArgs {
     #[arg(long = "ignore-trace-delays")]
     pub ignore_trace_delays: bool,
 
-    /// Time weka_trace turns by their recorded think time only (no weka reader here: no
-    /// effect).
+    /// Time weka_trace turns by their recorded think time rather than the idle gap
+    /// after the previous request.
     #[arg(long = "use-think-time-only")]
     pub use_think_time_only: bool,
 
@@ -196,8 +196,8 @@ pub(crate) struct InputArgs {
     #[arg(long = "replay-speedup")]
     pub replay_speedup: Option<f64>,
 
-    /// Let agentic (weka) trace replay reuse traces across concurrency lanes (no weka
-    /// reader here: no effect; other datasets are reused as the run needs).
+    /// Let agentic (weka) trace replay reuse traces across concurrency lanes (no effect:
+    /// every dataset is reused as the run needs).
     #[arg(long = "allow-dataset-wrap", overrides_with = "no_allow_dataset_wrap")]
     pub allow_dataset_wrap: bool,
 
@@ -219,7 +219,8 @@ pub(crate) struct InputArgs {
     #[arg(long = "no-force-min-tokens", overrides_with = "force_min_tokens")]
     pub no_force_min_tokens: bool,
 
-    /// Peak context ceiling of weka traces (not read here, so refused).
+    /// Leave out weka traces whose recorded peak context (input + output tokens) is
+    /// over this.
     #[arg(long = "max-context-length", value_parser = count::<u64>)]
     pub max_context_length: Option<u64>,
 
@@ -528,6 +529,9 @@ pub(crate) enum CustomDatasetTypeArg {
     SagemakerDataCapture,
     /// TraceLab agentic-coding traces (JSONL or gzipped JSONL).
     Tracelab,
+    /// Weka agentic traces (a .json file per trace, or a folder of them).
+    #[value(alias = "weka-trace")]
+    WekaTrace,
 }
 
 impl CustomDatasetTypeArg {
@@ -544,6 +548,7 @@ impl CustomDatasetTypeArg {
             CustomDatasetTypeArg::BasetenTrace => CustomDatasetType::BasetenTrace,
             CustomDatasetTypeArg::SagemakerDataCapture => CustomDatasetType::SagemakerDataCapture,
             CustomDatasetTypeArg::Tracelab => CustomDatasetType::Tracelab,
+            CustomDatasetTypeArg::WekaTrace => CustomDatasetType::WekaTrace,
         }
     }
 }

@@ -63,8 +63,8 @@ const SWEEP_MODE: &str = "profile runs and parameter sweeps are not combined her
 const SCENARIO: &str = "named scenarios are not available; give their settings as flags";
 const SERVER_CONTROL: &str = "aiperf-rs does not send control requests to the server; reset \
     its KV cache or start its profiler yourself (e.g. with curl) before the run";
-const AGENTIC_REPLAY: &str = "this replay option is not available: weka traces are not read, \
-    and baseten_trace and tracelab files replay as the Python AIPerf 0.13 does by default \
+const AGENTIC_REPLAY: &str = "this replay option is not available: weka_trace, \
+    baseten_trace and tracelab files replay as the Python AIPerf 0.13 does by default \
     (see docs/datasets.md#custom-dataset-files)";
 const HF_DATASETS: &str = "Hugging Face dataset downloads are not available; download the \
     data yourself and pass it with --input-file";

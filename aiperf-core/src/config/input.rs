@@ -220,8 +220,8 @@ pub struct TraceOptions {
     /// turns go back to back under concurrency or a request rate. No effect on an
     /// explicit fixed schedule, which needs the timestamps.
     pub ignore_delays: bool,
-    /// `--use-think-time-only`: for `weka_trace` files, time turns by the recorded think
-    /// time alone. No loader here reads weka traces, so it changes nothing.
+    /// `--use-think-time-only`: `weka_trace` turns wait their recorded `think_time`
+    /// rather than the idle gap between the previous request's end and their start.
     pub use_think_time_only: bool,
     /// `--trace-session-sample-ratio`: the fraction of sessions kept (whole sessions,
     /// the same ones for the same random seed); in (0, 1].
@@ -229,13 +229,13 @@ pub struct TraceOptions {
     /// `--replay-speedup`: timestamps and think times are divided by this (2 replays
     /// twice as fast).
     pub replay_speedup: Option<f64>,
-    /// `--max-context-length`: the Python AIPerf's ceiling on a weka trace's recorded
-    /// peak context; rejected, as no loader here reads weka traces.
+    /// `--max-context-length`: `weka_trace` traces whose recorded peak context (input
+    /// plus output tokens of any request) is over this are left out.
     pub max_context_length: Option<u64>,
     /// `--allow-dataset-wrap`: in the Python AIPerf 0.13, lets agentic (weka) trace
     /// replay reuse traces across concurrency lanes when there are more lanes than
-    /// traces. Every other dataset is reused as the run needs, there and here; no loader
-    /// here reads weka traces, so it changes nothing.
+    /// traces. Every dataset, weka traces included, is reused as the run needs here, so
+    /// it changes nothing.
     pub allow_dataset_wrap: bool,
     /// `--omit-kv-hints`: `baseten_trace` turns leave out the recorded KV-cache routing
     /// hints (`hash_ids`, `block_size`) the Python AIPerf 0.13 puts in their bodies, for
@@ -470,17 +470,21 @@ pub enum CustomDatasetType {
     /// The TraceLab agentic-coding corpus (JSONL, gzipped or not): each session's rounds
     /// replayed in order with their think times, prompts rebuilt from token counts.
     Tracelab,
+    /// Weka KV-cache-tester agentic traces (a `.json` file per trace, or a folder of
+    /// them): each trace's requests replayed in order, prompts from its `hash_ids`.
+    WekaTrace,
 }
 
 impl CustomDatasetType {
     /// Every type, in the order auto-detection probes them.
-    pub const ALL: [CustomDatasetType; 11] = [
+    pub const ALL: [CustomDatasetType; 12] = [
         CustomDatasetType::MooncakeTrace,
         CustomDatasetType::BailianTrace,
         CustomDatasetType::BurstGptTrace,
         CustomDatasetType::BasetenTrace,
         CustomDatasetType::SagemakerDataCapture,
         CustomDatasetType::Tracelab,
+        CustomDatasetType::WekaTrace,
         CustomDatasetType::MultiTurn,
         CustomDatasetType::SingleTurn,
         CustomDatasetType::RandomPool,
@@ -502,6 +506,7 @@ impl CustomDatasetType {
             CustomDatasetType::BasetenTrace => "baseten_trace",
             CustomDatasetType::SagemakerDataCapture => "sagemaker_data_capture",
             CustomDatasetType::Tracelab => "tracelab",
+            CustomDatasetType::WekaTrace => "weka_trace",
         }
     }
 
@@ -543,6 +548,10 @@ impl CustomDatasetType {
             }
             CustomDatasetType::Tracelab => {
                 "TraceLab agentic-coding trace (JSONL, gzipped or not): rounds with think times"
+            }
+            CustomDatasetType::WekaTrace => {
+                "Weka agentic trace (a .json per trace, or a folder): requests with hash_ids \
+                 and think times; subagents as sessions of their own"
             }
         }
     }
@@ -805,12 +814,6 @@ impl InputConfig {
         }
         if let Some(length) = trace.max_context_length {
             at_least_one("input.trace.max_context_length", length)?;
-            return Err(ConfigError::Invalid {
-                field: "input.trace.max_context_length",
-                reason: "only the weka_trace format uses it, and aiperf-rs reads no weka \
-                         traces"
-                    .into(),
-            });
         }
         Ok(())
     }
@@ -1061,8 +1064,10 @@ mod tests {
             })),
             "input.trace.ignore_delays cannot be combined with input.trace.use_think_time_only"
         );
-        assert!(err(with(|c| c.trace.max_context_length = Some(8)))
-            .starts_with("invalid input.trace.max_context_length: only the weka_trace format"));
+        assert_eq!(
+            err(with(|c| c.trace.max_context_length = Some(0))),
+            "input.trace.max_context_length must be at least 1, got 0"
+        );
     }
 
     #[test]

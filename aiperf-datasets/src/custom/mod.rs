@@ -1,6 +1,6 @@
 //! Custom dataset files (`--input-file`, docs/datasets.md#custom-dataset-files): JSONL
 //! single-turn, multi-turn and random-pool datasets, mooncake, bailian, BurstGPT and
-//! Baseten traces, SageMaker data captures, TraceLab agentic-coding traces, and request
+//! Baseten traces, SageMaker data captures, TraceLab and weka agentic-coding traces, and request
 //! bodies replayed verbatim (`raw_payload` files, `inputs.json`).
 //!
 //! [`load_custom_dataset`] reads a file (or a folder, for random pools) into
@@ -48,6 +48,7 @@ mod trace_requests;
 mod tracelab;
 mod turn_fields;
 mod verbatim;
+mod weka;
 
 use std::path::{Path, PathBuf};
 
@@ -96,6 +97,10 @@ pub struct CustomDatasetOptions {
     pub omit_kv_hints: bool,
     /// `--no-force-min-tokens`: Baseten trace turns carry no `min_tokens`.
     pub omit_min_tokens: bool,
+    /// `--max-context-length`: weka traces whose peak context is over this are left out.
+    pub max_context_length: Option<u64>,
+    /// `--use-think-time-only`: weka trace turns wait their recorded think time.
+    pub use_think_time_only: bool,
     /// `--synthesis-*`: reshapes mooncake, bailian and BurstGPT traces
     /// ([`crate::synthesis`]); any other format with an active synthesis is an error.
     pub synthesis: TraceSynthesis,
@@ -202,6 +207,17 @@ pub fn load_custom_dataset(
         CustomDatasetType::Tracelab => {
             let block = options.block_size.unwrap_or(TRACELAB_BLOCK_SIZE);
             (tracelab::load(path, &mut prompts(block)?, block)?, false)
+        }
+        CustomDatasetType::WekaTrace => {
+            let weka = weka::WekaOptions {
+                tokenizer: tokenizer.clone(),
+                seed,
+                corpus: options.corpus,
+                style: options.random_corpus_style,
+                max_context_length: options.max_context_length,
+                think_time_only: options.use_think_time_only,
+            };
+            (weka::load(path, &weka)?, false)
         }
     };
     tracing::debug!(
