@@ -103,6 +103,31 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("max_context_length", |c, f| {
         c.input.trace.max_context_length = f.input.trace.max_context_length;
     }),
+    ("synthesis_speedup_ratio", |c, f| {
+        c.input.trace.synthesis.speedup_ratio = f.input.trace.synthesis.speedup_ratio;
+    }),
+    ("synthesis_prefix_len_multiplier", |c, f| {
+        c.input.trace.synthesis.prefix_len_multiplier =
+            f.input.trace.synthesis.prefix_len_multiplier;
+    }),
+    ("synthesis_prefix_root_multiplier", |c, f| {
+        c.input.trace.synthesis.prefix_root_multiplier =
+            f.input.trace.synthesis.prefix_root_multiplier;
+    }),
+    ("synthesis_prompt_len_multiplier", |c, f| {
+        c.input.trace.synthesis.prompt_len_multiplier =
+            f.input.trace.synthesis.prompt_len_multiplier;
+    }),
+    ("synthesis_output_len_multiplier", |c, f| {
+        c.input.trace.synthesis.output_len_multiplier =
+            f.input.trace.synthesis.output_len_multiplier;
+    }),
+    ("synthesis_max_isl", |c, f| {
+        c.input.trace.synthesis.max_isl = f.input.trace.synthesis.max_isl;
+    }),
+    ("synthesis_max_osl", |c, f| {
+        c.input.trace.synthesis.max_osl = f.input.trace.synthesis.max_osl;
+    }),
     ("cache_bust", |c, f| c.input.cache_bust = f.input.cache_bust),
     ("allow_dataset_wrap", |c, f| {
         c.input.trace.allow_dataset_wrap = f.input.trace.allow_dataset_wrap;

@@ -228,7 +228,7 @@ fn level_name(level: &Level) -> &'static str {
 }
 
 /// `YYYY-MM-DD HH:MM:SS.mmm` in UTC.
-fn utc_timestamp(now: SystemTime) -> String {
+pub(crate) fn utc_timestamp(now: SystemTime) -> String {
     let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since_epoch.as_secs();
     let (year, month, day) = civil_from_days((secs / 86_400) as i64);

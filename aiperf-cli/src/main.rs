@@ -26,6 +26,7 @@ mod profile;
 #[cfg(test)]
 mod python_options;
 mod sweep;
+mod synthesize;
 mod telemetry;
 mod ui;
 mod usage;
@@ -77,6 +78,17 @@ fn main() -> ExitCode {
         Command::AnalyzeTrace(args) => match analyze_trace::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
+                eprintln!("error: {error:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Synthesize(args) => match synthesize::run(&args) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(synthesize::Failure::Usage(error)) => {
+                eprintln!("error: {error:#}");
+                ExitCode::from(2)
+            }
+            Err(synthesize::Failure::Io(error)) => {
                 eprintln!("error: {error:#}");
                 ExitCode::FAILURE
             }

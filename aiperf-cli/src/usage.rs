@@ -74,7 +74,7 @@ static FIELDS_LONGEST_FIRST: std::sync::LazyLock<Vec<(&str, &str)>> =
 
 /// Each configuration field a `profile` flag sets, as the library's messages name it
 /// (`telemetry.*`: the run specification's telemetry options).
-const FIELD_FLAGS: [(&str, &str); 99] = [
+const FIELD_FLAGS: [(&str, &str); 107] = [
     ("endpoint.api_key", "--api-key"),
     (
         "endpoint.download_video_content",
@@ -235,6 +235,29 @@ const FIELD_FLAGS: [(&str, &str); 99] = [
     ),
     ("input.trace.replay_speedup", "--replay-speedup"),
     ("input.trace.max_context_length", "--max-context-length"),
+    (
+        "input.trace.synthesis.speedup_ratio",
+        "--synthesis-speedup-ratio",
+    ),
+    (
+        "input.trace.synthesis.prefix_len_multiplier",
+        "--synthesis-prefix-len-multiplier",
+    ),
+    (
+        "input.trace.synthesis.prefix_root_multiplier",
+        "--synthesis-prefix-root-multiplier",
+    ),
+    (
+        "input.trace.synthesis.prompt_len_multiplier",
+        "--synthesis-prompt-len-multiplier",
+    ),
+    (
+        "input.trace.synthesis.output_len_multiplier",
+        "--synthesis-output-len-multiplier",
+    ),
+    ("input.trace.synthesis.max_isl", "--synthesis-max-isl"),
+    ("input.trace.synthesis.max_osl", "--synthesis-max-osl"),
+    ("input.trace.synthesis", "--synthesis-*"),
     ("input.dataset_filters", "--dataset-filter"),
     ("input.random_range_ratio", "--random-range-ratio"),
     ("input.prompt.random_corpus_style", "--random-corpus-style"),

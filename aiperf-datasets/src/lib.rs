@@ -61,6 +61,7 @@
 #![warn(missing_docs)]
 
 pub mod adjust;
+pub mod agentic_code;
 pub mod chat_template;
 mod coding;
 mod corpus;
@@ -74,6 +75,7 @@ pub mod public;
 pub mod resolve;
 pub mod seed;
 pub mod seq_dist;
+pub mod synthesis;
 pub mod synthetic;
 mod text_file;
 pub mod tokenizer;

@@ -171,7 +171,7 @@ fn unknown_keys_are_rejected() {
     );
     assert_eq!(
         mooncake("{\"input_length\": 3, \"input_lenght\": 4}\n"),
-        "FILE:1: input_lenght: unknown key (expected one of: input_length, text_input, messages, tools, payload, output_length, hash_ids, timestamp, delay, session_id, extra)"
+        "FILE:1: input_lenght: unknown key (expected one of: input_length, text_input, messages, tools, payload, output_length, hash_ids, timestamp, delay, session_id, extra, group_id, is_restart)"
     );
 }
 
@@ -296,8 +296,8 @@ fn undetectable_and_missing_files() {
         format!(
             "{}: cannot tell the dataset type (the first line has none of the keys of a known \
              format); pass --custom-dataset-type with one of: mooncake_trace, bailian_trace, \
-             burst_gpt_trace, baseten_trace, sagemaker_data_capture, tracelab, multi_turn, single_turn, \
-             random_pool, raw_payload, inputs_json",
+             burst_gpt_trace, baseten_trace, sagemaker_data_capture, tracelab, weka_trace, \
+             multi_turn, single_turn, random_pool, raw_payload, inputs_json",
             path.display()
         )
     );

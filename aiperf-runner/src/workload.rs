@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use aiperf_core::config::{InputConfig, PromptCorpus, PublicDataset};
+use aiperf_core::config::{CustomDatasetType, InputConfig, PromptCorpus, PublicDataset};
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::schedule::replay_window;
 use aiperf_core::{
@@ -127,15 +127,17 @@ pub(crate) async fn load(
     }
     if trace.allow_dataset_wrap {
         tracing::warn!(
-            "--allow-dataset-wrap has no effect: it governs agentic (weka) trace replay \
-             only, which aiperf-rs does not read; other datasets are reused as the run needs"
+            "--allow-dataset-wrap has no effect: every dataset, weka traces included, is \
+             reused as the run needs"
         );
     }
-    if trace.use_think_time_only {
-        tracing::warn!(
-            "--use-think-time-only has no effect: it applies to weka_trace files only, \
-             which aiperf-rs does not read"
-        );
+    let maybe_weka = config.input.input_file.is_some()
+        && config
+            .input
+            .custom_dataset_type
+            .is_none_or(|t| t == CustomDatasetType::WekaTrace);
+    if trace.use_think_time_only && !maybe_weka {
+        tracing::warn!("--use-think-time-only has no effect: it applies to weka_trace files only");
     }
     if trace.ignore_delays && !config.load.fixed_schedule.is_enabled() {
         adjust::strip_trace_timing(&mut conversations);
@@ -267,6 +269,9 @@ async fn built_in_source(
             random_corpus_style: input.prompt.random_corpus_style,
             omit_kv_hints: input.trace.omit_kv_hints,
             omit_min_tokens: input.trace.omit_min_tokens,
+            max_context_length: input.trace.max_context_length,
+            use_think_time_only: input.trace.use_think_time_only,
+            synthesis: input.trace.synthesis.clone(),
         };
         return Ok(Box::new(CustomDataset::new(
             path,

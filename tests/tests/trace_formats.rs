@@ -1,6 +1,6 @@
 //! The trace formats users export from serving platforms, replayed by the built binary
 //! against the recording mock server: a Baseten Parquet trace (whole sessions sampled by
-//! `--trace-session-sample-ratio`) and a SageMaker data capture.
+//! `--trace-session-sample-ratio`), a SageMaker data capture and a weka agentic trace.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 mod common;
@@ -205,4 +205,42 @@ async fn a_malformed_capture_record_is_a_usage_error_naming_its_line() {
         )),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weka_trace_folder_replays_each_request_with_its_output_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("weka");
+    std::fs::create_dir(&traces).unwrap();
+    let trace = json!({
+        "id": "w1", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
+        "requests": [
+            {"t": 0.0, "type": "n", "model": "m", "in": 40, "out": 5, "hash_ids": [1, 2, 3],
+             "api_time": 0.01},
+            {"type": "subagent", "t": 0.02, "agent_id": "a1", "subagent_type": "Explore",
+             "status": "completed", "models": ["m"],
+             "requests": [{"t": 0.02, "type": "s", "model": "m", "in": 20, "out": 3,
+                           "hash_ids": [9, 10]}]},
+            {"t": 0.03, "type": "n", "model": "m", "in": 56, "out": 6, "hash_ids": [1, 2, 3, 4]}
+        ]
+    });
+    std::fs::write(traces.join("w1.json"), trace.to_string()).unwrap();
+    let bodies = recorded_bodies(
+        dir.path(),
+        &format!(
+            "--input-file {} --concurrency 1 --request-count 3",
+            traces.display()
+        ),
+    )
+    .await;
+    let mut max_tokens: Vec<u64> = bodies
+        .iter()
+        .map(|b| b["max_completion_tokens"].as_u64().unwrap())
+        .collect();
+    max_tokens.sort_unstable();
+    assert_eq!(max_tokens, [3, 5, 6]);
+    for body in &bodies {
+        // Each recorded request carries its whole context: one message.
+        assert_eq!(body["messages"].as_array().unwrap().len(), 1, "{body}");
+    }
 }

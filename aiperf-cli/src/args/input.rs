@@ -6,7 +6,7 @@ use aiperf_core::cache_bust::CacheBust;
 use aiperf_core::config::{
     parse_dataset_filters, AudioFormat, CustomDatasetType, ImageFormat, InputConfig,
     ModelSelectionStrategy, PromptCorpus, PublicDataset, RandomCorpusStyle, RangeRatio,
-    SequenceDistribution, TraceOptions, VideoFormat, VideoSynthType,
+    SequenceDistribution, TraceOptions, TraceSynthesis, VideoFormat, VideoSynthType,
 };
 use aiperf_core::SamplingStrategy;
 use clap::{Args, ValueEnum};
@@ -181,8 +181,8 @@ pub(crate) struct InputArgs {
     #[arg(long = "ignore-trace-delays")]
     pub ignore_trace_delays: bool,
 
-    /// Time weka_trace turns by their recorded think time only (no weka reader here: no
-    /// effect).
+    /// Time weka_trace turns by their recorded think time rather than the idle gap
+    /// after the previous request.
     #[arg(long = "use-think-time-only")]
     pub use_think_time_only: bool,
 
@@ -196,8 +196,8 @@ pub(crate) struct InputArgs {
     #[arg(long = "replay-speedup")]
     pub replay_speedup: Option<f64>,
 
-    /// Let agentic (weka) trace replay reuse traces across concurrency lanes (no weka
-    /// reader here: no effect; other datasets are reused as the run needs).
+    /// Let agentic (weka) trace replay reuse traces across concurrency lanes (no effect:
+    /// every dataset is reused as the run needs).
     #[arg(long = "allow-dataset-wrap", overrides_with = "no_allow_dataset_wrap")]
     pub allow_dataset_wrap: bool,
 
@@ -219,9 +219,38 @@ pub(crate) struct InputArgs {
     #[arg(long = "no-force-min-tokens", overrides_with = "force_min_tokens")]
     pub no_force_min_tokens: bool,
 
-    /// Peak context ceiling of weka traces (not read here, so refused).
+    /// Leave out weka traces whose recorded peak context (input + output tokens) is
+    /// over this.
     #[arg(long = "max-context-length", value_parser = count::<u64>)]
     pub max_context_length: Option<u64>,
+
+    /// Trace synthesis: divide trace timestamps by this (2 = twice as fast).
+    #[arg(long = "synthesis-speedup-ratio")]
+    pub synthesis_speedup_ratio: Option<f64>,
+
+    /// Trace synthesis: scale the shared-prefix blocks of each request.
+    #[arg(long = "synthesis-prefix-len-multiplier")]
+    pub synthesis_prefix_len_multiplier: Option<f64>,
+
+    /// Trace synthesis: spread requests over this many independent prefix trees.
+    #[arg(long = "synthesis-prefix-root-multiplier", value_parser = count_at_least_one::<u32>)]
+    pub synthesis_prefix_root_multiplier: Option<u32>,
+
+    /// Trace synthesis: scale the unique (unshared) part of each prompt.
+    #[arg(long = "synthesis-prompt-len-multiplier")]
+    pub synthesis_prompt_len_multiplier: Option<f64>,
+
+    /// Trace synthesis: scale output lengths.
+    #[arg(long = "synthesis-output-len-multiplier")]
+    pub synthesis_output_len_multiplier: Option<f64>,
+
+    /// Trace synthesis: skip requests whose input length is over this.
+    #[arg(long = "synthesis-max-isl", value_parser = count_at_least_one::<u64>)]
+    pub synthesis_max_isl: Option<u64>,
+
+    /// Trace synthesis: cap output lengths to this.
+    #[arg(long = "synthesis-max-osl", value_parser = count_at_least_one::<u32>)]
+    pub synthesis_max_osl: Option<u32>,
 
     /// Where each played session gets a cache-bust marker: a per-session `[rid:…]` digest
     /// (system-/first-turn- prefix or suffix), or `[warmup]` in warmup sessions only.
@@ -350,6 +379,7 @@ impl InputArgs {
             allow_dataset_wrap: self.allow_dataset_wrap,
             omit_kv_hints: self.omit_kv_hints,
             omit_min_tokens: self.no_force_min_tokens,
+            synthesis: self.synthesis(),
         };
         input.cache_bust = self.cache_bust.into_config();
         input.dataset_filters =
@@ -389,6 +419,30 @@ impl InputArgs {
         };
         self.media.apply(input);
         Ok(())
+    }
+
+    /// The `--synthesis-*` flags; those not given keep the default (no change).
+    fn synthesis(&self) -> TraceSynthesis {
+        let default = TraceSynthesis::default();
+        TraceSynthesis {
+            speedup_ratio: self
+                .synthesis_speedup_ratio
+                .unwrap_or(default.speedup_ratio),
+            prefix_len_multiplier: self
+                .synthesis_prefix_len_multiplier
+                .unwrap_or(default.prefix_len_multiplier),
+            prefix_root_multiplier: self
+                .synthesis_prefix_root_multiplier
+                .unwrap_or(default.prefix_root_multiplier),
+            prompt_len_multiplier: self
+                .synthesis_prompt_len_multiplier
+                .unwrap_or(default.prompt_len_multiplier),
+            output_len_multiplier: self
+                .synthesis_output_len_multiplier
+                .unwrap_or(default.output_len_multiplier),
+            max_isl: self.synthesis_max_isl,
+            max_osl: self.synthesis_max_osl,
+        }
     }
 }
 
@@ -475,6 +529,9 @@ pub(crate) enum CustomDatasetTypeArg {
     SagemakerDataCapture,
     /// TraceLab agentic-coding traces (JSONL or gzipped JSONL).
     Tracelab,
+    /// Weka agentic traces (a .json file per trace, or a folder of them).
+    #[value(alias = "weka-trace")]
+    WekaTrace,
 }
 
 impl CustomDatasetTypeArg {
@@ -491,6 +548,7 @@ impl CustomDatasetTypeArg {
             CustomDatasetTypeArg::BasetenTrace => CustomDatasetType::BasetenTrace,
             CustomDatasetTypeArg::SagemakerDataCapture => CustomDatasetType::SagemakerDataCapture,
             CustomDatasetTypeArg::Tracelab => CustomDatasetType::Tracelab,
+            CustomDatasetTypeArg::WekaTrace => CustomDatasetType::WekaTrace,
         }
     }
 }
@@ -804,6 +862,7 @@ mod tests {
                 allow_dataset_wrap: false,
                 omit_kv_hints: false,
                 omit_min_tokens: false,
+                synthesis: TraceSynthesis::default(),
             }
         );
         let baseten = config(&["--omit-kv-hints", "--no-force-min-tokens"]).trace;
@@ -830,6 +889,25 @@ mod tests {
                 .trace
                 .max_context_length,
             Some(4096)
+        );
+        let synthesis = config(&[
+            "--synthesis-speedup-ratio",
+            "2.5",
+            "--synthesis-prefix-root-multiplier",
+            "3",
+            "--synthesis-max-osl",
+            "100",
+        ])
+        .trace
+        .synthesis;
+        assert_eq!(
+            synthesis,
+            TraceSynthesis {
+                speedup_ratio: 2.5,
+                prefix_root_multiplier: 3,
+                max_osl: Some(100),
+                ..TraceSynthesis::default()
+            }
         );
     }
 

@@ -37,6 +37,9 @@ pub(crate) enum Command {
     Profile(Box<ProfileArgs>),
     /// Analyze a mooncake trace for ISL/OSL distributions and prefix-cache hit rates.
     AnalyzeTrace(AnalyzeTraceArgs),
+    /// Synthesize a dataset workload: an agentic coding trace, or a re-synthesized
+    /// mooncake trace.
+    Synthesize(SynthesizeArgs),
     /// Print a shell completion script, e.g. `aiperf completions bash > /etc/bash_completion.d/aiperf`.
     Completions {
         /// The shell.
@@ -710,6 +713,78 @@ impl AnalyzeTraceArgs {
             .or(self.input_file_flag.as_deref())
             .ok_or_else(|| anyhow::anyhow!("no trace given: pass INPUT_FILE or --input-file"))
     }
+}
+
+/// The workloads `aiperf synthesize` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SynthesizeTarget {
+    /// Multi-turn agentic coding sessions with layered shared prefixes (mooncake JSONL).
+    AgenticCode,
+    /// A mooncake trace (--input-file) reshaped by the --synthesis-* options.
+    Trace,
+}
+
+/// `aiperf synthesize`.
+#[derive(Debug, Args)]
+pub(crate) struct SynthesizeArgs {
+    /// The workload to synthesize.
+    #[arg(value_enum, value_name = "TARGET")]
+    pub target: SynthesizeTarget,
+
+    /// Number of sessions to generate (agentic-code).
+    #[arg(long, default_value_t = 1000, value_parser = count_at_least_one::<usize>)]
+    pub num_sessions: usize,
+
+    /// Parent directory for the output (agentic-code: a new run directory in it; trace:
+    /// `<input name>.synthesized.jsonl` in it).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub output: PathBuf,
+
+    /// Distribution config JSON, or the manifest.json of an earlier run (agentic-code).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Random seed: the same seed and options give the same file.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// agentic-code: the context limit in tokens; trace: skip requests whose input
+    /// length is over this.
+    #[arg(long, value_parser = count_at_least_one::<u64>)]
+    pub max_isl: Option<u64>,
+
+    /// Cap output lengths to this.
+    #[arg(long, value_parser = count_at_least_one::<u32>)]
+    pub max_osl: Option<u32>,
+
+    /// The mooncake trace to re-synthesize (trace).
+    #[arg(long, value_name = "PATH", required_if_eq("target", "trace"))]
+    pub input_file: Option<PathBuf>,
+
+    /// Tokens per hash_ids block of the trace (trace).
+    #[arg(long, default_value_t = 512, value_parser = count_at_least_one::<u32>)]
+    pub isl_block_size: u32,
+
+    /// Divide timestamps by this (trace).
+    #[arg(long = "synthesis-speedup-ratio", default_value_t = 1.0)]
+    pub speedup_ratio: f64,
+
+    /// Scale the shared-prefix blocks of each request (trace).
+    #[arg(long = "synthesis-prefix-len-multiplier", default_value_t = 1.0)]
+    pub prefix_len_multiplier: f64,
+
+    /// Spread requests over this many independent prefix trees (trace).
+    #[arg(long = "synthesis-prefix-root-multiplier", default_value_t = 1,
+          value_parser = count_at_least_one::<u32>)]
+    pub prefix_root_multiplier: u32,
+
+    /// Scale the unique part of each prompt (trace).
+    #[arg(long = "synthesis-prompt-len-multiplier", default_value_t = 1.0)]
+    pub prompt_len_multiplier: f64,
+
+    /// Scale output lengths (trace).
+    #[arg(long = "synthesis-output-len-multiplier", default_value_t = 1.0)]
+    pub output_len_multiplier: f64,
 }
 
 /// `aiperf compare`.

@@ -63,11 +63,9 @@ const SWEEP_MODE: &str = "profile runs and parameter sweeps are not combined her
 const SCENARIO: &str = "named scenarios are not available; give their settings as flags";
 const SERVER_CONTROL: &str = "aiperf-rs does not send control requests to the server; reset \
     its KV cache or start its profiler yourself (e.g. with curl) before the run";
-const AGENTIC_REPLAY: &str = "this replay option is not available: weka traces are not read, \
-    and baseten_trace and tracelab files replay as the Python AIPerf 0.13 does by default \
+const AGENTIC_REPLAY: &str = "this replay option is not available: weka_trace, \
+    baseten_trace and tracelab files replay as the Python AIPerf 0.13 does by default \
     (see docs/datasets.md#custom-dataset-files)";
-const TRACE_SYNTHESIS: &str = "trace synthesis is not available; scale or edit the trace \
-    file before the run";
 const HF_DATASETS: &str = "Hugging Face dataset downloads are not available; download the \
     data yourself and pass it with --input-file";
 const IMAGE_SOURCE: &str = "images are always generated (noise); pass your own images with \
@@ -179,13 +177,6 @@ pub(crate) const REFUSED: &[RefusedOption] = &[
     switch("open-loop-replay", AGENTIC_REPLAY),
     switch("no-open-loop-replay", AGENTIC_REPLAY),
     switch("open-loop-strict", AGENTIC_REPLAY),
-    values("synthesis-speedup-ratio", TRACE_SYNTHESIS),
-    values("synthesis-prefix-len-multiplier", TRACE_SYNTHESIS),
-    values("synthesis-prefix-root-multiplier", TRACE_SYNTHESIS),
-    values("synthesis-prompt-len-multiplier", TRACE_SYNTHESIS),
-    values("synthesis-output-len-multiplier", TRACE_SYNTHESIS),
-    values("synthesis-max-isl", TRACE_SYNTHESIS),
-    values("synthesis-max-osl", TRACE_SYNTHESIS),
     values("hf-subset", HF_DATASETS),
     values("hf-weka-dataset", HF_DATASETS),
     values("image-source", IMAGE_SOURCE),

@@ -220,8 +220,8 @@ pub struct TraceOptions {
     /// turns go back to back under concurrency or a request rate. No effect on an
     /// explicit fixed schedule, which needs the timestamps.
     pub ignore_delays: bool,
-    /// `--use-think-time-only`: for `weka_trace` files, time turns by the recorded think
-    /// time alone. No loader here reads weka traces, so it changes nothing.
+    /// `--use-think-time-only`: `weka_trace` turns wait their recorded `think_time`
+    /// rather than the idle gap between the previous request's end and their start.
     pub use_think_time_only: bool,
     /// `--trace-session-sample-ratio`: the fraction of sessions kept (whole sessions,
     /// the same ones for the same random seed); in (0, 1].
@@ -229,13 +229,13 @@ pub struct TraceOptions {
     /// `--replay-speedup`: timestamps and think times are divided by this (2 replays
     /// twice as fast).
     pub replay_speedup: Option<f64>,
-    /// `--max-context-length`: the Python AIPerf's ceiling on a weka trace's recorded
-    /// peak context; rejected, as no loader here reads weka traces.
+    /// `--max-context-length`: `weka_trace` traces whose recorded peak context (input
+    /// plus output tokens of any request) is over this are left out.
     pub max_context_length: Option<u64>,
     /// `--allow-dataset-wrap`: in the Python AIPerf 0.13, lets agentic (weka) trace
     /// replay reuse traces across concurrency lanes when there are more lanes than
-    /// traces. Every other dataset is reused as the run needs, there and here; no loader
-    /// here reads weka traces, so it changes nothing.
+    /// traces. Every dataset, weka traces included, is reused as the run needs here, so
+    /// it changes nothing.
     pub allow_dataset_wrap: bool,
     /// `--omit-kv-hints`: `baseten_trace` turns leave out the recorded KV-cache routing
     /// hints (`hash_ids`, `block_size`) the Python AIPerf 0.13 puts in their bodies, for
@@ -244,6 +244,90 @@ pub struct TraceOptions {
     /// `--no-force-min-tokens`: `baseten_trace` turns send no `min_tokens` (0.13 sends
     /// the recorded output length by default).
     pub omit_min_tokens: bool,
+    /// `--synthesis-*`: reshapes a mooncake, bailian or BurstGPT trace at load
+    /// (docs/datasets.md#trace-synthesis).
+    pub synthesis: TraceSynthesis,
+}
+
+/// Trace re-synthesis (`--synthesis-*`, docs/datasets.md#trace-synthesis): how a
+/// `hash_ids` trace is scaled before it is replayed or written by `aiperf synthesize`.
+/// The default changes nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TraceSynthesis {
+    /// Timestamps are divided by this (2 replays the trace in half the time); > 0.
+    pub speedup_ratio: f64,
+    /// Scales the shared-prefix blocks of each request (blocks seen in 2+ requests); > 0.
+    pub prefix_len_multiplier: f64,
+    /// Spreads requests over this many independent prefix trees (distinct roots); >= 1.
+    pub prefix_root_multiplier: u32,
+    /// Scales the unique (unshared) part of each prompt; > 0.
+    pub prompt_len_multiplier: f64,
+    /// Scales output lengths (at least 1 token stays); >= 0.
+    pub output_len_multiplier: f64,
+    /// Requests whose recorded input length exceeds this are skipped.
+    pub max_isl: Option<u64>,
+    /// Output lengths above this are capped to it.
+    pub max_osl: Option<u32>,
+}
+
+impl Default for TraceSynthesis {
+    fn default() -> Self {
+        Self {
+            speedup_ratio: 1.0,
+            prefix_len_multiplier: 1.0,
+            prefix_root_multiplier: 1,
+            prompt_len_multiplier: 1.0,
+            output_len_multiplier: 1.0,
+            max_isl: None,
+            max_osl: None,
+        }
+    }
+}
+
+impl TraceSynthesis {
+    /// Whether any option differs from the default (the trace is touched at all).
+    pub fn is_active(&self) -> bool {
+        *self != Self::default()
+    }
+
+    /// Whether a multiplier or the speed-up is set: the trace is re-synthesized, not
+    /// only filtered by `max_isl`/`max_osl`.
+    pub fn reshapes(&self) -> bool {
+        Self {
+            max_isl: None,
+            max_osl: None,
+            ..self.clone()
+        } != Self::default()
+    }
+
+    /// Checks every option's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        positive("input.trace.synthesis.speedup_ratio", self.speedup_ratio)?;
+        positive(
+            "input.trace.synthesis.prefix_len_multiplier",
+            self.prefix_len_multiplier,
+        )?;
+        at_least_one(
+            "input.trace.synthesis.prefix_root_multiplier",
+            u64::from(self.prefix_root_multiplier),
+        )?;
+        positive(
+            "input.trace.synthesis.prompt_len_multiplier",
+            self.prompt_len_multiplier,
+        )?;
+        non_negative(
+            "input.trace.synthesis.output_len_multiplier",
+            self.output_len_multiplier,
+        )?;
+        if let Some(isl) = self.max_isl {
+            at_least_one("input.trace.synthesis.max_isl", isl)?;
+        }
+        if let Some(osl) = self.max_osl {
+            at_least_one("input.trace.synthesis.max_osl", u64::from(osl))?;
+        }
+        Ok(())
+    }
 }
 
 /// Multi-turn synthetic sessions (docs/cli.md#input; how they are sampled:
@@ -386,17 +470,21 @@ pub enum CustomDatasetType {
     /// The TraceLab agentic-coding corpus (JSONL, gzipped or not): each session's rounds
     /// replayed in order with their think times, prompts rebuilt from token counts.
     Tracelab,
+    /// Weka KV-cache-tester agentic traces (a `.json` file per trace, or a folder of
+    /// them): each trace's requests replayed in order, prompts from its `hash_ids`.
+    WekaTrace,
 }
 
 impl CustomDatasetType {
     /// Every type, in the order auto-detection probes them.
-    pub const ALL: [CustomDatasetType; 11] = [
+    pub const ALL: [CustomDatasetType; 12] = [
         CustomDatasetType::MooncakeTrace,
         CustomDatasetType::BailianTrace,
         CustomDatasetType::BurstGptTrace,
         CustomDatasetType::BasetenTrace,
         CustomDatasetType::SagemakerDataCapture,
         CustomDatasetType::Tracelab,
+        CustomDatasetType::WekaTrace,
         CustomDatasetType::MultiTurn,
         CustomDatasetType::SingleTurn,
         CustomDatasetType::RandomPool,
@@ -418,6 +506,7 @@ impl CustomDatasetType {
             CustomDatasetType::BasetenTrace => "baseten_trace",
             CustomDatasetType::SagemakerDataCapture => "sagemaker_data_capture",
             CustomDatasetType::Tracelab => "tracelab",
+            CustomDatasetType::WekaTrace => "weka_trace",
         }
     }
 
@@ -459,6 +548,10 @@ impl CustomDatasetType {
             }
             CustomDatasetType::Tracelab => {
                 "TraceLab agentic-coding trace (JSONL, gzipped or not): rounds with think times"
+            }
+            CustomDatasetType::WekaTrace => {
+                "Weka agentic trace (a .json per trace, or a folder): requests with hash_ids \
+                 and think times; subagents as sessions of their own"
             }
         }
     }
@@ -703,12 +796,14 @@ impl InputConfig {
         if let Some(speedup) = trace.replay_speedup {
             positive("input.trace.replay_speedup", speedup)?;
         }
+        trace.synthesis.validate()?;
         for (field, given) in [
             (
                 "input.trace.session_sample_ratio",
                 trace.session_sample_ratio.is_some(),
             ),
             ("input.trace.replay_speedup", trace.replay_speedup.is_some()),
+            ("input.trace.synthesis", trace.synthesis.is_active()),
         ] {
             if given && self.input_file.is_none() {
                 return Err(ConfigError::Requires {
@@ -719,12 +814,6 @@ impl InputConfig {
         }
         if let Some(length) = trace.max_context_length {
             at_least_one("input.trace.max_context_length", length)?;
-            return Err(ConfigError::Invalid {
-                field: "input.trace.max_context_length",
-                reason: "only the weka_trace format uses it, and aiperf-rs reads no weka \
-                         traces"
-                    .into(),
-            });
         }
         Ok(())
     }
@@ -975,8 +1064,10 @@ mod tests {
             })),
             "input.trace.ignore_delays cannot be combined with input.trace.use_think_time_only"
         );
-        assert!(err(with(|c| c.trace.max_context_length = Some(8)))
-            .starts_with("invalid input.trace.max_context_length: only the weka_trace format"));
+        assert_eq!(
+            err(with(|c| c.trace.max_context_length = Some(0))),
+            "input.trace.max_context_length must be at least 1, got 0"
+        );
     }
 
     #[test]

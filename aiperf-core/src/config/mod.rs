@@ -20,7 +20,7 @@ pub use input::{
     parse_dataset_filters, AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions,
     InputConfig, ModelSelectionStrategy, PromptCorpus, PromptOptions, PublicDataset,
     RandomCorpusStyle, RangeRatio, RankingsOptions, SeqDistPair, SequenceDistribution,
-    SessionOptions, TraceOptions, VideoFormat, VideoOptions, VideoSynthType,
+    SessionOptions, TraceOptions, TraceSynthesis, VideoFormat, VideoOptions, VideoSynthType,
     DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
 };
 pub use load::{

@@ -10,6 +10,8 @@ use aiperf_core::{Conversation, Turn};
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
 use super::record::{for_each_record, Record};
+use super::trace_requests::{finish_turns, PendingTurn};
+use crate::synthesis::{TraceRequest, TraceSynthesizer};
 
 /// Every key a bailian line may have.
 const KEYS: [&str; 8] = [
@@ -23,29 +25,38 @@ const KEYS: [&str; 8] = [
     "hash_ids",
 ];
 
-/// One parsed line, waiting for its session to be known.
+/// One request's place in its chain of links, waiting for its session to be known.
 #[derive(Debug)]
-struct Request {
+struct Link {
     chat_id: i64,
     parent: i64,
     turn_number: u64,
+}
+
+/// One finished request.
+#[derive(Debug)]
+struct Request {
+    link: Link,
     turn: Turn,
 }
 
-/// The sessions of a bailian trace and whether its first line has a timestamp.
+/// The sessions of a bailian trace (after `synthesis`, if any) and whether its first
+/// line has a timestamp.
 pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
+    synthesis: Option<&TraceSynthesizer>,
 ) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
-    let mut requests = Vec::new();
+    let mut pending = Vec::new();
     for_each_record(path, |mut record| {
+        let line = record.line;
         let chat_id = take_i64(&mut record, "chat_id")?.ok_or_else(|| record.missing("chat_id"))?;
         let parent = take_i64(&mut record, "parent_chat_id")?.unwrap_or(-1);
         let input_length = record
             .take_u64("input_length")?
             .ok_or_else(|| record.missing("input_length"))?;
         let hash_ids = record.take_u64_list("hash_ids")?.unwrap_or_default();
-        let prompt = prompts.prompt(input_length, &hash_ids).map_err(|message| {
+        prompts.check(input_length, &hash_ids).map_err(|message| {
             let field = if hash_ids.is_empty() {
                 "input_length"
             } else {
@@ -53,7 +64,7 @@ pub(crate) fn load(
             };
             record.error(field, DatasetFileErrorKind::Invalid, message)
         })?;
-        let max_tokens = match record.take_u64("output_length")? {
+        let output_length = match record.take_u64("output_length")? {
             None => None,
             Some(n) => Some(u32::try_from(n).map_err(|_| {
                 record.error(
@@ -68,29 +79,44 @@ pub(crate) fn load(
         // The request type (text, search, image, file) does not change what is sent.
         record.take_str("type")?;
         record.finish(&KEYS)?;
-        requests.push(Request {
+        let request = TraceRequest {
+            input_length: Some(input_length),
+            hash_ids,
+            timestamp_ms,
+            output_length,
+        };
+        let link = Link {
             chat_id,
             parent,
             turn_number,
-            turn: Turn {
-                texts: vec![prompt],
-                max_tokens,
-                timestamp_ms,
-                ..Turn::default()
+        };
+        pending.push((
+            request,
+            PendingTurn {
+                line,
+                turn: Turn::default(),
+                place: link,
             },
-        });
+        ));
         Ok(())
     })?;
-    let timestamped = requests
+    let timestamped = pending
         .first()
-        .is_some_and(|r| r.turn.timestamp_ms.is_some());
+        .is_some_and(|(request, _)| request.timestamp_ms.is_some());
+    let requests = finish_turns(path, pending, synthesis, prompts)?
+        .into_iter()
+        .map(|(turn, link)| Request { link, turn })
+        .collect();
     Ok((into_sessions(requests), timestamped))
 }
 
 /// Groups requests by the root of their parent chain (sessions in order of first
 /// appearance), each sorted by turn number (file order among equals).
 fn into_sessions(requests: Vec<Request>) -> Vec<Conversation> {
-    let parents: HashMap<i64, i64> = requests.iter().map(|r| (r.chat_id, r.parent)).collect();
+    let parents: HashMap<i64, i64> = requests
+        .iter()
+        .map(|r| (r.link.chat_id, r.link.parent))
+        .collect();
     let root_of = |mut id: i64| {
         // Bounded walk: a malformed trace with a parent cycle must not hang.
         for _ in 0..=parents.len() {
@@ -104,7 +130,7 @@ fn into_sessions(requests: Vec<Request>) -> Vec<Conversation> {
     let mut order: HashMap<i64, usize> = HashMap::new();
     let mut sessions: Vec<Vec<Request>> = Vec::new();
     for request in requests {
-        let root = root_of(request.chat_id);
+        let root = root_of(request.link.chat_id);
         let index = *order.entry(root).or_insert_with(|| {
             sessions.push(Vec::new());
             sessions.len() - 1
@@ -114,8 +140,8 @@ fn into_sessions(requests: Vec<Request>) -> Vec<Conversation> {
     sessions
         .into_iter()
         .map(|mut members| {
-            members.sort_by_key(|r| r.turn_number);
-            let root = members.first().map_or(0, |r| root_of(r.chat_id));
+            members.sort_by_key(|r| r.link.turn_number);
+            let root = members.first().map_or(0, |r| root_of(r.link.chat_id));
             Conversation {
                 session_id: root.to_string(),
                 turns: members.into_iter().map(|r| r.turn).collect(),

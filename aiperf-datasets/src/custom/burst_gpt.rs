@@ -11,14 +11,17 @@ use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
 use super::record::MAX_MS;
 use super::sessions::Sessions;
+use super::trace_requests::{finish_turns, PendingTurn};
+use crate::synthesis::{TraceRequest, TraceSynthesizer};
 
 /// The columns a BurstGPT file must have.
 pub(crate) const REQUIRED_COLUMNS: [&str; 3] = ["Timestamp", "Request tokens", "Response tokens"];
 
-/// The conversations of a BurstGPT CSV (always timestamped).
+/// The conversations of a BurstGPT CSV (always timestamped), after `synthesis` if any.
 pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
+    synthesis: Option<&TraceSynthesizer>,
 ) -> Result<Vec<Conversation>, DatasetFileError> {
     let file = crate::text_file::open(path, 1 << 16).map_err(|e| DatasetFileError::io(path, e))?;
     let mut lines = file.lines().enumerate();
@@ -44,7 +47,7 @@ pub(crate) fn load(
     };
     let columns = column_indices(&header).map_err(|m| csv_error(1, m))?;
 
-    let mut sessions = Sessions::new();
+    let mut pending = Vec::new();
     for (index, line) in lines {
         let line_no = index + 1;
         let line = line.map_err(|e| DatasetFileError::io(path, e).at_line(line_no))?;
@@ -69,28 +72,36 @@ pub(crate) fn load(
         let response_tokens = cell(2)
             .parse::<u32>()
             .map_err(|_| bad(2, "a token count"))?;
-        let prompt = prompts.prompt(request_tokens, &[]).map_err(|message| {
+        prompts.check(request_tokens, &[]).map_err(|message| {
             DatasetFileError::file(path, DatasetFileErrorKind::Invalid, message)
                 .at_line(line_no)
                 .in_field(REQUIRED_COLUMNS[1])
         })?;
-        let turn = Turn {
-            texts: vec![prompt],
-            max_tokens: Some(response_tokens),
+        let request = TraceRequest {
+            input_length: Some(request_tokens),
+            hash_ids: Vec::new(),
             timestamp_ms: Some(seconds * 1000.0),
-            ..Turn::default()
+            output_length: Some(response_tokens),
         };
-        sessions.push(None, turn);
+        let turn = PendingTurn {
+            line: line_no,
+            turn: Turn::default(),
+            place: (),
+        };
+        pending.push((request, turn));
     }
-    let conversations = sessions.finish();
-    if conversations.is_empty() {
+    if pending.is_empty() {
         return Err(DatasetFileError::file(
             path,
             DatasetFileErrorKind::Empty,
             "the file holds a header but no rows",
         ));
     }
-    Ok(conversations)
+    let mut sessions = Sessions::new();
+    for (turn, ()) in finish_turns(path, pending, synthesis, prompts)? {
+        sessions.push(None, turn);
+    }
+    Ok(sessions.finish())
 }
 
 /// Whether `header` (a CSV header row) names every BurstGPT column.

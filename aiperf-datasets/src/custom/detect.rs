@@ -22,6 +22,7 @@ use super::mooncake;
 use super::raw_payload::folder_files;
 use super::sagemaker::capture_files;
 use super::tracelab::is_tracelab;
+use super::weka::is_weka;
 
 /// Keys that only mooncake lines have.
 const MOONCAKE_KEYS: [&str; 5] = [
@@ -38,6 +39,9 @@ const SINGLE_TURN_KEYS: [&str; 8] = [
 
 /// The format of the file or folder at `path`.
 pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFileError> {
+    if is_weka(path) {
+        return Ok(CustomDatasetType::WekaTrace);
+    }
     if path.is_dir() {
         let first_capture = capture_files(path)?.into_iter().next();
         if let Some(file) = first_capture {

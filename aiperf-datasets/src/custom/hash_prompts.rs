@@ -80,18 +80,16 @@ impl HashIdPrompts {
     /// `input_length − (n−1)·block size`, which must be in `1..=block size`. `Err` is the
     /// reason, for an error naming the line.
     pub fn tokens(&mut self, input_length: u64, hash_ids: &[u64]) -> Result<Vec<u32>, String> {
-        check_length(input_length)?;
-        let block = self.block_size as u64;
-        let full_blocks = hash_ids.len().saturating_sub(1) as u64;
-        let final_block = i128::from(input_length) - i128::from(full_blocks) * i128::from(block);
-        if hash_ids.is_empty() || final_block <= 0 || final_block > i128::from(block) {
-            return Err(format!(
-                "input_length {input_length} does not fit {} hash ids of {block}-token blocks: \
-                 the final block would hold {final_block} tokens (must be 1 to {block}); \
-                 check --isl-block-size",
-                hash_ids.len()
+        if hash_ids.is_empty() {
+            check_length(input_length)?;
+            return Err(misfit(
+                self.block_size as u64,
+                input_length,
+                hash_ids,
+                i128::from(input_length),
             ));
         }
+        let final_block = self.check(input_length, hash_ids)?;
         let mut tokens = Vec::with_capacity(input_length as usize);
         for (index, id) in hash_ids.iter().enumerate() {
             let size = if index + 1 == hash_ids.len() {
@@ -131,6 +129,13 @@ impl HashIdPrompts {
         Ok(self.decode(&tokens))
     }
 
+    /// Checks that a prompt of `input_length` tokens can be made of `hash_ids` (see
+    /// [`HashIdPrompts::tokens`]; any length up to the limit without hash ids), before
+    /// any prompt is made; `Ok` is the size of the final block. `Err` is the reason.
+    pub(super) fn check(&self, input_length: u64, hash_ids: &[u64]) -> Result<u64, String> {
+        check_blocks(self.block_size as u64, input_length, hash_ids)
+    }
+
     fn fresh_block(&mut self, size: usize) -> Vec<u32> {
         match &self.separator {
             Some(separator) => {
@@ -155,6 +160,29 @@ impl HashIdPrompts {
                 .join(&separator.text),
         }
     }
+}
+
+/// [`HashIdPrompts::check`] for `block`-token blocks.
+pub(super) fn check_blocks(block: u64, input_length: u64, hash_ids: &[u64]) -> Result<u64, String> {
+    check_length(input_length)?;
+    if hash_ids.is_empty() {
+        return Ok(input_length);
+    }
+    let full_blocks = hash_ids.len() as u64 - 1;
+    let final_block = i128::from(input_length) - i128::from(full_blocks) * i128::from(block);
+    if final_block <= 0 || final_block > i128::from(block) {
+        return Err(misfit(block, input_length, hash_ids, final_block));
+    }
+    Ok(final_block as u64)
+}
+
+fn misfit(block: u64, input_length: u64, hash_ids: &[u64], final_block: i128) -> String {
+    format!(
+        "input_length {input_length} does not fit {} hash ids of {block}-token blocks: \
+         the final block would hold {final_block} tokens (must be 1 to {block}); \
+         check --isl-block-size",
+        hash_ids.len()
+    )
 }
 
 /// Rejects prompt lengths over [`MAX_PROMPT_TOKENS`].

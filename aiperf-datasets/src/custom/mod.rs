@@ -1,6 +1,6 @@
 //! Custom dataset files (`--input-file`, docs/datasets.md#custom-dataset-files): JSONL
 //! single-turn, multi-turn and random-pool datasets, mooncake, bailian, BurstGPT and
-//! Baseten traces, SageMaker data captures, TraceLab agentic-coding traces, and request
+//! Baseten traces, SageMaker data captures, TraceLab and weka agentic-coding traces, and request
 //! bodies replayed verbatim (`raw_payload` files, `inputs.json`).
 //!
 //! [`load_custom_dataset`] reads a file (or a folder, for random pools) into
@@ -40,23 +40,28 @@ mod multi_turn;
 mod random_pool;
 mod raw_payload;
 mod record;
+mod resynthesize;
 mod sagemaker;
 mod sessions;
 mod single_turn;
+mod trace_requests;
 mod tracelab;
 mod turn_fields;
 mod verbatim;
+mod weka;
 
 use std::path::{Path, PathBuf};
 
-use aiperf_core::config::{CustomDatasetType, PromptCorpus, RandomCorpusStyle};
+use aiperf_core::config::{CustomDatasetType, PromptCorpus, RandomCorpusStyle, TraceSynthesis};
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy};
 
 pub use detect::detect_dataset_type;
 pub use error::{DatasetFileError, DatasetFileErrorKind};
 pub use hash_prompts::HashIdPrompts;
+pub use resynthesize::{synthesize_mooncake_trace, SynthesizedTrace};
 
+use crate::synthesis::TraceSynthesizer;
 use crate::Tokenizer;
 
 /// Tokens per `hash_ids` block of mooncake traces (and BurstGPT) when
@@ -71,7 +76,7 @@ pub const TRACELAB_BLOCK_SIZE: u32 = 64;
 pub const DEFAULT_POOL_CONVERSATIONS: usize = 100;
 
 /// How to read a custom dataset file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CustomDatasetOptions {
     /// `--custom-dataset-type`; `None` detects it from the file.
     pub dataset_type: Option<CustomDatasetType>,
@@ -92,6 +97,13 @@ pub struct CustomDatasetOptions {
     pub omit_kv_hints: bool,
     /// `--no-force-min-tokens`: Baseten trace turns carry no `min_tokens`.
     pub omit_min_tokens: bool,
+    /// `--max-context-length`: weka traces whose peak context is over this are left out.
+    pub max_context_length: Option<u64>,
+    /// `--use-think-time-only`: weka trace turns wait their recorded think time.
+    pub use_think_time_only: bool,
+    /// `--synthesis-*`: reshapes mooncake, bailian and BurstGPT traces
+    /// ([`crate::synthesis`]); any other format with an active synthesis is an error.
+    pub synthesis: TraceSynthesis,
 }
 
 /// A loaded custom dataset.
@@ -138,6 +150,29 @@ pub fn load_custom_dataset(
         )
         .map_err(|e| DatasetFileError::file(path, DatasetFileErrorKind::Invalid, e.to_string()))
     };
+    let synthesizes = matches!(
+        dataset_type,
+        CustomDatasetType::MooncakeTrace
+            | CustomDatasetType::BailianTrace
+            | CustomDatasetType::BurstGptTrace
+    );
+    if options.synthesis.is_active() && !synthesizes {
+        return Err(DatasetFileError::file(
+            path,
+            DatasetFileErrorKind::Invalid,
+            format!(
+                "--synthesis-* options apply to mooncake_trace, bailian_trace and \
+                 burst_gpt_trace files, not {}",
+                dataset_type.as_str()
+            ),
+        ));
+    }
+    let synthesizer = |default_block: u32| {
+        options.synthesis.is_active().then(|| {
+            let block = options.block_size.unwrap_or(default_block);
+            TraceSynthesizer::new(options.synthesis.clone(), block, seed)
+        })
+    };
     let (conversations, timestamped) = match dataset_type {
         CustomDatasetType::SingleTurn => single_turn::load(path)?,
         CustomDatasetType::MultiTurn => multi_turn::load(path)?,
@@ -147,12 +182,22 @@ pub fn load_custom_dataset(
                 .unwrap_or(DEFAULT_POOL_CONVERSATIONS);
             (random_pool::load(path, count, seed)?, false)
         }
-        CustomDatasetType::MooncakeTrace => {
-            mooncake::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?)?
-        }
-        CustomDatasetType::BailianTrace => bailian::load(path, &mut prompts(BAILIAN_BLOCK_SIZE)?)?,
+        CustomDatasetType::MooncakeTrace => mooncake::load(
+            path,
+            &mut prompts(MOONCAKE_BLOCK_SIZE)?,
+            synthesizer(MOONCAKE_BLOCK_SIZE).as_ref(),
+        )?,
+        CustomDatasetType::BailianTrace => bailian::load(
+            path,
+            &mut prompts(BAILIAN_BLOCK_SIZE)?,
+            synthesizer(BAILIAN_BLOCK_SIZE).as_ref(),
+        )?,
         CustomDatasetType::BurstGptTrace => (
-            burst_gpt::load(path, &mut prompts(MOONCAKE_BLOCK_SIZE)?)?,
+            burst_gpt::load(
+                path,
+                &mut prompts(MOONCAKE_BLOCK_SIZE)?,
+                synthesizer(MOONCAKE_BLOCK_SIZE).as_ref(),
+            )?,
             true,
         ),
         CustomDatasetType::RawPayload => (raw_payload::load(path)?, false),
@@ -162,6 +207,17 @@ pub fn load_custom_dataset(
         CustomDatasetType::Tracelab => {
             let block = options.block_size.unwrap_or(TRACELAB_BLOCK_SIZE);
             (tracelab::load(path, &mut prompts(block)?, block)?, false)
+        }
+        CustomDatasetType::WekaTrace => {
+            let weka = weka::WekaOptions {
+                tokenizer: tokenizer.clone(),
+                seed,
+                corpus: options.corpus,
+                style: options.random_corpus_style,
+                max_context_length: options.max_context_length,
+                think_time_only: options.use_think_time_only,
+            };
+            (weka::load(path, &weka)?, false)
         }
     };
     tracing::debug!(

@@ -2,6 +2,7 @@
 //! with optional `hash_ids`, `text_input`, `messages`, `payload`); lines sharing a
 //! `session_id` form one multi-turn session in file order.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use aiperf_core::{ContextMode, Conversation, Turn};
@@ -11,9 +12,12 @@ use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
 use super::record::{for_each_record, Record};
 use super::sessions::Sessions;
+use super::trace_requests::{finish_turns, PendingTurn};
+use crate::synthesis::{TraceRequest, TraceSynthesizer};
 
-/// Every key a mooncake line may have.
-pub(crate) const KEYS: [&str; 11] = [
+/// Every key a mooncake line may have (`group_id` and `is_restart` are written by
+/// `aiperf synthesize agentic-code`, as by the Python AIPerf 0.13, and change nothing).
+pub(crate) const KEYS: [&str; 13] = [
     "input_length",
     "text_input",
     "messages",
@@ -25,6 +29,8 @@ pub(crate) const KEYS: [&str; 11] = [
     "delay",
     "session_id",
     "extra",
+    "group_id",
+    "is_restart",
 ];
 
 /// Whether a line's prompt is text (synthesized or literal) or sent verbatim.
@@ -34,22 +40,28 @@ enum Mode {
     Verbatim,
 }
 
-/// The conversations of a mooncake trace and whether its first line has a timestamp.
+/// How a parsed mooncake line joins its session.
+#[derive(Debug)]
+struct Place {
+    mode: Mode,
+    session_id: Option<String>,
+}
+
+/// The conversations of a mooncake trace (after `synthesis`, if any) and whether its
+/// first line has a timestamp.
 pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
+    synthesis: Option<&TraceSynthesizer>,
 ) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
-    let mut sessions = Sessions::new();
-    let mut modes: Vec<Mode> = Vec::new();
-    let mut timestamped = None;
+    let mut session_modes: HashMap<String, Mode> = HashMap::new();
+    let mut pending = Vec::new();
     for_each_record(path, |record| {
         let line = record.line;
-        let (turn, mode, session_id) = parse_line(record, prompts)?;
-        timestamped.get_or_insert(turn.timestamp_ms.is_some());
-        let index = sessions.push(session_id, turn);
-        match modes.get(index) {
-            None => modes.push(mode),
-            Some(first) if *first != mode => {
+        let (request, turn, place) = parse_line(record, prompts)?;
+        if let Some(id) = &place.session_id {
+            let first = *session_modes.entry(id.clone()).or_insert(place.mode);
+            if first != place.mode {
                 return Err(DatasetFileError::file(
                     path,
                     DatasetFileErrorKind::Invalid,
@@ -57,23 +69,32 @@ pub(crate) fn load(
                      lines",
                 )
                 .at_line(line)
-                .in_field("session_id"))
+                .in_field("session_id"));
             }
-            Some(_) => {}
         }
-        if let (Mode::Verbatim, Some(conversation)) = (mode, sessions.get_mut(index)) {
+        pending.push((request, PendingTurn { line, turn, place }));
+        Ok(())
+    })?;
+    let timestamped = pending
+        .first()
+        .is_some_and(|(request, _)| request.timestamp_ms.is_some());
+    let mut sessions = Sessions::new();
+    for (turn, place) in finish_turns(path, pending, synthesis, prompts)? {
+        let index = sessions.push(place.session_id, turn);
+        if let (Mode::Verbatim, Some(conversation)) = (place.mode, sessions.get_mut(index)) {
             // Each line already carries the whole history.
             conversation.context_mode = ContextMode::MessageArrayWithResponses;
         }
-        Ok(())
-    })?;
-    Ok((sessions.finish(), timestamped.unwrap_or(false)))
+    }
+    Ok((sessions.finish(), timestamped))
 }
 
+/// A line's request (for synthesis and its prompt), its turn without those, and its
+/// place. A prompt that cannot be made is rejected here, before any is made.
 fn parse_line(
     mut record: Record<'_>,
-    prompts: &mut HashIdPrompts,
-) -> Result<(Turn, Mode, Option<String>), DatasetFileError> {
+    prompts: &HashIdPrompts,
+) -> Result<(TraceRequest, Turn, Place), DatasetFileError> {
     let given = ["input_length", "text_input", "messages", "payload"]
         .into_iter()
         .filter(|key| record.has(key))
@@ -107,9 +128,10 @@ fn parse_line(
 
     let mut turn = Turn::default();
     let mut mode = Mode::Text;
+    let mut synthesized = None;
     if let Some(length) = record.take_u64("input_length")? {
         let hash_ids = record.take_u64_list("hash_ids")?.unwrap_or_default();
-        let prompt = prompts.prompt(length, &hash_ids).map_err(|message| {
+        prompts.check(length, &hash_ids).map_err(|message| {
             let field = if hash_ids.is_empty() {
                 "input_length"
             } else {
@@ -117,7 +139,7 @@ fn parse_line(
             };
             record.error(field, DatasetFileErrorKind::Invalid, message)
         })?;
-        turn.texts.push(prompt);
+        synthesized = Some((length, hash_ids));
     } else if let Some(text) = record.take_str("text_input")? {
         turn.texts.push(text);
     } else if let Some(messages) = record.take_array("messages")? {
@@ -136,7 +158,7 @@ fn parse_line(
         turn.raw_payload = Some(Value::Object(payload));
         mode = Mode::Verbatim;
     }
-    turn.max_tokens = match record.take_u64("output_length")? {
+    let output_length = match record.take_u64("output_length")? {
         None => None,
         Some(n) => Some(u32::try_from(n).map_err(|_| {
             record.error(
@@ -146,12 +168,24 @@ fn parse_line(
             )
         })?),
     };
-    turn.timestamp_ms = record.take_ms("timestamp")?;
+    let timestamp_ms = record.take_ms("timestamp")?;
     turn.delay_ms = record.take_ms("delay")?;
     turn.extra = record.take_object("extra")?;
     let session_id = record.take_id("session_id")?;
+    record.take("group_id");
+    record.take("is_restart");
     record.finish(&KEYS)?;
-    Ok((turn, mode, session_id))
+    let (input_length, hash_ids) = match synthesized {
+        Some((length, hash_ids)) => (Some(length), hash_ids),
+        None => (None, Vec::new()),
+    };
+    let request = TraceRequest {
+        input_length,
+        hash_ids,
+        timestamp_ms,
+        output_length,
+    };
+    Ok((request, turn, Place { mode, session_id }))
 }
 
 /// A non-empty list of message objects, each with a `role`.
