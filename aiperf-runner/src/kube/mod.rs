@@ -164,6 +164,7 @@ pub fn generate(run: &RunConfig, options: &KubeOptions) -> Result<String, KubeEr
         Some(resources) => resources.clone(),
         None => Resources::for_load(&run.benchmark, options.shards),
     };
+    // A RunConfig is plain data with string keys: serialising it cannot fail.
     let run_config = serde_json::to_string_pretty(run).unwrap_or_default();
     let documents = [
         config_map(options, &run_config),

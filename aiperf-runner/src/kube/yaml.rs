@@ -33,6 +33,17 @@ fn write_map(out: &mut String, map: &Map<String, Value>, indent: usize) {
 
 /// Kubernetes style: a list under a key is written at the key's indentation.
 fn write_value_after_key(out: &mut String, value: &Value, indent: usize) {
+    if let Some((chomping, lines)) = value.as_str().and_then(literal_block) {
+        out.push_str(" |");
+        out.push_str(chomping);
+        out.push('\n');
+        for line in lines {
+            out.push_str(&" ".repeat(indent + 2));
+            out.push_str(line);
+            out.push('\n');
+        }
+        return;
+    }
     match value {
         Value::Object(map) if !map.is_empty() => {
             out.push('\n');
@@ -41,19 +52,6 @@ fn write_value_after_key(out: &mut String, value: &Value, indent: usize) {
         Value::Array(items) if !items.is_empty() => {
             out.push('\n');
             write_seq(out, items, indent);
-        }
-        Value::String(text) if literal_block(text).is_some() => {
-            let (chomping, lines) = literal_block(text).unwrap_or_default();
-            out.push_str(" |");
-            out.push_str(chomping);
-            out.push('\n');
-            for line in lines {
-                if !line.is_empty() {
-                    out.push_str(&" ".repeat(indent + 2));
-                    out.push_str(line);
-                }
-                out.push('\n');
-            }
         }
         scalar => {
             out.push(' ');
