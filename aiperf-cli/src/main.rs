@@ -18,6 +18,7 @@ mod chat;
 mod cli_docs;
 mod compare;
 mod config_file;
+mod kube;
 mod kv;
 mod logging;
 mod plot;
@@ -37,7 +38,7 @@ use std::process::ExitCode;
 use aiperf_runner::{ErrorKind, Outcome};
 use clap::{CommandFactory, FromArgMatches};
 
-use args::{Cli, Command, ProfileArgs};
+use args::{Cli, Command, KubeCommand, ProfileArgs};
 
 /// mimalloc instead of the system allocator: request tasks allocate response buffers on
 /// the runtime's threads and the processing thread frees them, a pattern that fragments
@@ -113,6 +114,23 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Command::Analyze(command) => analyze::run(&command),
+        Command::Kube(KubeCommand::Generate(args)) => {
+            let given = matches
+                .subcommand_matches("kube")
+                .and_then(|kube| kube.subcommand_matches("generate"))
+                .map(flags_given)
+                .unwrap_or_default();
+            match kube::generate(&argv, &args, &given) {
+                Ok(manifests) => {
+                    print!("{manifests}");
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Chat(args) => chat::run(&args),
         Command::Plugins(args) => match plugins::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
@@ -155,8 +173,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// The clap ids of the flags given on the command line (or, for the API key, in its
-/// environment variable), which override a configuration file.
+/// The clap ids of the `aiperf profile` flags given on the command line (or, for the API
+/// key, in its environment variable), which override a configuration file; `matches` are
+/// those of `profile` or of a command that takes its flags (`kube generate`).
 fn flags_given(matches: &clap::ArgMatches) -> Vec<String> {
     let command = Cli::command();
     let is_argument = |id: &clap::Id| {

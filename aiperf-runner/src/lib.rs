@@ -41,6 +41,7 @@ mod descriptors;
 mod error;
 mod hooks;
 mod inputs;
+pub mod kube;
 mod report;
 mod sequence;
 mod session;

@@ -9,11 +9,13 @@ use aiperf_endpoints::readiness::{Readiness, WaitMode};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod input;
+mod kube;
 mod load;
 pub(crate) mod refused;
 mod runs;
 
 pub(crate) use input::{InputArgs, RankingsArgs};
+pub(crate) use kube::{KubeCommand, KubeGenerateArgs};
 pub(crate) use load::LoadArgs;
 pub(crate) use refused::RefusedArgs;
 pub(crate) use runs::{RunsArgs, SweepType};
@@ -66,6 +68,9 @@ pub(crate) enum Command {
     /// Post-run views of a run's records.
     #[command(subcommand)]
     Analyze(AnalyzeCommand),
+    /// Run one benchmark across many machines on Kubernetes: `aiperf kube generate`.
+    #[command(subcommand)]
+    Kube(KubeCommand),
     /// The Python AIPerf's SPEED-Bench report; not available here (no SPEED-Bench
     /// datasets yet), so it says so and exits 2.
     SpeedBenchReport {
