@@ -86,8 +86,14 @@ fn warn_of_local_files(spec: &RunSpec) {
 
 fn options(args: &KubeGenerateArgs, spec: &RunSpec) -> anyhow::Result<KubeOptions> {
     let kube = &args.kube;
-    let start_at_unix_secs = if let Some(text) = &kube.start_at {
-        kube::parse_start_instant(text)?
+    if spec.benchmark.load.shard.is_some() {
+        anyhow::bail!(
+            "--shard and --shard-count are set by the generated Job: give the number of \
+             shards with --shards N"
+        );
+    }
+    let start_at_unix_secs = if let Some(at) = spec.start_at {
+        at.duration_since(UNIX_EPOCH)?.as_secs()
     } else {
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
         now + kube.start_delay

@@ -96,7 +96,7 @@ fn strings(value: &Value) -> Vec<&str> {
 }
 
 #[test]
-fn an_indexed_job_of_n_shards_starts_them_together_and_a_suspended_job_merges_them() {
+fn an_indexed_job_of_n_shards_starts_them_together() {
     let output = kube_generate(&args(
         "-m m --url http://vllm.inference.svc:8000 --streaming --concurrency 100 \
          --request-count 1000 --shards 5 --start-at 2026-11-26T11:00:00+01:00 \
@@ -118,11 +118,7 @@ fn an_indexed_job_of_n_shards_starts_them_together_and_a_suspended_job_merges_th
         .collect();
     assert_eq!(
         kinds,
-        [
-            ("ConfigMap", "qwen-config"),
-            ("Job", "qwen-shards"),
-            ("Job", "qwen-merge")
-        ]
+        [("ConfigMap", "qwen-config"), ("Job", "qwen-shards"),]
     );
     assert!(documents
         .iter()
@@ -182,22 +178,6 @@ fn an_indexed_job_of_n_shards_starts_them_together_and_a_suspended_job_merges_th
         spread["podAffinityTerm"]["labelSelector"]["matchLabels"],
         shards["spec"]["template"]["metadata"]["labels"]
     );
-
-    let merge = &documents[2];
-    assert_eq!(merge["spec"]["suspend"], true);
-    assert_eq!(
-        strings(&container(merge)["args"]),
-        [
-            "merge",
-            "/results/qwen/shard-0",
-            "/results/qwen/shard-1",
-            "/results/qwen/shard-2",
-            "/results/qwen/shard-3",
-            "/results/qwen/shard-4",
-            "--output",
-            "/results/qwen/merged",
-        ]
-    );
 }
 
 #[test]
@@ -217,7 +197,11 @@ fn without_start_at_the_shards_start_the_start_delay_after_generation() {
     let documents = parse_documents(&String::from_utf8(output.stdout).unwrap());
     let shard_args = strings(&container(&documents[1])["args"]);
     let start = shard_args[shard_args.iter().position(|a| *a == "--start-at").unwrap() + 1];
-    let start = aiperf_runner::kube::parse_start_instant(start).unwrap();
+    let start = aiperf_runner::shard::parse_start_at(start)
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     assert!(
         (before + 300..=after + 300).contains(&start),
         "{start} not {before}+300..{after}+300"
@@ -287,9 +271,16 @@ fn what_the_shards_cannot_repeat_is_refused_with_the_reason() {
         "error: name `Bench`: must be lowercase letters, digits and '-', start and end with a \
          letter or digit, at most 40 characters\n"
     );
+    assert!(
+        refused("-m m --shards 2 --api-key-secret k --start-at noon").contains(
+            "invalid start time \"noon\": give an RFC 3339 time (2026-11-26T10:00:00Z) or \
+             seconds since the Unix epoch"
+        )
+    );
     assert_eq!(
-        refused("-m m --shards 2 --api-key-secret k --start-at noon"),
-        "error: start instant `noon`: expected RFC 3339 (2026-11-26T10:00:00Z) or Unix seconds\n"
+        refused("-m m --shards 2 --api-key-secret k --concurrency 4 --random-seed 1 --shard 0/2"),
+        "error: --shard and --shard-count are set by the generated Job: give the number of \
+         shards with --shards N\n"
     );
 }
 

@@ -44,11 +44,8 @@ pub(crate) struct KubeArgs {
     /// shards run on several nodes).
     #[arg(long = "results-pvc", default_value = "aiperf-results")]
     pub results_pvc: String,
-    /// The instant every shard starts sending: RFC 3339 (2026-11-26T10:00:00Z) or Unix
-    /// seconds. Default: now plus --start-delay.
-    #[arg(long = "start-at", value_name = "TIME", conflicts_with = "start_delay")]
-    pub start_at: Option<String>,
-    /// Seconds from now to the common start when --start-at is not given: time to apply
+    /// Seconds from now to the common start when --start-at (the instant every shard
+    /// starts sending) is not given: time to apply
     /// the manifests, pull the image and start every pod.
     #[arg(long = "start-delay", value_name = "SECONDS", default_value_t = 120)]
     pub start_delay: u64,

@@ -1,5 +1,5 @@
-//! Kubernetes manifests that run one benchmark as N shards on a cluster and merge them:
-//! what `aiperf kube generate` prints (docs/scale-out.md).
+//! Kubernetes manifests that run one benchmark as N shards on a cluster: what
+//! `aiperf kube generate` prints (docs/scale-out.md).
 //!
 //! [`generate`] turns a [`RunConfig`] and [`KubeOptions`] into one multi-document YAML
 //! text holding
@@ -7,9 +7,10 @@
 //!   from a Secret through the `AIPERF_API_KEY` environment variable),
 //! - an Indexed Job of N pods (`completions = parallelism = N`), each running
 //!   `aiperf profile -f run_config.json --shard-count N --start-at T` and writing its
-//!   artifacts to `/results/<name>/shard-<index>` on a shared volume,
-//! - a suspended merge Job that, once resumed after the shards complete, runs
-//!   `aiperf merge` over every shard directory into `/results/<name>/merged`.
+//!   artifacts to `/results/<name>/shard-<index>` on a shared volume.
+//!
+//! No merge step yet: `aiperf merge` (one run directory from the shards') is not
+//! available, so each shard's directory is fetched as it is.
 //!
 //! ```
 //! use aiperf_core::BenchmarkConfig;
@@ -150,14 +151,10 @@ pub enum KubeError {
         /// What it must be.
         rule: &'static str,
     },
-    /// A start instant that is neither RFC 3339 nor Unix seconds.
-    #[error("start instant `{0}`: expected RFC 3339 (2026-11-26T10:00:00Z) or Unix seconds")]
-    StartInstant(String),
 }
 
-/// The manifests of `run` laid out as `options` say: multi-document YAML (a ConfigMap,
-/// the Indexed Job of the shards, the suspended merge Job), the same text for the same
-/// input.
+/// The manifests of `run` laid out as `options` say: multi-document YAML (a ConfigMap and
+/// the Indexed Job of the shards), the same text for the same input.
 pub fn generate(run: &RunConfig, options: &KubeOptions) -> Result<String, KubeError> {
     check(options)?;
     let resources = match &options.resources {
@@ -169,7 +166,6 @@ pub fn generate(run: &RunConfig, options: &KubeOptions) -> Result<String, KubeEr
     let documents = [
         config_map(options, &run_config),
         shard_job(options, &resources),
-        merge_job(options),
     ];
     Ok(documents.iter().map(yaml::document).collect())
 }
@@ -367,41 +363,6 @@ fn shard_job(options: &KubeOptions, resources: &Resources) -> Value {
     })
 }
 
-/// Suspended, so that applying the whole text at once does not merge before the shards
-/// finish: the user resumes it after `kubectl wait --for=condition=complete`.
-fn merge_job(options: &KubeOptions) -> Value {
-    let dir = run_dir(options);
-    // Every shard directory by name rather than a shell glob: no shell needed in the
-    // image, and a missing shard fails the merge instead of being left out.
-    let mut args = vec!["merge".to_owned()];
-    args.extend((0..options.shards).map(|index| format!("{dir}/shard-{index}")));
-    args.extend(["--output".to_owned(), format!("{dir}/merged")]);
-    json!({
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": metadata(options, "merge", "merge"),
-        "spec": {
-            "suspend": true,
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"labels": labels(options, "merge")},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "securityContext": security_context(),
-                    "containers": [{
-                        "name": "aiperf",
-                        "image": options.image,
-                        "command": ["aiperf"],
-                        "args": args,
-                        "volumeMounts": [{"name": "results", "mountPath": RESULTS_MOUNT}],
-                    }],
-                    "volumes": [results_volume(options)],
-                },
-            },
-        },
-    })
-}
-
 /// The image's user (distroless `nonroot`); `fsGroup` makes the results volume writable
 /// to it where the volume type supports ownership changes.
 fn security_context() -> Value {
@@ -417,64 +378,6 @@ pub fn format_start_instant(unix_secs: u64) -> String {
     // iso_time gives `YYYY-MM-DDTHH:MM:SS.ffffff`; whole seconds are enough here.
     let iso = aiperf_core::clock::iso_time(unix_secs.saturating_mul(1_000_000_000));
     format!("{}Z", &iso[..19])
-}
-
-/// A start instant as Unix seconds: whole Unix seconds, or an RFC 3339 date-time with
-/// `Z` or a `±HH:MM` offset (fractions of a second are dropped).
-pub fn parse_start_instant(text: &str) -> Result<u64, KubeError> {
-    let bad = || KubeError::StartInstant(text.to_owned());
-    if let Ok(secs) = text.parse::<u64>() {
-        return Ok(secs);
-    }
-    let (date, time) = text.split_once(['T', 't']).ok_or_else(bad)?;
-    let (clock, offset_secs) = if let Some(clock) = time.strip_suffix(['Z', 'z']) {
-        (clock, 0)
-    } else {
-        let at = time.rfind(['+', '-']).ok_or_else(bad)?;
-        let (clock, offset) = time.split_at(at);
-        let (hours, minutes) = offset[1..].split_once(':').ok_or_else(bad)?;
-        let magnitude = number(hours, 0..=23).ok_or_else(bad)? * 3600
-            + number(minutes, 0..=59).ok_or_else(bad)? * 60;
-        (
-            clock,
-            if offset.starts_with('-') {
-                -magnitude
-            } else {
-                magnitude
-            },
-        )
-    };
-    let mut date = date.splitn(3, '-');
-    let mut clock = clock.splitn(3, ':');
-    let field = |parts: &mut std::str::SplitN<'_, char>, range| {
-        parts.next().and_then(|part| number(part, range))
-    };
-    let year = field(&mut date, 1970..=9999).ok_or_else(bad)?;
-    let month = field(&mut date, 1..=12).ok_or_else(bad)?;
-    let day = field(&mut date, 1..=31).ok_or_else(bad)?;
-    let hour = field(&mut clock, 0..=23).ok_or_else(bad)?;
-    let minute = field(&mut clock, 0..=59).ok_or_else(bad)?;
-    let seconds = clock.next().ok_or_else(bad)?;
-    let whole_seconds = seconds.split_once('.').map_or(seconds, |(whole, _)| whole);
-    let second = number(whole_seconds, 0..=60).ok_or_else(bad)?;
-    let unix = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
-        - offset_secs;
-    u64::try_from(unix).map_err(|_| bad())
-}
-
-fn number(text: &str, range: std::ops::RangeInclusive<i64>) -> Option<i64> {
-    let value: i64 = text.parse().ok()?;
-    (text.chars().all(|c| c.is_ascii_digit()) && range.contains(&value)).then_some(value)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
 }
 
 #[cfg(test)]

@@ -116,28 +116,7 @@ fn values_kubernetes_would_refuse_are_refused_by_name() {
 }
 
 #[test]
-fn start_instants_read_rfc_3339_and_unix_seconds() {
-    assert_eq!(parse_start_instant("2026-11-26T10:00:00Z"), Ok(START));
-    assert_eq!(
-        parse_start_instant("2026-11-26T11:30:00.75+01:30"),
-        Ok(START)
-    );
-    assert_eq!(parse_start_instant("2026-11-26t05:00:00-05:00"), Ok(START));
-    assert_eq!(parse_start_instant("1795687200"), Ok(START));
+fn start_instants_are_written_as_rfc_3339_in_utc() {
     assert_eq!(format_start_instant(START), "2026-11-26T10:00:00Z");
     assert_eq!(format_start_instant(951_782_400), "2000-02-29T00:00:00Z");
-    assert_eq!(parse_start_instant("2000-02-29T00:00:00Z"), Ok(951_782_400));
-    for bad in [
-        "tomorrow",
-        "2026-11-26",
-        "2026-13-01T00:00:00Z",
-        "2026-11-26T10:00:00",
-        "-5",
-    ] {
-        assert_eq!(
-            parse_start_instant(bad),
-            Err(KubeError::StartInstant(bad.into())),
-            "{bad}"
-        );
-    }
 }
