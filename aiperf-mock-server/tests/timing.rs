@@ -122,7 +122,8 @@ async fn non_streaming_responds_when_last_token_is_due() {
     let r = post(s.addr(), "/v1/chat/completions", &body).await;
     let t = r.ms_since_sent(r.head_at);
     assert!(
-        (100.0..115.0).contains(&t),
+        // Never before it is due; up to 40 ms late for a saturated machine's scheduler.
+        (100.0..140.0).contains(&t),
         "response at {t:.2} ms (due 100)"
     );
 }
@@ -140,9 +141,11 @@ async fn tokens_per_event_sends_when_last_token_is_due() {
     let r = post(s.addr(), "/v1/chat/completions", &body).await;
     let t = content_arrivals(&r);
     assert_eq!(t.len(), 2);
-    // event 0 carries tokens 0..4 (due 20 + 3*10), event 1 tokens 4..8 (due 20 + 7*10)
-    assert!((50.0..60.0).contains(&t[0]), "{t:?}");
-    assert!((90.0..100.0).contains(&t[1]), "{t:?}");
+    // event 0 carries tokens 0..4 (due 20 + 3*10), event 1 tokens 4..8 (due 20 + 7*10):
+    // never before then, and up to 30 ms late on a saturated machine (an event sent when
+    // its first token is due would come at 20 and 60 ms).
+    assert!((50.0..80.0).contains(&t[0]), "{t:?}");
+    assert!((90.0..120.0).contains(&t[1]), "{t:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,7 +161,7 @@ async fn ttft_grows_with_prompt_and_itl_with_concurrency() {
     let r = post(s.addr(), "/v1/chat/completions", &body).await;
     let t = content_arrivals(&r);
     assert!(
-        (70.0..85.0).contains(&t[0]),
+        (70.0..105.0).contains(&t[0]),
         "ttft {t:?} (due 10 + 2*30 = 70)"
     );
 
@@ -180,7 +183,8 @@ async fn ttft_grows_with_prompt_and_itl_with_concurrency() {
     )
     .await;
     let t = content_arrivals(&r);
-    assert!((t[4] - t[0] - 60.0).abs() < 6.0, "{t:?}");
+    // Without the concurrency term the four gaps would take 20 ms.
+    assert!((t[4] - t[0] - 60.0).abs() < 15.0, "{t:?}");
     drop(slow);
 }
 
