@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::image_generation::ImagesFormat;
 use crate::multipart::{file_field, form_request, merge_unreserved};
-use crate::payload::{current_turn, model, texts, warn_max_tokens_ignored};
+use crate::payload::{current_turn, model, prompt, warn_max_tokens_ignored};
 use crate::response::parse_with;
 use crate::EndpointOptions;
 
@@ -71,9 +71,7 @@ impl Endpoint for ImageEditEndpoint {
             endpoint: INFO.name,
             reason,
         };
-        let prompt = texts(turn)
-            .next()
-            .ok_or_else(|| error("the turn has no text to use as the prompt".into()))?;
+        let prompt = prompt(INFO.name, turn)?;
         let image = turn
             .images
             .iter()

@@ -11,7 +11,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::payload::{current_turn, finish, model, texts, warn_max_tokens_ignored, UsageChunk};
+use crate::payload::{current_turn, finish, model, prompt, warn_max_tokens_ignored, UsageChunk};
 use crate::response::{parse_with, Format, Piece, Unreadable};
 use crate::EndpointOptions;
 
@@ -64,10 +64,7 @@ impl Endpoint for ImageGenerationEndpoint {
     fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
         let turn = current_turn(INFO.name, input)?;
         warn_max_tokens_ignored(INFO.name, turn, &self.warned_max_tokens);
-        let prompt = texts(turn).next().ok_or_else(|| EndpointError {
-            endpoint: INFO.name,
-            reason: "the turn has no text to use as the prompt".into(),
-        })?;
+        let prompt = prompt(INFO.name, turn)?;
         let mut body = Map::new();
         body.insert("prompt".into(), prompt.into());
         body.insert("model".into(), model(input, turn).into());

@@ -46,6 +46,15 @@ pub(crate) fn texts(turn: &Turn) -> impl Iterator<Item = &str> {
         .filter(|text| !text.is_empty())
 }
 
+/// The turn's first non-empty text, as the prompt of a generation API (images, video);
+/// an error naming `endpoint` when it has none.
+pub(crate) fn prompt<'a>(endpoint: &'static str, turn: &'a Turn) -> Result<&'a str, EndpointError> {
+    texts(turn).next().ok_or_else(|| EndpointError {
+        endpoint,
+        reason: "the turn has no text to use as the prompt".into(),
+    })
+}
+
 /// Logs, once per endpoint value, that a format has no max-tokens field.
 pub(crate) fn warn_max_tokens_ignored(
     endpoint: &'static str,

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::multipart::form_request;
 use crate::payload::{
-    current_turn, merge, merge_turn_extra, model, texts, warn_max_tokens_ignored,
+    current_turn, merge, merge_turn_extra, model, prompt, warn_max_tokens_ignored,
 };
 use crate::response::exchange_failure;
 use crate::EndpointOptions;
@@ -91,10 +91,7 @@ impl Endpoint for VideoGenerationEndpoint {
     fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
         let turn = current_turn(INFO.name, input)?;
         warn_max_tokens_ignored(INFO.name, turn, &self.warned_max_tokens);
-        let prompt = texts(turn).next().ok_or_else(|| EndpointError {
-            endpoint: INFO.name,
-            reason: "the turn has no text to use as the prompt".into(),
-        })?;
+        let prompt = prompt(INFO.name, turn)?;
         let mut fields = Map::new();
         fields.insert("prompt".into(), prompt.into());
         fields.insert("model".into(), model(input, turn).into());
