@@ -273,11 +273,13 @@ mod tests {
     }
 
     #[test]
-    fn only_the_uploads_send_forms() {
+    fn only_the_uploads_and_video_jobs_send_forms() {
         for name in SUPPORTED_ENDPOINT_TYPES {
             let endpoint = endpoint_for(name, EndpointOptions::default()).unwrap();
             let expected = match *name {
-                "audio_transcription" | "image_edit" => RequestContentType::MultipartFormData,
+                "audio_transcription" | "image_edit" | "video_generation" => {
+                    RequestContentType::MultipartFormData
+                }
                 _ => RequestContentType::ApplicationJson,
             };
             assert_eq!(endpoint.request_content_type(), expected, "{name}");
