@@ -53,12 +53,7 @@ fn run_trace(args: &SynthesizeArgs) -> Result<PathBuf, Failure> {
         .file_stem()
         .map_or_else(|| "trace".into(), |s| s.to_string_lossy().into_owned());
     let path = args.output.join(format!("{stem}.synthesized.jsonl"));
-    let mut text = String::new();
-    for line in &trace.lines {
-        text.push_str(&serde_json::Value::Object(line.clone()).to_string());
-        text.push('\n');
-    }
-    write(&path, &text)?;
+    write(&path, &trace.to_jsonl())?;
     println!(
         "Wrote {} requests to {} ({} skipped over --max-isl, {} output lengths capped to \
          --max-osl)",

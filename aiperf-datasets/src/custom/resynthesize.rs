@@ -21,6 +21,19 @@ pub struct SynthesizedTrace {
     pub summary: SynthesisSummary,
 }
 
+impl SynthesizedTrace {
+    /// The trace as a mooncake JSONL file's text: one compact JSON object per line, in
+    /// order (what `aiperf synthesize trace` writes and `--input-file` reads back).
+    pub fn to_jsonl(&self) -> String {
+        let mut text = String::new();
+        for line in &self.lines {
+            text.push_str(&Value::Object(line.clone()).to_string());
+            text.push('\n');
+        }
+        text
+    }
+}
+
 /// Reads the mooncake trace at `path` (blocks of `block_size` tokens) and applies
 /// `synthesis` with `seed`. A line whose `hash_ids` do not fit its `input_length`, or
 /// whose synthesized fields have the wrong type, is a [`DatasetFileError`] naming it.
