@@ -158,16 +158,7 @@ fn parse_line(
         turn.raw_payload = Some(Value::Object(payload));
         mode = Mode::Verbatim;
     }
-    let output_length = match record.take_u64("output_length")? {
-        None => None,
-        Some(n) => Some(u32::try_from(n).map_err(|_| {
-            record.error(
-                "output_length",
-                DatasetFileErrorKind::WrongType,
-                "too large (at most 4294967295)",
-            )
-        })?),
-    };
+    let output_length = record.take_u32("output_length")?;
     let timestamp_ms = record.take_ms("timestamp")?;
     turn.delay_ms = record.take_ms("delay")?;
     turn.extra = record.take_object("extra")?;

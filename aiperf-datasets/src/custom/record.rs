@@ -238,6 +238,21 @@ impl<'p> Record<'p> {
         }
     }
 
+    /// An optional non-negative integer that fits 32 bits (a token count such as
+    /// mooncake's `output_length`).
+    pub(crate) fn take_u32(&mut self, key: &str) -> Result<Option<u32>, DatasetFileError> {
+        let Some(n) = self.take_u64(key)? else {
+            return Ok(None);
+        };
+        u32::try_from(n).map(Some).map_err(|_| {
+            self.error(
+                key,
+                DatasetFileErrorKind::WrongType,
+                "too large (at most 4294967295)",
+            )
+        })
+    }
+
     /// An optional token count that must be at least 1 (`output_length`).
     pub(crate) fn take_positive_u32(&mut self, key: &str) -> Result<Option<u32>, DatasetFileError> {
         match self.take(key) {

@@ -61,16 +61,7 @@ pub fn synthesize_mooncake_trace(
             record.error(field, DatasetFileErrorKind::Invalid, message)
         })?;
         let timestamp_ms = record.take_ms("timestamp")?;
-        let output_length = match record.take_u64("output_length")? {
-            None => None,
-            Some(n) => Some(u32::try_from(n).map_err(|_| {
-                record.error(
-                    "output_length",
-                    DatasetFileErrorKind::WrongType,
-                    "too large (at most 4294967295)",
-                )
-            })?),
-        };
+        let output_length = record.take_u32("output_length")?;
         let request = TraceRequest {
             input_length,
             hash_ids,
