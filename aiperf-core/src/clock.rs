@@ -48,6 +48,15 @@ impl Clock {
         }
     }
 
+    /// A clock whose perf nanoseconds are Unix nanoseconds, for records of several
+    /// processes put on one time axis (`aiperf merge`): `wall_of_perf` is the identity.
+    pub fn unix() -> Self {
+        Self {
+            anchor: Instant::now(),
+            anchor_wall_ns: 0,
+        }
+    }
+
     /// The monotonic anchor.
     pub fn anchor(&self) -> Instant {
         self.anchor

@@ -108,7 +108,7 @@ pub struct MetricDef {
 }
 
 /// Which metrics apply to a run; decided once from the endpoint and the configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct MetricsContext {
     /// `--streaming` was given (and the endpoint supports it).
     pub streaming: bool,

@@ -52,9 +52,11 @@ pub mod aggregate;
 pub mod artifacts;
 pub mod catalogue;
 pub mod compare;
+pub mod digest;
 pub mod export;
 pub mod live;
 mod memo;
+pub mod merge;
 pub mod record_metrics;
 pub mod run_check;
 pub mod sink;
@@ -122,12 +124,38 @@ pub enum MetricsError {
     /// [`MetricsError::Io`] (or `Parquet`) instead.
     #[error("record writer failed: {0}")]
     Writer(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Reading a run's file failed (merging runs).
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of a run's file cannot be read (merging runs).
+    #[error("{path}:{line}: {message}")]
+    BadLine {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl MetricsError {
     #[cfg(feature = "parquet")]
     pub(crate) fn parquet(path: &Path, source: parquet::errors::ParquetError) -> Self {
         Self::Parquet {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub(crate) fn read(path: &Path, source: std::io::Error) -> Self {
+        Self::Read {
             path: path.to_path_buf(),
             source,
         }

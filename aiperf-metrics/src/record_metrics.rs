@@ -15,7 +15,7 @@ const NS_PER_SEC: f64 = 1e9;
 pub const USAGE_PCT_DIFF_THRESHOLD: f64 = 10.0;
 
 /// Token counts of one request (docs/metrics.md#token-counting).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct TokenCounts {
     /// Input sequence length.
     pub input: Option<u64>,
@@ -197,7 +197,7 @@ pub fn usage_without_cache_reporting(u: &Usage) -> bool {
 
 /// The token counts a server reports in `usage`, under their vendor spellings: one
 /// request's (the `usage_*` record metrics) or a run's sums (`total_usage_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct UsageTokens {
     /// Prompt tokens.
     pub prompt: Option<u64>,

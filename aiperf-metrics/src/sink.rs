@@ -15,6 +15,7 @@ use aiperf_core::{
 use crate::catalogue::{
     metric_def, MetricDef, MetricFlags, MetricId, MetricKind, MetricsContext, CATALOGUE,
 };
+use crate::digest::{DigestWriter, RecordDigest, RecordFacts};
 use crate::export::jsonl::JsonlWriter;
 use crate::export::outputs::OutputsJsonWriter;
 #[cfg(feature = "parquet")]
@@ -25,7 +26,7 @@ use crate::live::LiveStats;
 use crate::memo::MemoizedCounter;
 use crate::record_metrics::{
     compute_record_metrics, count_tokens, usage_without_cache_reporting, MetricValue,
-    RecordMetrics, TokenCounts, UsageTokens, CACHE_REPORTING_HINT,
+    RecordMetrics, UsageTokens, CACHE_REPORTING_HINT,
 };
 use crate::stats::Distribution;
 use crate::summary::{
@@ -471,17 +472,8 @@ impl MetricsSink {
         if let Some(live) = &self.live {
             crate::live::feed(live, record, &metrics);
         }
-        if let Some(mut slices) = self.slices.take() {
-            let origin = *slices.origin_ns.get_or_insert(record.start_ns);
-            let index = record.start_ns.saturating_sub(origin) / slices.width_ns;
-            slices
-                .sinks
-                .entry(index)
-                .or_insert_with(|| self.slice_sink())
-                .absorb(record, &tokens, &metrics);
-            self.slices = Some(slices);
-        }
-        self.absorb(record, &tokens, &metrics);
+        self.clock.get_or_insert(record.clock);
+        self.absorb_sliced(&RecordFacts::of(record), &metrics);
         self.check_failure_threshold();
         let phase_index = self.phase_index;
         let written = self
@@ -510,15 +502,59 @@ impl MetricsSink {
         }
     }
 
+    /// Adds one profiling record of another process, digested there
+    /// ([`MetricsSink::export_digests_to`]), to the totals, distributions and time
+    /// slices, as if it had run here. The sink must be one made by
+    /// [`MetricsSink::for_digests`].
+    pub fn absorb_digest(&mut self, digest: &RecordDigest) {
+        self.absorb_sliced(&digest.facts(), &digest.metrics);
+    }
+
+    /// A sink for records digested by other processes ([`MetricsSink::absorb_digest`]),
+    /// on their Unix-ns time axis: summary times and time slices are Unix ns, and
+    /// [`MetricsSink::phase_started`] takes a Unix-ns start. It counts no tokens itself;
+    /// digests carry their counts.
+    pub fn for_digests(
+        config: &BenchmarkConfig,
+        ctx: MetricsContext,
+    ) -> Result<Self, MetricsError> {
+        let mut sink = Self::with_context(config, ctx, Arc::new(DigestsCarryCounts))?;
+        sink.clock = Some(Clock::unix());
+        Ok(sink)
+    }
+
+    /// Also writes a [`RecordDigest`] line per profiling record to `path`
+    /// (`profile_export_digest.jsonl`), for merging this run with others
+    /// ([`MetricsSink::absorb_digest`]).
+    pub fn export_digests_to(self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
+        let writer = DigestWriter::create(path.as_ref())?;
+        Ok(self.with_writer(Box::new(writer)))
+    }
+
+    /// Absorbs one record into its time slice, if slicing, and into the whole run.
+    fn absorb_sliced(&mut self, facts: &RecordFacts<'_>, metrics: &RecordMetrics) {
+        if let Some(mut slices) = self.slices.take() {
+            let origin = *slices.origin_ns.get_or_insert(facts.start_ns);
+            let index = facts.start_ns.saturating_sub(origin) / slices.width_ns;
+            slices
+                .sinks
+                .entry(index)
+                .or_insert_with(|| self.slice_sink())
+                .absorb(facts, metrics);
+            self.slices = Some(slices);
+        }
+        self.absorb(facts, metrics);
+    }
+
     /// Adds one profiling record's computed metrics to the totals and distributions.
-    fn absorb(&mut self, record: &RequestRecord, tokens: &TokenCounts, metrics: &RecordMetrics) {
-        self.clock.get_or_insert(record.clock);
-        let lag = record.start_ns.saturating_sub(record.scheduled_ns);
+    fn absorb(&mut self, facts: &RecordFacts<'_>, metrics: &RecordMetrics) {
+        let tokens = &metrics.tokens;
+        let lag = facts.lag_ns;
         self.lag.push(lag as f64 / 1e6);
         if lag > LATE_THRESHOLD_NS {
             self.late += 1;
         }
-        self.retries += u64::from(record.retries);
+        self.retries += u64::from(facts.retries);
         if metrics.valid {
             self.totals.valid += 1;
             let t = &mut self.totals;
@@ -526,10 +562,10 @@ impl MetricsSink {
             add(&mut t.output, tokens.output);
             add(&mut t.reasoning, tokens.reasoning);
             add(&mut t.osl, tokens.osl());
-            if let Some(usage) = record.last_usage() {
+            if let Some(usage) = &facts.usage {
                 // Summed whether or not the usage metrics apply: the summary reports a
                 // total only where its record metric applies (same applicability flags).
-                t.usage.add(&UsageTokens::of(usage));
+                t.usage.add(usage);
             }
             let usage_diff = |id: MetricId| {
                 matches!(
@@ -548,18 +584,16 @@ impl MetricsSink {
             if let Some(m) = metrics.osl_mismatch {
                 add(&mut t.osl_mismatches, Some(u64::from(m)));
             }
-            let content: Vec<u64> = record.content_responses().map(|r| r.perf_ns).collect();
-            let first = content.first().copied().unwrap_or(record.start_ns);
-            let last = content.last().copied().unwrap_or(record.end_ns);
+            let (first, last) = (facts.first_content_ns, facts.last_content_ns);
             // one run, one clock: perf ns order equals wall order
-            if t.min_start.is_none_or(|s| record.start_ns < s) {
-                t.min_start = Some(record.start_ns);
+            if t.min_start.is_none_or(|s| facts.start_ns < s) {
+                t.min_start = Some(facts.start_ns);
             }
             if t.max_end.is_none_or(|e| last > e) {
                 t.max_end = Some(last);
             }
             self.timeline.push(
-                record.start_ns,
+                facts.start_ns,
                 self.ctx.streaming.then_some(first),
                 last,
                 tokens.input.filter(|_| self.ctx.tokenizes_input),
@@ -581,9 +615,9 @@ impl MetricsSink {
                 &mut self.totals.error_isl,
                 tokens.input.filter(|_| self.ctx.tokenizes_input),
             );
-            let error = record
+            let error = facts
                 .error
-                .clone()
+                .cloned()
                 .unwrap_or_else(ErrorDetails::invalid_result);
             let next = self.errors.len();
             self.errors
@@ -745,6 +779,16 @@ impl MetricsSink {
             summary.timeslices = slices.summarize(clock, phase_end)?;
         }
         Ok(summary)
+    }
+}
+
+/// The token counter of a sink fed digests only: never asked, since every digest carries
+/// the counts its process made.
+struct DigestsCarryCounts;
+
+impl TokenCounter for DigestsCarryCounts {
+    fn count_tokens(&self, _text: &str) -> usize {
+        0
     }
 }
 

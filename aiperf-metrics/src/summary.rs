@@ -209,7 +209,7 @@ pub struct Summary {
 /// What collectors beside a run (GPU telemetry) add to its summary files, written after
 /// the run's own entries: the Python AIPerf puts its power-efficiency metrics and
 /// `telemetry_data` there.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SummaryAdditions {
     /// Single-value metrics: `{"unit", "avg"}` in the JSON, `Header (unit),value` rows at
     /// the end of the CSV.
@@ -221,7 +221,7 @@ pub struct SummaryAdditions {
 }
 
 /// A single-value metric another collector computed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AddedMetric {
     /// The JSON key, e.g. `total_gpu_energy`.
     pub tag: String,

@@ -6,7 +6,7 @@ pub mod console;
 pub mod csv;
 pub mod json;
 pub mod jsonl;
-mod line_file;
+pub(crate) mod line_file;
 pub mod outputs;
 #[cfg(feature = "parquet")]
 pub mod parquet;

@@ -260,6 +260,14 @@ impl std::fmt::Debug for ParquetWriter {
     }
 }
 
+/// How `profile_export.parquet` is written: Snappy, a row group every [`ROW_GROUP_ROWS`].
+pub(crate) fn writer_properties() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .build()
+}
+
 impl ParquetWriter {
     /// Creates (or truncates) `path`, creating its directory if needed.
     pub fn create(path: &Path) -> Result<Self, MetricsError> {
@@ -268,11 +276,7 @@ impl ParquetWriter {
         }
         let file = File::create(path).map_err(|e| MetricsError::io(path, e))?;
         let schema = records_schema();
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-            .build();
-        let writer = ArrowWriter::try_new(file, Arc::clone(&schema), Some(props))
+        let writer = ArrowWriter::try_new(file, Arc::clone(&schema), Some(writer_properties()))
             .map_err(|e| MetricsError::parquet(path, e))?;
         Ok(Self {
             writer,
