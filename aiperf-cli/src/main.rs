@@ -21,6 +21,7 @@ mod config_file;
 mod kube;
 mod kv;
 mod logging;
+mod merge;
 mod plot;
 mod plugins;
 mod profile;
@@ -131,6 +132,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Merge(args) => merge::run(&args),
         Command::Chat(args) => chat::run(&args),
         Command::Plugins(args) => match plugins::run(&args) {
             Ok(()) => ExitCode::SUCCESS,

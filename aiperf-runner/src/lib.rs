@@ -42,6 +42,7 @@ mod error;
 mod hooks;
 mod inputs;
 pub mod kube;
+pub mod merge;
 mod report;
 mod sequence;
 mod session;

@@ -16,6 +16,7 @@ use aiperf_datasets::{
 };
 use aiperf_endpoints::readiness::{wait_until_ready, ReadinessError, ReadinessEvent, Target};
 use aiperf_endpoints::{endpoint_for, EndpointOptions, HttpTransport, VideoJobOptions};
+use aiperf_metrics::digest::DIGEST_FILE;
 use aiperf_metrics::export::{
     export_paths, resolve_artifact_dir, write_results_ready, write_summary_files,
 };
@@ -24,7 +25,7 @@ use aiperf_metrics::{MetricsSink, Summary};
 
 use crate::hooks::{Notice, PhaseTargets, RunHooks, RunWatch};
 use crate::report::{Outcome, RunFiles, RunReport};
-use crate::shard::{self, ShardManifest};
+use crate::shard::{self, ShardManifest, ShardResults};
 use crate::spec::{ConnectionReuse, RunSpec, TransportOptions};
 use crate::{descriptors, inputs, telemetry, workload, RunError, RunParts};
 
@@ -289,6 +290,10 @@ impl Session {
         if spec.records.export_outputs_json {
             sink = sink.export_outputs_to(&paths.outputs_json);
         }
+        if config.load.shard.is_some() {
+            // What `aiperf merge` recomputes the whole benchmark's summary from.
+            sink = sink.export_digests_to(artifact_dir.join(DIGEST_FILE))?;
+        }
         let raw_export = config.output.export_level == ExportLevel::Raw;
         if raw_export {
             sink = sink.export_raw_records_to(&paths.raw_jsonl)?;
@@ -376,7 +381,8 @@ impl Session {
             }
         }
         if let Some(shard) = config.load.shard {
-            let manifest = ShardManifest::new(&config, shard, start_at, started);
+            let mut manifest = ShardManifest::new(&config, shard, start_at, started);
+            manifest.results = Some(ShardResults::of(&summary, spec.records.slice_duration));
             if let Err(error) = manifest.write(&artifact_dir) {
                 tracing::error!("{error}");
                 summary

@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aiperf_core::config::Shard;
 use aiperf_core::{BenchmarkConfig, CancellationToken};
+use aiperf_metrics::{MetricsContext, Summary, SummaryAdditions};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -111,6 +112,56 @@ pub struct ShardManifest {
     pub started_ns: u64,
     /// How late after the shared instant it began, ms (0 when on time or without one).
     pub late_ms: f64,
+    /// What the shard's run came to, for `aiperf merge`; `None` until it finished.
+    pub results: Option<ShardResults>,
+}
+
+/// What `aiperf merge` needs of a shard's run besides its record digests: the facts of the
+/// run as a whole that the summary reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardResults {
+    /// The configuration that ran (the whole benchmark's, with this shard in `load.shard`).
+    pub config: BenchmarkConfig,
+    /// Which metrics applied.
+    pub context: MetricsContext,
+    /// The profiling phase's window, Unix ns.
+    pub window_ns: Option<(u64, u64)>,
+    /// `--slice-duration`, ns.
+    pub slice_duration_ns: Option<u64>,
+    /// The run was cancelled before its stop condition.
+    pub was_cancelled: bool,
+    /// Requests still in flight when the run ended early.
+    pub cancelled_in_flight: u64,
+    /// The grace period expired with requests in flight.
+    pub grace_period_expired: bool,
+    /// The first export that failed, if any.
+    pub export_failure: Option<String>,
+    /// Why sending stopped on too many failures, if it did.
+    pub failure_threshold_exceeded: Option<String>,
+    /// The shard's command line.
+    pub cli_command: Option<String>,
+    /// What telemetry added to the shard's summary.
+    pub additions: SummaryAdditions,
+}
+
+impl ShardResults {
+    /// The results of a run that ended with `summary`, sliced by `slice_duration`.
+    pub fn of(summary: &Summary, slice_duration: Option<Duration>) -> Self {
+        Self {
+            config: summary.config.clone(),
+            context: summary.context,
+            window_ns: summary.start_time_ns.zip(summary.end_time_ns),
+            slice_duration_ns: slice_duration
+                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+            was_cancelled: summary.was_cancelled,
+            cancelled_in_flight: summary.cancelled_in_flight,
+            grace_period_expired: summary.grace_period_expired,
+            export_failure: summary.export_failure.clone(),
+            failure_threshold_exceeded: summary.failure_threshold_exceeded.clone(),
+            cli_command: summary.cli_command.clone(),
+            additions: summary.additions.clone(),
+        }
+    }
 }
 
 impl ShardManifest {
@@ -131,7 +182,14 @@ impl ShardManifest {
             start_at_ns: start_at.map(unix_ns),
             started_ns: unix_ns(started),
             late_ms: late.as_secs_f64() * 1e3,
+            results: None,
         }
+    }
+
+    /// Reads `dir/shard.json`.
+    pub fn read(dir: &Path) -> Result<Self, std::io::Error> {
+        let text = std::fs::read_to_string(dir.join(MANIFEST_FILE))?;
+        serde_json::from_str(&text).map_err(std::io::Error::other)
     }
 
     /// Writes it as `dir/shard.json`.

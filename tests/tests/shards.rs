@@ -1,6 +1,7 @@
 //! `aiperf profile --shard K/N --start-at T`: shard processes on loopback send exactly the
 //! requests one process sends to the mock, wait for the shared instant, and write
-//! `shard.json` beside normal artifacts; bad shard flags are usage errors.
+//! `shard.json` beside normal artifacts; `aiperf merge` makes them one run; bad shard flags
+//! are usage errors.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 mod common;
@@ -9,7 +10,8 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aiperf_mock_server::{MockConfig, MockServer};
-use common::{args, assert_exit, profile, read_json, read_jsonl, recorded_body};
+use common::{args, assert_exit, profile, read_json, read_jsonl, recorded_body, stat};
+use parquet::file::reader::FileReader;
 use serde_json::Value;
 
 const BENCHMARK: &str = "-m mock-model --random-seed 7 --concurrency 3 --request-count 12 \
@@ -102,6 +104,122 @@ async fn three_shard_processes_send_what_one_process_sends_from_one_instant() {
         assert_eq!(run_config["load"]["shard"]["index"], k);
     }
     assert!(!dir.path().join("whole/shard.json").exists());
+
+    check_merge(
+        dir.path(),
+        &read_json(&dir.path().join("whole/profile_export_aiperf.json")),
+    );
+}
+
+fn aiperf(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(common::aiperf_binary())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `aiperf merge` of the three shards: the whole benchmark's counts, statistics from the
+/// union of the shards' records, records in end-time order with unique session numbers;
+/// and the refusals.
+fn check_merge(dir: &Path, whole: &Value) {
+    let shard = |k: u32| dir.join(format!("shard-{k}")).display().to_string();
+    let merged = dir.join("merged");
+    let out = aiperf(&[
+        "merge",
+        &shard(2),
+        &shard(0),
+        &shard(1),
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Merged shards 0, 1, 2 of 3 (12 records)"),
+        "{stdout}"
+    );
+
+    let summary = read_json(&merged.join("profile_export_aiperf.json"));
+    assert_eq!(
+        summary["request_count"]["avg"],
+        whole["request_count"]["avg"]
+    );
+    assert_eq!(summary["total_isl"]["avg"], whole["total_isl"]["avg"]);
+    assert_eq!(summary["total_osl"]["avg"], whole["total_osl"]["avg"]);
+    // Statistics of the union of the shards' records, not averages of shard statistics.
+    let mut latencies: Vec<f64> = (0..3)
+        .flat_map(|k| read_jsonl(&dir.join(format!("shard-{k}/profile_export.jsonl"))))
+        .map(|r| r["metrics"]["request_latency"]["value"].as_f64().unwrap())
+        .collect();
+    latencies.sort_by(f64::total_cmp);
+    assert_eq!(latencies.len(), 12);
+    for (name, p) in [("p50", 50.0), ("p90", 90.0), ("p99", 99.0)] {
+        let expected = aiperf_metrics::stats::percentile_sorted(&latencies, p).unwrap();
+        let got = stat(&summary, "request_latency", name);
+        assert!((got - expected).abs() < 1e-9, "{name}: {got} vs {expected}");
+    }
+    assert_eq!(stat(&summary, "request_latency", "max"), latencies[11]);
+
+    let records = read_jsonl(&merged.join("profile_export.jsonl"));
+    assert_eq!(records.len(), 12);
+    let ends: Vec<u64> = records
+        .iter()
+        .map(|r| r["metadata"]["request_end_ns"].as_u64().unwrap())
+        .collect();
+    assert!(ends.windows(2).all(|w| w[0] <= w[1]), "{ends:?}");
+    let mut sessions: Vec<u64> = records
+        .iter()
+        .map(|r| r["metadata"]["session_num"].as_u64().unwrap())
+        .collect();
+    sessions.sort_unstable();
+    assert_eq!(sessions, (0..12).collect::<Vec<u64>>());
+    let parquet = std::fs::File::open(merged.join("profile_export.parquet")).unwrap();
+    let rows = parquet::file::reader::SerializedFileReader::new(parquet).unwrap();
+    assert_eq!(rows.metadata().file_metadata().num_rows(), 12);
+    assert_eq!(
+        std::fs::read(merged.join("inputs.json")).unwrap(),
+        std::fs::read(dir.join("shard-0/inputs.json")).unwrap()
+    );
+    let manifest = read_json(&merged.join("merge.json"));
+    assert_eq!(manifest["records"], 12);
+    assert_eq!(manifest["missing"], serde_json::json!([]));
+
+    let refused = |args: &[&str], message: &str| {
+        let out = aiperf(args);
+        assert_exit(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+    };
+    let elsewhere = dir.join("elsewhere");
+    let elsewhere = elsewhere.to_str().unwrap();
+    refused(
+        &["merge", &shard(0), &shard(1), "-o", elsewhere],
+        "shards 2 of 3 are missing; merge them too, or pass --allow-missing",
+    );
+    refused(
+        &["merge", &shard(0), &shard(1), &shard(0), "-o", elsewhere],
+        "shard 0 appears twice",
+    );
+    let whole_dir = dir.join("whole").display().to_string();
+    refused(
+        &["merge", &shard(0), &whole_dir, "-o", elsewhere],
+        "not a shard's run directory",
+    );
+    let out = aiperf(&[
+        "merge",
+        &shard(0),
+        &shard(1),
+        "--allow-missing",
+        "-o",
+        elsewhere,
+    ]);
+    assert_exit(&out, 0);
+    let partial = read_json(&dir.join("elsewhere/profile_export_aiperf.json"));
+    assert_eq!(partial["request_count"]["avg"], 8.0);
+    assert_eq!(
+        read_json(&dir.join("elsewhere/merge.json"))["missing"],
+        serde_json::json!([2])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -71,6 +71,10 @@ pub(crate) enum Command {
     /// Run one benchmark across many machines on Kubernetes: `aiperf kube generate`.
     #[command(subcommand)]
     Kube(KubeCommand),
+    /// Merge the run directories of a benchmark's shards (`profile --shard K/N`) into the
+    /// run directory one machine would have written: summary recomputed from every record,
+    /// records interleaved in time order.
+    Merge(MergeArgs),
     /// The Python AIPerf's SPEED-Bench report; not available here (no SPEED-Bench
     /// datasets yet), so it says so and exits 2.
     SpeedBenchReport {
@@ -78,6 +82,20 @@ pub(crate) enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+}
+
+/// `aiperf merge`.
+#[derive(Debug, Args)]
+pub(crate) struct MergeArgs {
+    /// The shards' run directories (each holds a shard.json).
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<std::path::PathBuf>,
+    /// Where to write the merged run (default: `merged` beside the first shard directory).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: Option<std::path::PathBuf>,
+    /// Merge even when shards of the benchmark are missing (merge.json lists them).
+    #[arg(long = "allow-missing")]
+    pub allow_missing: bool,
 }
 
 /// `aiperf chat`.

@@ -1,0 +1,67 @@
+//! `aiperf merge`: the flags turned into the runner's merge, and its result printed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use aiperf_metrics::export::console::render_console;
+use aiperf_runner::merge::{merge, MergeError, MergeOptions};
+
+use crate::args::MergeArgs;
+
+/// Merges, prints the merged summary and where it went. Exit 2 when the directories are
+/// not the shards of one benchmark (or some are missing), 1 when a file cannot be read
+/// or written.
+pub(crate) fn run(args: &MergeArgs) -> ExitCode {
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(&args.dirs));
+    let options = MergeOptions {
+        allow_missing: args.allow_missing,
+    };
+    match merge(&args.dirs, &output, &options) {
+        Ok(report) => {
+            print!("{}", render_console(&report.summary));
+            println!(
+                "Merged shards {} of {} ({} records) of run {} into {}",
+                list(&report.merged),
+                report.count,
+                report.records,
+                report.run_id,
+                report.dir.display()
+            );
+            if !report.missing.is_empty() {
+                eprintln!(
+                    "warning: shards {} are missing: this is not the whole benchmark",
+                    list(&report.missing)
+                );
+            }
+            for note in &report.left_out {
+                eprintln!("note: not merged: {note}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            match error {
+                MergeError::Metrics(_) | MergeError::Write { .. } => ExitCode::FAILURE,
+                _ => ExitCode::from(2),
+            }
+        }
+    }
+}
+
+/// `merged` beside the first shard directory.
+fn default_output(dirs: &[PathBuf]) -> PathBuf {
+    let parent = dirs
+        .first()
+        .and_then(|d| d.parent())
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    parent.join("merged")
+}
+
+fn list(indices: &[u32]) -> String {
+    let items: Vec<String> = indices.iter().map(u32::to_string).collect();
+    items.join(", ")
+}
