@@ -67,6 +67,8 @@ mod coding;
 mod corpus;
 pub mod custom;
 pub mod error;
+#[cfg(feature = "hub")]
+pub mod hub;
 pub mod listing;
 pub mod media;
 pub mod model_choice;
