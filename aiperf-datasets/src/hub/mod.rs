@@ -30,9 +30,11 @@ use std::time::Duration;
 
 pub mod cache;
 mod download;
+pub mod public;
 mod rows;
 
 pub use download::resolve;
+pub use public::{hub_dataset, HubPublicDataset};
 pub use rows::{read_rows, Row, Rows};
 
 use crate::resolve::{HubEnv, DEFAULT_REVISION};
