@@ -147,6 +147,9 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("dataset_filters", |c, f| {
         c.input.dataset_filters.clone_from(&f.input.dataset_filters);
     }),
+    ("hf_subset", |c, f| {
+        c.input.hf_subset.clone_from(&f.input.hf_subset);
+    }),
     ("tokenizer_revision", |c, f| {
         c.input
             .tokenizer_revision

@@ -227,7 +227,11 @@ mod tests {
             .to_string();
         assert_eq!(
             error,
-            "no public-dataset-loader named `mmlu`; public-dataset-loader: sharegpt"
+            "no public-dataset-loader named `mmlu`; public-dataset-loader: sharegpt, aimo, mmstar, \
+         vision_arena, llava_onevision, aimo_aime, aimo_numina_cot, aimo_numina_1_5, \
+         spec_al_gsm8k, spec_al_math500, spec_al_humaneval, spec_al_mbpp, spec_al_mtbench, \
+         instruct_coder, blazedit_5k, blazedit_10k, librispeech, voxpopuli, gigaspeech, ami, \
+         spgispeech"
         );
     }
 }

@@ -62,11 +62,14 @@
 
 pub mod adjust;
 pub mod agentic_code;
+pub mod catalogue;
 pub mod chat_template;
 mod coding;
 mod corpus;
 pub mod custom;
 pub mod error;
+#[cfg(feature = "hub")]
+pub mod hub;
 pub mod listing;
 pub mod media;
 pub mod model_choice;

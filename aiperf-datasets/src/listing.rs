@@ -18,11 +18,20 @@ pub fn dataset_formats() -> Vec<Capability> {
         .collect()
 }
 
-/// Every `--public-dataset`.
+/// Every `--public-dataset` this build loads (the catalogue's entries whose rows it
+/// converts); the Hugging Face ones need the `hub` feature.
 pub fn public_datasets() -> Vec<Capability> {
-    vec![Capability::always(
-        "sharegpt",
-        "ShareGPT (Vicuna, unfiltered, cleaned split): real conversations, downloaded once \
-         into the Hugging Face cache",
-    )]
+    crate::catalogue::CATALOGUE
+        .iter()
+        .filter(|entry| entry.rows.is_supported())
+        .map(|entry| match entry.hub_id {
+            Some(_) => Capability::optional(
+                entry.name,
+                entry.summary,
+                "aiperf-datasets/hub",
+                cfg!(feature = "hub"),
+            ),
+            None => Capability::always(entry.name, entry.summary),
+        })
+        .collect()
 }

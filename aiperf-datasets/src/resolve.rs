@@ -340,7 +340,7 @@ fn check_revision(revision: &str) -> Result<(), TokenizerError> {
     }
 }
 
-fn is_commit_sha(revision: &str) -> bool {
+pub(crate) fn is_commit_sha(revision: &str) -> bool {
     revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit())
 }
 
@@ -473,7 +473,7 @@ pub async fn load_tokenizer(
 }
 
 /// Percent-encodes a revision for a URL path segment (`refs/pr/1` → `refs%2Fpr%2F1`).
-fn encode_path_segment(segment: &str) -> String {
+pub(crate) fn encode_path_segment(segment: &str) -> String {
     let mut out = String::with_capacity(segment.len());
     for byte in segment.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
@@ -639,7 +639,7 @@ pub(crate) struct Fetched {
     /// The URLs requested, in order: the original first.
     visited: Vec<String>,
     /// The commit sha in the first response's `x-repo-commit` header, when valid.
-    repo_commit: Option<String>,
+    pub(crate) repo_commit: Option<String>,
 }
 
 impl Fetched {
@@ -720,7 +720,7 @@ pub(crate) async fn get_following_redirects(
 }
 
 /// A URL without its query (signed CDN URLs carry credentials there) or fragment.
-fn display_url(url: &str) -> &str {
+pub(crate) fn display_url(url: &str) -> &str {
     url.split(['?', '#']).next().unwrap_or(url)
 }
 
@@ -734,7 +734,7 @@ fn describe_urls(urls: &[String]) -> String {
 
 /// Splits an absolute URL into its scheme (lowercase), authority and the rest (path,
 /// query, fragment; may be empty). `None` when it has no `scheme://`.
-fn split_url(url: &str) -> Option<(String, &str, &str)> {
+pub(crate) fn split_url(url: &str) -> Option<(String, &str, &str)> {
     let (scheme, rest) = url.split_once("://")?;
     if scheme.is_empty()
         || !scheme
@@ -748,7 +748,7 @@ fn split_url(url: &str) -> Option<(String, &str, &str)> {
 }
 
 /// The host (lowercase) and port (the scheme's default when absent) of an authority.
-fn host_and_port(scheme: &str, authority: &str) -> (String, Option<u16>) {
+pub(crate) fn host_and_port(scheme: &str, authority: &str) -> (String, Option<u16>) {
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
     let (host, port) = if let Some(v6) = host_port.strip_prefix('[') {
         match v6.split_once(']') {

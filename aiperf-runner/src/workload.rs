@@ -11,9 +11,9 @@ use aiperf_core::{
     SamplingStrategy, Transport, ValidatedConfig,
 };
 use aiperf_datasets::{
-    adjust, derive_rng, fetch_sharegpt, model_choice, sharegpt_cache_path, CustomDataset,
-    CustomDatasetOptions, DatasetFileError, LengthDistribution, ShareGptDataset, SyntheticDataset,
-    SyntheticError, Tokenizer,
+    adjust, catalogue, derive_rng, fetch_sharegpt, model_choice, sharegpt_cache_path,
+    CustomDataset, CustomDatasetOptions, DatasetFileError, LengthDistribution, ShareGptDataset,
+    SyntheticDataset, SyntheticError, Tokenizer,
 };
 
 use crate::hooks::{Notice, RunHooks, LARGE_DATASET};
@@ -209,7 +209,7 @@ fn warn_about_corpus(input: &InputConfig) {
     let Some(corpus) = input.prompt.corpus else {
         return;
     };
-    let verbatim = match (input.public_dataset, input.custom_dataset_type) {
+    let verbatim = match (&input.public_dataset, input.custom_dataset_type) {
         (Some(_), _) => Some("the public dataset's".to_owned()),
         (None, Some(kind)) if !kind.is_trace() => Some(format!("the {} file's", kind.as_str())),
         _ => None,
@@ -237,6 +237,9 @@ async fn built_in_source(
     hooks: &mut dyn RunHooks,
 ) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
     let input = &config.input;
+    if let Some(PublicDataset::Hub(name)) = &input.public_dataset {
+        return hub_public_source(name, input, transport).await;
+    }
     if input.public_dataset == Some(PublicDataset::Sharegpt) {
         let path = if let Some(path) = &input.input_file {
             path.clone()
@@ -283,6 +286,67 @@ async fn built_in_source(
         .with_rankings(endpoint.takes_rankings)
         .with_entries(config.dataset_entries());
     Ok(Box::new(synthetic))
+}
+
+/// A Hugging Face public dataset of the catalogue: its split from `--input-file` (a
+/// local copy of its files), else the hub cache, else downloaded into the cache.
+async fn hub_public_source(
+    name: &str,
+    input: &InputConfig,
+    transport: &dyn Transport,
+) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
+    let unusable = |reason: String| {
+        WorkloadError::Dataset(format!("--public-dataset {name}: {reason}").into())
+    };
+    let entry = catalogue::find(name).ok_or_else(|| {
+        unusable("no such public dataset; `aiperf plugins public-dataset-loader` lists them".into())
+    })?;
+    if !entry.rows.is_supported() {
+        return Err(unusable(format!(
+            "aiperf-rs does not load this dataset yet ({})",
+            entry.summary
+        )));
+    }
+    hub_files_source(entry, input, transport).await
+}
+
+#[cfg(not(feature = "hub"))]
+async fn hub_files_source(
+    entry: &'static catalogue::PublicDatasetEntry,
+    _: &InputConfig,
+    _: &dyn Transport,
+) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
+    Err(WorkloadError::Dataset(
+        format!(
+            "--public-dataset {}: this build has no Hugging Face datasets (the runner's `hub` \
+             feature)",
+            entry.name
+        )
+        .into(),
+    ))
+}
+
+/// The entry's files (`--input-file`, the cache or a download) as a source.
+#[cfg(feature = "hub")]
+async fn hub_files_source(
+    entry: &'static catalogue::PublicDatasetEntry,
+    input: &InputConfig,
+    transport: &dyn Transport,
+) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
+    use aiperf_datasets::hub;
+    let unusable = |reason: String| {
+        WorkloadError::Dataset(format!("--public-dataset {}: {reason}", entry.name).into())
+    };
+    let files = if let Some(path) = &input.input_file {
+        vec![path.clone()]
+    } else {
+        let dataset = hub::hub_dataset(entry, input.hf_subset.as_deref())
+            .ok_or_else(|| unusable("it is not a Hugging Face dataset".into()))?;
+        hub::resolve(&dataset, &hub::HubOptions::from_env(), transport)
+            .await
+            .map_err(|e| WorkloadError::Dataset(e.into()))?
+    };
+    Ok(Box::new(hub::HubPublicDataset::new(entry, files)))
 }
 
 /// `--osl` for the turns of a dataset file that give no output length of their own (a

@@ -168,9 +168,14 @@ pub(crate) struct InputArgs {
     #[arg(long = "custom-dataset-type", value_enum)]
     pub custom_dataset_type: Option<CustomDatasetTypeArg>,
 
-    /// A public dataset instead of synthetic prompts.
-    #[arg(long = "public-dataset", value_enum)]
-    pub public_dataset: Option<PublicDatasetArg>,
+    /// A public dataset instead of synthetic prompts (`aiperf plugins
+    /// public-dataset-loader` lists those this build loads).
+    #[arg(long = "public-dataset", value_parser = public_dataset_names())]
+    pub public_dataset: Option<String>,
+
+    /// The Hugging Face config (subset) of --public-dataset, instead of the catalogue's.
+    #[arg(long = "hf-subset")]
+    pub hf_subset: Option<String>,
 
     /// The order conversations are drawn in (default: the dataset's preference).
     #[arg(long = "dataset-sampling-strategy", value_enum)]
@@ -361,9 +366,8 @@ impl InputArgs {
         input.custom_dataset_type = self
             .custom_dataset_type
             .map(CustomDatasetTypeArg::into_config);
-        input.public_dataset = self.public_dataset.map(|p| match p {
-            PublicDatasetArg::Sharegpt => PublicDataset::Sharegpt,
-        });
+        input.public_dataset = self.public_dataset.clone().map(PublicDataset::from);
+        input.hf_subset.clone_from(&self.hf_subset);
         input.sampling_strategy = self.dataset_sampling_strategy.map(|s| match s {
             SamplingStrategyArg::Sequential => SamplingStrategy::Sequential,
             SamplingStrategyArg::Random => SamplingStrategy::Random,
@@ -592,11 +596,13 @@ impl CacheBustArg {
     }
 }
 
-/// `--public-dataset`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum PublicDatasetArg {
-    /// ShareGPT (Vicuna, unfiltered, cleaned split).
-    Sharegpt,
+/// `--public-dataset`: every name of the Python AIPerf 0.13's catalogue.
+fn public_dataset_names() -> clap::builder::PossibleValuesParser {
+    aiperf_datasets::catalogue::CATALOGUE
+        .iter()
+        .map(|entry| entry.name)
+        .collect::<Vec<_>>()
+        .into()
 }
 
 /// `--dataset-sampling-strategy`.

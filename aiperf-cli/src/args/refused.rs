@@ -177,7 +177,6 @@ pub(crate) const REFUSED: &[RefusedOption] = &[
     switch("open-loop-replay", AGENTIC_REPLAY),
     switch("no-open-loop-replay", AGENTIC_REPLAY),
     switch("open-loop-strict", AGENTIC_REPLAY),
-    values("hf-subset", HF_DATASETS),
     values("hf-weka-dataset", HF_DATASETS),
     values("image-source", IMAGE_SOURCE),
     values("image-source-sampling", IMAGE_SOURCE),

@@ -80,6 +80,9 @@ pub struct InputConfig {
     pub cache_bust: CacheBust,
     /// `--dataset-filter`: `key=value` filters for a public dataset that declares them.
     pub dataset_filters: BTreeMap<String, String>,
+    /// `--hf-subset`: the Hugging Face config (subset) of a public dataset, instead of
+    /// the catalogue's.
+    pub hf_subset: Option<String>,
     /// `--model-selection-strategy`: which model each generated turn names.
     pub model_selection: ModelSelectionStrategy,
     /// Synthetic images.
@@ -569,12 +572,42 @@ impl CustomDatasetType {
     }
 }
 
-/// The public datasets of `--public-dataset`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// The public dataset of `--public-dataset`: ShareGPT, or one of the Hugging Face
+/// datasets of `aiperf_datasets`' catalogue, by name (the catalogue is the datasets
+/// crate's data, so a name is checked when the dataset is loaded). Written as its name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
 pub enum PublicDataset {
     /// ShareGPT (Vicuna, unfiltered, cleaned split).
     Sharegpt,
+    /// A catalogue entry other than ShareGPT (`aimo`, `spec_al_gsm8k`, `librispeech`, …).
+    Hub(String),
+}
+
+impl PublicDataset {
+    /// The name a user passes.
+    pub fn name(&self) -> &str {
+        match self {
+            PublicDataset::Sharegpt => "sharegpt",
+            PublicDataset::Hub(name) => name,
+        }
+    }
+}
+
+impl From<String> for PublicDataset {
+    fn from(name: String) -> Self {
+        if name == "sharegpt" {
+            PublicDataset::Sharegpt
+        } else {
+            PublicDataset::Hub(name)
+        }
+    }
+}
+
+impl From<PublicDataset> for String {
+    fn from(dataset: PublicDataset) -> Self {
+        dataset.name().to_string()
+    }
 }
 
 impl Default for InputConfig {
@@ -602,6 +635,7 @@ impl Default for InputConfig {
             trace: TraceOptions::default(),
             cache_bust: CacheBust::None,
             dataset_filters: BTreeMap::new(),
+            hf_subset: None,
             model_selection: ModelSelectionStrategy::default(),
             image: ImageOptions::default(),
             audio: AudioOptions::default(),
@@ -652,6 +686,12 @@ impl InputConfig {
         self.validate_session()?;
         self.validate_trace()?;
         self.validate_dataset_filters()?;
+        if self.hf_subset.is_some() && !matches!(self.public_dataset, Some(PublicDataset::Hub(_))) {
+            return Err(ConfigError::Requires {
+                field: "input.hf_subset",
+                needs: "a Hugging Face input.public_dataset (not sharegpt)",
+            });
+        }
         let has_system_prompt = self.prompt.shared_system_length.is_some()
             || self.prompt.system_prompt.is_some()
             || self.prompt.system_prompt_file.is_some();
@@ -822,14 +862,15 @@ impl InputConfig {
         if self.dataset_filters.is_empty() {
             return Ok(());
         }
-        match self.public_dataset {
+        match &self.public_dataset {
             None => Err(ConfigError::Requires {
                 field: "input.dataset_filters",
                 needs: "input.public_dataset",
             }),
-            Some(PublicDataset::Sharegpt) => Err(ConfigError::Invalid {
+            // Only 0.13's exgentic traces take filters, and they are not loaded here.
+            Some(dataset) => Err(ConfigError::Invalid {
                 field: "input.dataset_filters",
-                reason: "public dataset sharegpt takes no filters".into(),
+                reason: format!("public dataset {} takes no filters", dataset.name()),
             }),
         }
     }

@@ -245,10 +245,10 @@ fn dataset_echo(config: &aiperf_core::BenchmarkConfig) -> DatasetEcho<'_> {
         random_seed: input.random_seed,
         prompts: None,
     };
-    if let Some(public) = input.public_dataset {
+    if let Some(public) = &input.public_dataset {
         return DatasetEcho {
             kind: "public",
-            dataset: Some(public),
+            dataset: Some(public.clone()),
             ..empty
         };
     }

@@ -1,0 +1,238 @@
+//! The Hugging Face public datasets of the [catalogue](crate::catalogue): rows become
+//! conversations as each entry's [`RowConversion`] says.
+
+use std::path::PathBuf;
+
+use aiperf_core::dataset::DatasetError;
+use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy, Turn};
+use serde_json::Value;
+
+use super::{read_rows, HubDataset, HubError, Row};
+use crate::catalogue::{PublicDatasetEntry, RowConversion};
+
+/// The prompt of speech-recognition datasets, as the Python AIPerf sends it.
+pub const SPEECH_PROMPT: &str = "Transcribe this audio.";
+
+/// The split `entry` loads, with `--hf-subset`'s config when given; `None` for entries
+/// not on the hub.
+pub fn hub_dataset(entry: &PublicDatasetEntry, hf_subset: Option<&str>) -> Option<HubDataset> {
+    Some(HubDataset {
+        id: entry.hub_id?.to_string(),
+        config: hf_subset.or(entry.config).map(str::to_string),
+        split: entry.split.to_string(),
+        revision: None,
+    })
+}
+
+/// A public dataset's resolved files as an [`aiperf_core::DatasetSource`]: one
+/// conversation per usable row, in file order.
+#[derive(Debug, Clone)]
+pub struct HubPublicDataset {
+    entry: &'static PublicDatasetEntry,
+    files: Vec<PathBuf>,
+}
+
+impl HubPublicDataset {
+    /// A source reading `files` (from [`super::resolve`]) as `entry` says; nothing is
+    /// read until it is loaded.
+    pub fn new(entry: &'static PublicDatasetEntry, files: Vec<PathBuf>) -> Self {
+        Self { entry, files }
+    }
+}
+
+impl DatasetSource for HubPublicDataset {
+    fn load(&mut self) -> Result<Dataset, DatasetError> {
+        let conversations = conversations(self.entry, read_rows(&self.files, None))?;
+        Ok(Dataset {
+            conversations,
+            preferred_sampling: SamplingStrategy::Sequential,
+            timestamped: false,
+        })
+    }
+}
+
+/// The conversations of `rows` as `entry` says (rows without a usable prompt are
+/// skipped, as the Python AIPerf skips them). A dataset whose rows lack the entry's
+/// column, or of which no row is usable, is an error naming the columns it has.
+pub fn conversations(
+    entry: &PublicDatasetEntry,
+    rows: impl Iterator<Item = Result<Row, HubError>>,
+) -> Result<Vec<Conversation>, HubError> {
+    let mut conversations = Vec::new();
+    let mut columns_seen: Option<Vec<String>> = None;
+    for row in rows {
+        let row = row?;
+        if columns_seen.is_none() {
+            columns_seen = Some(row.keys().cloned().collect());
+        }
+        let turns = match entry.rows {
+            RowConversion::Prompt {
+                column,
+                image_column,
+                template,
+            } => prompt_turn(&row, column, image_column, template)
+                .into_iter()
+                .collect(),
+            RowConversion::FirstUserMessage {
+                column,
+                content_key,
+                image_column,
+            } => first_user_message(&row, column, content_key, image_column)
+                .into_iter()
+                .collect(),
+            RowConversion::MtBench => mt_bench_turns(&row),
+            RowConversion::Speech { column } => speech_turn(&row, column).into_iter().collect(),
+            _ => {
+                return Err(HubError::NotFound {
+                    id: entry.name.to_string(),
+                    reason: "aiperf-rs does not load this public dataset yet".to_string(),
+                })
+            }
+        };
+        if turns.is_empty() {
+            continue;
+        }
+        conversations.push(Conversation {
+            session_id: crate::synthetic::session_id(conversations.len()),
+            turns,
+            ..Conversation::default()
+        });
+    }
+    if conversations.is_empty() {
+        return Err(HubError::NotFound {
+            id: entry.hub_id.unwrap_or(entry.name).to_string(),
+            reason: format!(
+                "no row holds what {} reads (the rows have the columns: {})",
+                entry.name,
+                columns_seen
+                    .map_or_else(|| "none: the split is empty".to_string(), |c| c.join(", "))
+            ),
+        });
+    }
+    Ok(conversations)
+}
+
+fn text_of(value: Option<&Value>) -> Option<String> {
+    let text = match value? {
+        Value::String(text) => text.clone(),
+        Value::Null => return None,
+        other => other.to_string(),
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// `{name}` placeholders filled from the row's fields (strings as they are).
+fn fill_template(template: &str, row: &Row) -> String {
+    let mut out = template.to_string();
+    for (key, value) in row {
+        let placeholder = format!("{{{key}}}");
+        if out.contains(&placeholder) {
+            out = out.replace(&placeholder, &text_of(Some(value)).unwrap_or_default());
+        }
+    }
+    out
+}
+
+fn prompt_turn(
+    row: &Row,
+    column: &str,
+    image_column: Option<&str>,
+    template: Option<&str>,
+) -> Option<Turn> {
+    let text = match template {
+        Some(template) => fill_template(template, row),
+        None => text_of(row.get(column))?,
+    };
+    Some(Turn {
+        texts: vec![text],
+        images: image_column
+            .and_then(|c| first_image(row.get(c)))
+            .into_iter()
+            .collect(),
+        ..Turn::default()
+    })
+}
+
+fn first_user_message(
+    row: &Row,
+    column: &str,
+    content_key: &str,
+    image_column: Option<&str>,
+) -> Option<Turn> {
+    let messages = row.get(column)?.as_array()?;
+    let is_user = |m: &&Value| {
+        let role = m
+            .get("role")
+            .or_else(|| m.get("from"))
+            .and_then(Value::as_str);
+        matches!(role, Some("user" | "human"))
+    };
+    let message = messages.iter().find(is_user)?;
+    let text = text_of(message.get(content_key))?;
+    Some(Turn {
+        texts: vec![text.replace("<image>", "").trim().to_string()],
+        images: image_column
+            .and_then(|c| first_image(row.get(c)))
+            .into_iter()
+            .collect(),
+        ..Turn::default()
+    })
+}
+
+fn mt_bench_turns(row: &Row) -> Vec<Turn> {
+    let Some(prompts) = row.get("prompt").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    prompts
+        .iter()
+        .filter_map(|p| text_of(Some(p)))
+        .map(|text| Turn {
+            texts: vec![text.trim().to_string()],
+            ..Turn::default()
+        })
+        .collect()
+}
+
+/// The first `{bytes, path}` image of a value (or of a list of them), as a `data:` URL.
+fn first_image(value: Option<&Value>) -> Option<String> {
+    let items = match value? {
+        Value::Array(items) => items.iter().collect(),
+        single => vec![single],
+    };
+    items.into_iter().find_map(|item| {
+        let bytes = item.get("bytes")?.as_str().filter(|b| !b.is_empty())?;
+        let mime = image_mime(bytes)?;
+        Some(format!("data:{mime};base64,{bytes}"))
+    })
+}
+
+/// The image type of base64 bytes, from their first bytes (PNG, JPEG, GIF, WebP).
+fn image_mime(base64: &str) -> Option<&'static str> {
+    [
+        ("iVBORw0KGgo", "image/png"),
+        ("/9j/", "image/jpeg"),
+        ("R0lGOD", "image/gif"),
+        ("UklGR", "image/webp"),
+    ]
+    .into_iter()
+    .find(|(prefix, _)| base64.starts_with(prefix))
+    .map(|(_, mime)| mime)
+}
+
+/// The clip of a `{bytes, path}` audio value when it is WAV or MP3 (what chat endpoints
+/// take); other encodings (FLAC) are skipped, as decoding them is not built in.
+fn speech_turn(row: &Row, column: &str) -> Option<Turn> {
+    let bytes = row.get(column)?.get("bytes")?.as_str()?;
+    let format = if bytes.starts_with("UklGR") {
+        "wav"
+    } else if bytes.starts_with("SUQz") || bytes.starts_with("//") {
+        "mp3"
+    } else {
+        return None;
+    };
+    Some(Turn {
+        texts: vec![SPEECH_PROMPT.to_string()],
+        audios: vec![format!("{format},{bytes}")],
+        ..Turn::default()
+    })
+}

@@ -1,0 +1,107 @@
+//! `aiperf profile --public-dataset NAME` with the built binary: the split comes from a
+//! Hugging Face cache made by the test (`HF_HOME`, offline), its prompts are what the
+//! mock receives, and a dataset missing offline is one sentence saying where it goes.
+#![allow(clippy::unwrap_used)] // tests fail loudly by design
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use aiperf_mock_server::{MockConfig, MockServer};
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use common::{aiperf_binary, args, assert_exit, read_jsonl, recorded_body};
+
+/// `datasets--openai--gsm8k` at `refs/main`, with the `main` config's test split.
+fn gsm8k_cache(hf_home: &Path, questions: &[&str]) {
+    let repo = hf_home.join("hub/datasets--openai--gsm8k");
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), commit).unwrap();
+    let folder = repo.join("snapshots").join(commit).join("main");
+    std::fs::create_dir_all(&folder).unwrap();
+    let batch = RecordBatch::try_from_iter([(
+        "question",
+        Arc::new(StringArray::from(questions.to_vec())) as ArrayRef,
+    )])
+    .unwrap();
+    let file = std::fs::File::create(folder.join("test-00000-of-00001.parquet")).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
+/// `aiperf profile <line>` offline with `HF_HOME` = `hf_home`.
+async fn profile_offline(hf_home: &Path, line: String) -> Output {
+    let hf_home = hf_home.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        Command::new(aiperf_binary())
+            .arg("profile")
+            .args(args(&line))
+            .args(["--ui-type", "none"])
+            .env("HF_HOME", &hf_home)
+            .env("HF_HUB_OFFLINE", "1")
+            .env_remove("HF_HUB_CACHE")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_al_gsm8k_sends_the_cached_questions_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions = ["How many apples are left?", "What is 12 times 7?"];
+    gsm8k_cache(dir.path(), &questions);
+    let record = dir.path().join("requests.jsonl");
+    let server = MockServer::start(MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::fast()
+    })
+    .await
+    .unwrap();
+    let output = profile_offline(
+        dir.path(),
+        format!(
+            "-m mock-model --public-dataset spec_al_gsm8k --concurrency 1 --request-count 2 \
+             --url {} --artifact-dir {}",
+            server.url(),
+            dir.path().join("out").display()
+        ),
+    )
+    .await;
+    server.shutdown().await;
+    assert_exit(&output, 0);
+    let prompts: Vec<serde_json::Value> = read_jsonl(&record)
+        .iter()
+        .map(|request| recorded_body(request)["messages"][0]["content"].clone())
+        .collect();
+    assert_eq!(prompts, questions);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dataset_missing_offline_says_where_its_files_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = profile_offline(
+        dir.path(),
+        format!(
+            "-m mock-model --public-dataset spec_al_mbpp --request-count 1 --url \
+             http://127.0.0.1:9 --artifact-dir {}",
+            dir.path().join("out").display()
+        ),
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let expected = format!(
+        "Hugging Face dataset google-research-datasets/mbpp (full/test) is not in the local \
+         cache and HF_HUB_OFFLINE is set: put its files in {}, or unset HF_HUB_OFFLINE to \
+         download them",
+        dir.path()
+            .join("hub/datasets--google-research-datasets--mbpp/snapshots/main/full/test")
+            .display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert_ne!(output.status.code(), Some(0));
+}
