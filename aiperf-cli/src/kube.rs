@@ -111,6 +111,7 @@ fn options(args: &KubeGenerateArgs, spec: &RunSpec) -> anyhow::Result<KubeOption
             cpu: kube.cpu_request.clone().unwrap_or(sized.cpu),
             memory: kube.memory_request.clone().unwrap_or(sized.memory),
         }),
+        merge_wait_secs: kube.merge_wait,
         ..defaults
     })
 }

@@ -10,7 +10,7 @@ use crate::args::MergeArgs;
 
 /// Merges, prints the merged summary and where it went. Exit 2 when the directories are
 /// not the shards of one benchmark (or some are missing), 1 when a file cannot be read
-/// or written.
+/// or written or the shards did not finish within `--wait`.
 pub(crate) fn run(args: &MergeArgs) -> ExitCode {
     let output = args
         .output
@@ -18,6 +18,7 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
         .unwrap_or_else(|| default_output(&args.dirs));
     let options = MergeOptions {
         allow_missing: args.allow_missing,
+        wait: args.wait.map(std::time::Duration::from_secs),
     };
     match merge(&args.dirs, &output, &options) {
         Ok(report) => {
@@ -44,7 +45,9 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
         Err(error) => {
             eprintln!("error: {error}");
             match error {
-                MergeError::Metrics(_) | MergeError::Write { .. } => ExitCode::FAILURE,
+                MergeError::Metrics(_) | MergeError::Write { .. } | MergeError::Timeout { .. } => {
+                    ExitCode::FAILURE
+                }
                 _ => ExitCode::from(2),
             }
         }

@@ -24,6 +24,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use aiperf_core::{Clock, Phase, PhaseStats, RunInfo};
 use aiperf_metrics::digest::DIGEST_FILE;
@@ -43,6 +44,10 @@ pub struct MergeOptions {
     /// Merge even when shards of the benchmark are missing (the result is then not the
     /// whole benchmark, and its manifest says which shards it lacks).
     pub allow_missing: bool,
+    /// Wait up to this long for every directory to hold a finished shard, checking every
+    /// second (a merge started beside the shards, as the Kubernetes merge Job is).
+    /// `None`: the shards must have finished already.
+    pub wait: Option<Duration>,
 }
 
 /// What a merge wrote.
@@ -134,6 +139,17 @@ pub enum MergeError {
         /// How many shards the benchmark has.
         count: u32,
     },
+    /// [`MergeOptions::wait`] passed before every shard finished.
+    #[error(
+        "waited {}s for the shards, but these have not finished: {}",
+        .waited.as_secs(), .unfinished.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    Timeout {
+        /// How long it waited.
+        waited: Duration,
+        /// The directories without a finished shard.
+        unfinished: Vec<PathBuf>,
+    },
     /// Reading a shard's records or writing the merged files failed.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
@@ -166,6 +182,9 @@ pub fn merge(
     output: &Path,
     options: &MergeOptions,
 ) -> Result<MergeReport, MergeError> {
+    if let Some(wait) = options.wait {
+        wait_for_shards(dirs, wait)?;
+    }
     let shards = read_shards(dirs)?;
     let first = &shards[0];
     let count = first.manifest.count;
@@ -249,6 +268,27 @@ pub fn merge(
         summary,
         left_out,
     })
+}
+
+/// Returns once every directory of `dirs` holds a finished shard, or fails after `wait`.
+fn wait_for_shards(dirs: &[PathBuf], wait: Duration) -> Result<(), MergeError> {
+    let started = Instant::now();
+    loop {
+        let unfinished: Vec<PathBuf> = dirs
+            .iter()
+            .filter(|dir| ShardManifest::read(dir).map_or(true, |m| m.results.is_none()))
+            .cloned()
+            .collect();
+        if unfinished.is_empty() {
+            return Ok(());
+        }
+        let waited = started.elapsed();
+        if waited >= wait {
+            return Err(MergeError::Timeout { waited, unfinished });
+        }
+        tracing::info!("waiting for {} shards to finish", unfinished.len());
+        std::thread::sleep(Duration::from_secs(1).min(wait - waited));
+    }
 }
 
 /// The manifests of `dirs`, checked to be distinct finished shards of one benchmark,
@@ -444,4 +484,67 @@ fn write_merge_manifest(
     let json = serde_json::to_string_pretty(&manifest).map_err(std::io::Error::other);
     json.and_then(|json| std::fs::write(&path, json))
         .map_err(write_error(&path))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::SystemTime;
+
+    use aiperf_core::config::Shard;
+    use aiperf_core::BenchmarkConfig;
+
+    use super::*;
+
+    /// A directory whose shard started but has not finished.
+    fn unfinished_shard(dir: &Path, index: u32) {
+        std::fs::create_dir_all(dir).unwrap();
+        let shard = Shard::new(index, 2).unwrap();
+        let manifest =
+            ShardManifest::new(&BenchmarkConfig::default(), shard, None, SystemTime::now());
+        manifest.write(dir).unwrap();
+    }
+
+    #[test]
+    fn unfinished_shards_are_refused_at_once_or_after_the_wait() {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = vec![root.path().join("shard-0"), root.path().join("shard-1")];
+        unfinished_shard(&dirs[0], 0);
+        let out = root.path().join("merged");
+
+        let error = merge(&dirs[1..], &out, &MergeOptions::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: not a shard's run directory (No such file or directory (os error 2)); \
+                 shards are run with --shard K/N or --shard-count N",
+                dirs[1].display()
+            )
+        );
+        let error = merge(&dirs[..1], &out, &MergeOptions::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: shard 0 did not finish (its shard.json has no results)",
+                dirs[0].display()
+            )
+        );
+
+        let waiting = MergeOptions {
+            wait: Some(Duration::from_millis(1_500)),
+            ..MergeOptions::default()
+        };
+        let started = Instant::now();
+        match merge(&dirs, &out, &waiting).unwrap_err() {
+            MergeError::Timeout { waited, unfinished } => {
+                assert!(waited >= Duration::from_millis(1_500), "{waited:?}");
+                assert_eq!(unfinished, dirs);
+            }
+            other => panic!("{other}"),
+        }
+        assert!(started.elapsed() >= Duration::from_millis(1_500));
+        assert!(
+            !out.exists(),
+            "nothing is written before the shards are there"
+        );
+    }
 }

@@ -63,4 +63,8 @@ pub(crate) struct KubeArgs {
     /// count per shard).
     #[arg(long = "memory-request", value_name = "QUANTITY")]
     pub memory_request: Option<String>,
+    /// Seconds the merge Job waits for every shard to finish before it gives up (a failed
+    /// shard never finishes).
+    #[arg(long = "merge-wait", value_name = "SECONDS", default_value_t = aiperf_runner::kube::DEFAULT_MERGE_WAIT_SECS)]
+    pub merge_wait: u64,
 }

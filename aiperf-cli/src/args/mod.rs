@@ -96,6 +96,10 @@ pub(crate) struct MergeArgs {
     /// Merge even when shards of the benchmark are missing (merge.json lists them).
     #[arg(long = "allow-missing")]
     pub allow_missing: bool,
+    /// Wait up to this many seconds for every directory to hold a finished shard (for a
+    /// merge started beside the shards, as the Kubernetes merge Job is).
+    #[arg(long = "wait", value_name = "SECONDS")]
+    pub wait: Option<u64>,
 }
 
 /// `aiperf chat`.

@@ -9,8 +9,9 @@
 //!   `aiperf profile -f run_config.json --shard-count N --start-at T` and writing its
 //!   artifacts to `/results/<name>/shard-<index>` on a shared volume.
 //!
-//! No merge step yet: `aiperf merge` (one run directory from the shards') is not
-//! available, so each shard's directory is fetched as it is.
+//! - a merge Job of one pod, started with the shards, running `aiperf merge --wait` on
+//!   their directories: once every shard has finished it writes the merged run to
+//!   `/results/<name>/merged`.
 //!
 //! ```
 //! use aiperf_core::BenchmarkConfig;
@@ -73,6 +74,9 @@ pub struct KubeOptions {
     pub api_key_secret: Option<String>,
     /// Each shard pod's requests; `None` sizes them from the load (see [`Resources::for_load`]).
     pub resources: Option<Resources>,
+    /// How long the merge Job waits for every shard to finish (from its own start, which
+    /// is about when the shards' pods start) before it gives up.
+    pub merge_wait_secs: u64,
 }
 
 impl KubeOptions {
@@ -90,9 +94,13 @@ impl KubeOptions {
             spread_over_nodes: true,
             api_key_secret: None,
             resources: None,
+            merge_wait_secs: DEFAULT_MERGE_WAIT_SECS,
         }
     }
 }
+
+/// [`KubeOptions::merge_wait_secs`] of `aiperf kube generate`: a day.
+pub const DEFAULT_MERGE_WAIT_SECS: u64 = 86_400;
 
 /// A shard pod's resource requests, as Kubernetes quantities (`"500m"`, `"1Gi"`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,8 +161,8 @@ pub enum KubeError {
     },
 }
 
-/// The manifests of `run` laid out as `options` say: multi-document YAML (a ConfigMap and
-/// the Indexed Job of the shards), the same text for the same input.
+/// The manifests of `run` laid out as `options` say: multi-document YAML (a ConfigMap, the
+/// Indexed Job of the shards and the merge Job), the same text for the same input.
 pub fn generate(run: &RunConfig, options: &KubeOptions) -> Result<String, KubeError> {
     check(options)?;
     let resources = match &options.resources {
@@ -166,6 +174,7 @@ pub fn generate(run: &RunConfig, options: &KubeOptions) -> Result<String, KubeEr
     let documents = [
         config_map(options, &run_config),
         shard_job(options, &resources),
+        merge_job(options),
     ];
     Ok(documents.iter().map(yaml::document).collect())
 }
@@ -358,6 +367,46 @@ fn shard_job(options: &KubeOptions, resources: &Resources) -> Value {
             "template": {
                 "metadata": {"labels": labels(options, "shard")},
                 "spec": pod,
+            },
+        },
+    })
+}
+
+/// One pod that waits for every shard's directory to hold a finished shard, then merges
+/// them into `<run dir>/merged`. A failed shard never finishes, so the merge then fails
+/// after its wait (`backoffLimit: 0`: waiting again would not help).
+fn merge_job(options: &KubeOptions) -> Value {
+    let run_dir = run_dir(options);
+    let mut args = vec![json!("merge")];
+    args.extend((0..options.shards).map(|k| json!(format!("{run_dir}/shard-{k}"))));
+    args.extend([
+        json!("--output"),
+        json!(format!("{run_dir}/merged")),
+        json!("--wait"),
+        json!(options.merge_wait_secs.to_string()),
+    ]);
+    let container = json!({
+        "name": "merge",
+        "image": options.image,
+        "command": ["aiperf"],
+        "args": args,
+        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
+        "volumeMounts": [{"name": "results", "mountPath": RESULTS_MOUNT}],
+    });
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata(options, "merge", "merge"),
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": labels(options, "merge")},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "securityContext": security_context(),
+                    "containers": [container],
+                    "volumes": [results_volume(options)],
+                },
             },
         },
     })
