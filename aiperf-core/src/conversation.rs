@@ -91,10 +91,6 @@ pub struct Turn {
     /// trace line's `payload`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_payload: Option<serde_json::Value>,
-    /// Length of the turn's input audio in seconds, when the dataset knows it (the
-    /// `audio_duration` and `rtfx` metrics of audio transcription).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audio_duration_s: Option<f64>,
     /// Sessions started once this turn's reply is back (datasets whose sessions depend on
     /// each other: `dag_jsonl`, agentic traces with subagents).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
