@@ -100,6 +100,9 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("replay_speedup", |c, f| {
         c.input.trace.replay_speedup = f.input.trace.replay_speedup;
     }),
+    ("inter_turn_delay_cap_seconds", |c, f| {
+        c.input.trace.inter_turn_delay_cap_seconds = f.input.trace.inter_turn_delay_cap_seconds;
+    }),
     ("max_context_length", |c, f| {
         c.input.trace.max_context_length = f.input.trace.max_context_length;
     }),

@@ -20,6 +20,10 @@ pub struct Conversation {
     /// What each later turn's request carries besides the turn itself.
     #[serde(default, skip_serializing_if = "ContextMode::is_default")]
     pub context_mode: ContextMode,
+    /// Sessions started in the background before the first turn is sent, never waited
+    /// for by this one (a `dag_jsonl` line's `pre_session_spawns`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pre_session_spawns: Vec<Conversation>,
 }
 
 /// What a request for turn `k > 0` of a conversation carries
@@ -87,6 +91,35 @@ pub struct Turn {
     /// trace line's `payload`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_payload: Option<serde_json::Value>,
+    /// Sessions started once this turn's reply is back (datasets whose sessions depend on
+    /// each other: `dag_jsonl`, agentic traces with subagents).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branches: Vec<Branch>,
+}
+
+/// Child sessions a turn starts once its reply is back: every child runs on its own,
+/// in parallel with its siblings and with the parent's later turns, until a join.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Branch {
+    /// What the children start from.
+    pub mode: BranchMode,
+    /// The child sessions (each may start branches of its own).
+    pub children: Vec<Conversation>,
+    /// The parent's later turn that is sent only once every child ended; `None` when
+    /// the parent never waits for them (a fork, or a spawn from the last turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join_at: Option<usize>,
+}
+
+/// What the children of a [`Branch`] start from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BranchMode {
+    /// The child continues the parent's conversation: its requests carry the parent's
+    /// history up to and including the forking turn and its reply.
+    Fork,
+    /// The child starts a fresh conversation of its own.
+    Spawn,
 }
 
 impl Turn {
@@ -105,6 +138,40 @@ impl Turn {
 }
 
 impl Conversation {
+    /// This conversation and every session it may start (branch children and
+    /// pre-session spawns, recursively), parents before children.
+    pub fn with_descendants(&self) -> Vec<&Conversation> {
+        let mut all = vec![self];
+        let mut next = 0;
+        while let Some(conversation) = all.get(next).copied() {
+            all.extend(conversation.pre_session_spawns.iter());
+            for turn in &conversation.turns {
+                all.extend(turn.branches.iter().flat_map(|b| b.children.iter()));
+            }
+            next += 1;
+        }
+        all
+    }
+
+    /// This conversation and every session it may start, mutably, parents before
+    /// children (a loader or an adjustment changing them all).
+    pub fn for_each_session_mut(&mut self, visit: &mut impl FnMut(&mut Conversation)) {
+        visit(self);
+        for child in &mut self.pre_session_spawns {
+            child.for_each_session_mut(visit);
+        }
+        for branch in self.turns.iter_mut().flat_map(|t| t.branches.iter_mut()) {
+            for child in &mut branch.children {
+                child.for_each_session_mut(visit);
+            }
+        }
+    }
+
+    /// Every turn of this conversation and of the sessions it may start, mutably.
+    pub fn for_each_turn_mut(&mut self, visit: &mut impl FnMut(&mut Turn)) {
+        self.for_each_session_mut(&mut |session| session.turns.iter_mut().for_each(&mut *visit));
+    }
+
     /// The text whose token count is the input sequence length of the request that sends
     /// `turns` of this conversation: system message, user context and every turn's texts,
     /// joined by one space (images, audio and video are never counted).

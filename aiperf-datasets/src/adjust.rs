@@ -1,6 +1,8 @@
 //! Changes made to a dataset after it is loaded, whatever its source: the verbatim system
 //! prompt (`--system-prompt`) and the trace options that decide how a dataset file is
-//! replayed (`--ignore-trace-delays`, `--replay-speedup`, `--trace-session-sample-ratio`).
+//! replayed (`--ignore-trace-delays`, `--replay-speedup`, `--trace-session-sample-ratio`,
+//! `--inter-turn-delay-cap-seconds`). Each reaches the sessions a conversation starts
+//! (its branches) too.
 //!
 //! ```
 //! use aiperf_core::{Conversation, Turn};
@@ -29,29 +31,67 @@ const SESSION_SAMPLE_STREAM: &str = "dataset.trace.session_sample";
 
 /// Makes `prompt` the system message of every conversation; a conversation that has its
 /// own keeps it after `prompt` and [`SYSTEM_PROMPT_SEPARATOR`].
+/// Sessions a conversation starts (branches) get it too.
 pub fn prepend_system_prompt(conversations: &mut [Conversation], prompt: &str) {
     for conversation in conversations {
-        conversation.system_message = Some(match conversation.system_message.take() {
-            Some(own) => format!("{prompt}{SYSTEM_PROMPT_SEPARATOR}{own}"),
-            None => prompt.to_owned(),
+        conversation.for_each_session_mut(&mut |session| {
+            session.system_message = Some(match session.system_message.take() {
+                Some(own) => format!("{prompt}{SYSTEM_PROMPT_SEPARATOR}{own}"),
+                None => prompt.to_owned(),
+            });
         });
     }
 }
 
 /// Removes every turn's timestamp and think time, so turns are sent back to back.
 pub fn strip_trace_timing(conversations: &mut [Conversation]) {
-    for turn in conversations.iter_mut().flat_map(|c| c.turns.iter_mut()) {
-        turn.timestamp_ms = None;
-        turn.delay_ms = None;
+    for conversation in conversations {
+        conversation.for_each_turn_mut(&mut |turn| {
+            turn.timestamp_ms = None;
+            turn.delay_ms = None;
+        });
     }
 }
 
 /// Divides every timestamp and think time by `speedup` (2 replays twice as fast).
 pub fn speed_up_replay(conversations: &mut [Conversation], speedup: f64) {
-    for turn in conversations.iter_mut().flat_map(|c| c.turns.iter_mut()) {
-        turn.timestamp_ms = turn.timestamp_ms.map(|t| t / speedup);
-        turn.delay_ms = turn.delay_ms.map(|d| d / speedup);
+    for conversation in conversations {
+        conversation.for_each_turn_mut(&mut |turn| {
+            turn.timestamp_ms = turn.timestamp_ms.map(|t| t / speedup);
+            turn.delay_ms = turn.delay_ms.map(|d| d / speedup);
+        });
     }
+}
+
+/// Shortens every think time longer than `cap_ms` to `cap_ms`
+/// (`--inter-turn-delay-cap-seconds`); timestamps are left alone. Returns how many
+/// think times were shortened.
+pub fn cap_turn_delays(conversations: &mut [Conversation], cap_ms: f64) -> usize {
+    let mut capped = 0;
+    for conversation in conversations {
+        conversation.for_each_turn_mut(&mut |turn| {
+            if turn.delay_ms.is_some_and(|delay| delay > cap_ms) {
+                turn.delay_ms = Some(cap_ms);
+                capped += 1;
+            }
+        });
+    }
+    capped
+}
+
+/// Think times longer than this are most likely a unit mistake; without a cap, the run
+/// warns about them (as the Python AIPerf 0.13 does).
+pub const LONG_DELAY_MS: f64 = 60_000.0;
+
+/// How many think times are longer than [`LONG_DELAY_MS`], and the longest.
+pub fn long_turn_delays(conversations: &[Conversation]) -> (usize, f64) {
+    let long: Vec<f64> = conversations
+        .iter()
+        .flat_map(Conversation::with_descendants)
+        .flat_map(|session| session.turns.iter().filter_map(|turn| turn.delay_ms))
+        .filter(|delay| *delay > LONG_DELAY_MS)
+        .collect();
+    (long.len(), long.iter().copied().fold(0.0, f64::max))
 }
 
 /// Keeps each whole conversation with probability `ratio`, in dataset order, drawing from

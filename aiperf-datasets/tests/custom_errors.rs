@@ -297,7 +297,7 @@ fn undetectable_and_missing_files() {
             "{}: cannot tell the dataset type (the first line has none of the keys of a known \
              format); pass --custom-dataset-type with one of: mooncake_trace, bailian_trace, \
              burst_gpt_trace, baseten_trace, sagemaker_data_capture, tracelab, weka_trace, \
-             multi_turn, single_turn, random_pool, raw_payload, inputs_json",
+             dag_jsonl, multi_turn, single_turn, random_pool, raw_payload, inputs_json",
             path.display()
         )
     );

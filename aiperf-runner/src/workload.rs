@@ -139,6 +139,23 @@ pub(crate) async fn load(
     if trace.use_think_time_only && !maybe_weka {
         tracing::warn!("--use-think-time-only has no effect: it applies to weka_trace files only");
     }
+    if let Some(cap) = trace.inter_turn_delay_cap_seconds {
+        let capped = adjust::cap_turn_delays(&mut conversations, cap * 1000.0);
+        if capped > 0 {
+            tracing::info!(capped, cap_seconds = cap, "capped inter-turn delays");
+        }
+    } else {
+        let (long, longest_ms) = adjust::long_turn_delays(&conversations);
+        if long > 0 {
+            tracing::warn!(
+                turns = long,
+                longest_ms,
+                "some think times are over {} s: the run will wait that long before those \
+                 turns; --inter-turn-delay-cap-seconds shortens them",
+                adjust::LONG_DELAY_MS / 1000.0
+            );
+        }
+    }
     if trace.ignore_delays && !config.load.fixed_schedule.is_enabled() {
         adjust::strip_trace_timing(&mut conversations);
         timestamped = false;
@@ -150,6 +167,8 @@ pub(crate) async fn load(
     let config = if timestamped && config.load.fixed_schedule.enabled.is_none() {
         hooks.notice(&Notice::ReplayingTimestamps);
         config.replaying_timestamps()?
+    } else if conversations.iter().any(|c| c.with_descendants().len() > 1) {
+        config.sending_each_session_tree(conversations.len() as u64)?
     } else {
         config
     };

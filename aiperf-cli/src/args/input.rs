@@ -201,6 +201,11 @@ pub(crate) struct InputArgs {
     #[arg(long = "replay-speedup")]
     pub replay_speedup: Option<f64>,
 
+    /// Shorten a dataset file's think times (turn delays, gaps of agentic traces) longer
+    /// than this many seconds to it; timestamps are left alone.
+    #[arg(long = "inter-turn-delay-cap-seconds")]
+    pub inter_turn_delay_cap_seconds: Option<f64>,
+
     /// Let agentic (weka) trace replay reuse traces across concurrency lanes (no effect:
     /// every dataset is reused as the run needs).
     #[arg(long = "allow-dataset-wrap", overrides_with = "no_allow_dataset_wrap")]
@@ -379,6 +384,7 @@ impl InputArgs {
             use_think_time_only: self.use_think_time_only,
             session_sample_ratio: self.trace_session_sample_ratio,
             replay_speedup: self.replay_speedup,
+            inter_turn_delay_cap_seconds: self.inter_turn_delay_cap_seconds,
             max_context_length: self.max_context_length,
             allow_dataset_wrap: self.allow_dataset_wrap,
             omit_kv_hints: self.omit_kv_hints,
@@ -536,6 +542,9 @@ pub(crate) enum CustomDatasetTypeArg {
     /// Weka agentic traces (a .json file per trace, or a folder of them).
     #[value(alias = "weka-trace")]
     WekaTrace,
+    /// Agentic sessions that start one another (spawns, forks), one per line.
+    #[value(alias = "dag-jsonl")]
+    DagJsonl,
 }
 
 impl CustomDatasetTypeArg {
@@ -553,6 +562,7 @@ impl CustomDatasetTypeArg {
             CustomDatasetTypeArg::SagemakerDataCapture => CustomDatasetType::SagemakerDataCapture,
             CustomDatasetTypeArg::Tracelab => CustomDatasetType::Tracelab,
             CustomDatasetTypeArg::WekaTrace => CustomDatasetType::WekaTrace,
+            CustomDatasetTypeArg::DagJsonl => CustomDatasetType::DagJsonl,
         }
     }
 }
@@ -832,6 +842,8 @@ mod tests {
             "0.25",
             "--replay-speedup",
             "10",
+            "--inter-turn-delay-cap-seconds",
+            "2.5",
             "--dataset-filter",
             "lang=en",
             "--dataset-filter",
@@ -864,6 +876,7 @@ mod tests {
                 use_think_time_only: false,
                 session_sample_ratio: Some(0.25),
                 replay_speedup: Some(10.0),
+                inter_turn_delay_cap_seconds: Some(2.5),
                 max_context_length: None,
                 allow_dataset_wrap: false,
                 omit_kv_hints: false,

@@ -172,7 +172,6 @@ pub(crate) const REFUSED: &[RefusedOption] = &[
     values("system-idle-gap-cap-seconds", AGENTIC_REPLAY),
     values("agentic-cache-warmup-duration", AGENTIC_REPLAY),
     values("agentic-warmup-grace-period", AGENTIC_REPLAY),
-    values("inter-turn-delay-cap-seconds", AGENTIC_REPLAY),
     values("max-idle-gap-cap-seconds", AGENTIC_REPLAY),
     switch("open-loop-replay", AGENTIC_REPLAY),
     switch("no-open-loop-replay", AGENTIC_REPLAY),

@@ -250,6 +250,10 @@ pub struct TraceOptions {
     /// `--synthesis-*`: reshapes a mooncake, bailian or BurstGPT trace at load
     /// (docs/datasets.md#trace-synthesis).
     pub synthesis: TraceSynthesis,
+    /// `--inter-turn-delay-cap-seconds`: a dataset file's think times (turn `delay`s,
+    /// the gaps of agentic traces) longer than this are shortened to it; timestamps are
+    /// left alone. `>= 0`.
+    pub inter_turn_delay_cap_seconds: Option<f64>,
 }
 
 /// Trace re-synthesis (`--synthesis-*`, docs/datasets.md#trace-synthesis): how a
@@ -473,6 +477,9 @@ pub enum CustomDatasetType {
     /// The TraceLab agentic-coding corpus (JSONL, gzipped or not): each session's rounds
     /// replayed in order with their think times, prompts rebuilt from token counts.
     Tracelab,
+    /// Agentic conversations whose sessions start one another (`forks`, `spawns`), one
+    /// session per line.
+    DagJsonl,
     /// Weka KV-cache-tester agentic traces (a `.json` file per trace, or a folder of
     /// them): each trace's requests replayed in order, prompts from its `hash_ids`.
     WekaTrace,
@@ -480,7 +487,7 @@ pub enum CustomDatasetType {
 
 impl CustomDatasetType {
     /// Every type, in the order auto-detection probes them.
-    pub const ALL: [CustomDatasetType; 12] = [
+    pub const ALL: [CustomDatasetType; 13] = [
         CustomDatasetType::MooncakeTrace,
         CustomDatasetType::BailianTrace,
         CustomDatasetType::BurstGptTrace,
@@ -488,6 +495,7 @@ impl CustomDatasetType {
         CustomDatasetType::SagemakerDataCapture,
         CustomDatasetType::Tracelab,
         CustomDatasetType::WekaTrace,
+        CustomDatasetType::DagJsonl,
         CustomDatasetType::MultiTurn,
         CustomDatasetType::SingleTurn,
         CustomDatasetType::RandomPool,
@@ -510,6 +518,7 @@ impl CustomDatasetType {
             CustomDatasetType::SagemakerDataCapture => "sagemaker_data_capture",
             CustomDatasetType::Tracelab => "tracelab",
             CustomDatasetType::WekaTrace => "weka_trace",
+            CustomDatasetType::DagJsonl => "dag_jsonl",
         }
     }
 
@@ -551,6 +560,10 @@ impl CustomDatasetType {
             }
             CustomDatasetType::Tracelab => {
                 "TraceLab agentic-coding trace (JSONL, gzipped or not): rounds with think times"
+            }
+            CustomDatasetType::DagJsonl => {
+                "JSONL of agentic sessions that start one another: turns with messages, \
+                 spawns (joined later) and forks (continuing the history)"
             }
             CustomDatasetType::WekaTrace => {
                 "Weka agentic trace (a .json per trace, or a folder): requests with hash_ids \
@@ -836,8 +849,15 @@ impl InputConfig {
         if let Some(speedup) = trace.replay_speedup {
             positive("input.trace.replay_speedup", speedup)?;
         }
+        if let Some(cap) = trace.inter_turn_delay_cap_seconds {
+            non_negative("input.trace.inter_turn_delay_cap_seconds", cap)?;
+        }
         trace.synthesis.validate()?;
         for (field, given) in [
+            (
+                "input.trace.inter_turn_delay_cap_seconds",
+                trace.inter_turn_delay_cap_seconds.is_some(),
+            ),
             (
                 "input.trace.session_sample_ratio",
                 trace.session_sample_ratio.is_some(),

@@ -52,6 +52,20 @@ impl ValidatedConfig {
         })
     }
 
+    /// A dataset whose sessions start other sessions (branches) is sent one whole
+    /// session tree at a time: unless a stop condition was given, the run starts each of
+    /// its `roots` once rather than stopping at the default request count, which would
+    /// cut a tree short (the Python AIPerf 0.13's default for `dag_jsonl` files).
+    pub fn sending_each_session_tree(self, roots: u64) -> Result<Self, ConfigError> {
+        if !self.request_count_defaulted {
+            return Ok(self);
+        }
+        self.modified(|config| {
+            config.load.request_count = None;
+            config.load.num_sessions = Some(roots.max(1));
+        })
+    }
+
     /// The configuration with `random_seed` set, drawing one when none was given, so
     /// that a run records the seed it used.
     #[must_use]

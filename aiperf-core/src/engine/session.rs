@@ -1,22 +1,69 @@
 //! One session: the turns of a conversation in order, each sent, stamped and handed to
 //! the processor, with the history, pacing and per-request controls its phase asks for.
 
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio::task::JoinSet;
 
 use super::job::JobBounds;
 use super::phase::{PhaseRunner, PhaseState};
 use super::{random_uuid, Finished, Outcome, ToProcessor};
 use crate::cache_bust;
-use crate::conversation::{ContextMode, Conversation, Turn};
+use crate::conversation::{BranchMode, ContextMode, Conversation, Turn};
 use crate::endpoint::{build_request, RequestInput};
 use crate::record::{Credit, ErrorDetails};
 use crate::schedule::PlannedSession;
 use crate::transport::{HttpMethod, HttpRequest, SendControl, SessionKey};
+
+/// A session about to run: what it sends, where, and what it starts from.
+struct SessionRun {
+    conversation: Arc<Conversation>,
+    correlation_id: String,
+    url: Arc<str>,
+    /// The schedule's turn limit, if any (root sessions only).
+    max_turns: Option<usize>,
+    /// The history a forked child continues.
+    inherited: Vec<Turn>,
+}
+
+/// The child sessions a session started: they end before it does (aborted with it when
+/// a phase is cut short), and a join waits for some of them.
+#[derive(Default)]
+struct Children {
+    tasks: JoinSet<()>,
+    ended: HashSet<tokio::task::Id>,
+}
+
+impl Children {
+    fn start(
+        &mut self,
+        task: Pin<Box<dyn Future<Output = ()> + Send + 'static>>,
+    ) -> tokio::task::Id {
+        self.tasks.spawn(task).id()
+    }
+
+    /// Waits until every child in `ids` ended.
+    async fn wait_for(&mut self, ids: &[tokio::task::Id]) {
+        while !ids.iter().all(|id| self.ended.contains(id)) {
+            match self.tasks.join_next_with_id().await {
+                Some(Ok((id, ()))) => self.ended.insert(id),
+                Some(Err(error)) => self.ended.insert(error.id()),
+                None => return,
+            };
+        }
+    }
+
+    async fn wait_all(&mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
 
 /// What the issuer decided about a new session.
 pub(super) struct SessionStart {
@@ -33,7 +80,8 @@ pub(super) struct SessionStart {
 
 impl PhaseRunner {
     /// One conversation: its first turn under the start's credit, later turns each
-    /// reserving a credit of their own, all holding the same concurrency slot.
+    /// reserving a credit of their own, all holding the same concurrency slot, which
+    /// the sessions it starts (branches) share until the last of them ended.
     pub(super) async fn session(
         self,
         start: SessionStart,
@@ -48,8 +96,37 @@ impl PhaseRunner {
             conversation,
             planned,
         } = start;
-        let url = &self.shared.urls[session_index as usize % self.shared.urls.len()];
+        let url: Arc<str> = self.shared.urls[session_index as usize % self.shared.urls.len()]
+            .as_str()
+            .into();
         let correlation_id = planned.correlation_id.unwrap_or_else(random_uuid);
+        let run = SessionRun {
+            conversation,
+            correlation_id,
+            url,
+            max_turns: planned.max_turns,
+            inherited: Vec::new(),
+        };
+        self.converse(run, Some((credit_id, scheduled_at)), &state)
+            .await;
+    }
+
+    /// Sends the turns of `run` in order. `first` is the credit of its first request and
+    /// when that was due; a child session has none and reserves its own once its first
+    /// turn is due. Returns once every session it started ended too.
+    async fn converse(
+        &self,
+        run: SessionRun,
+        first: Option<(u64, Instant)>,
+        state: &Arc<PhaseState>,
+    ) {
+        let SessionRun {
+            conversation,
+            correlation_id,
+            url,
+            max_turns,
+            inherited,
+        } = run;
         let conversation = cache_bust::mark(
             &conversation,
             self.shared.cache_bust,
@@ -57,22 +134,30 @@ impl PhaseRunner {
             state.phase,
         )
         .map_or(conversation, Arc::new);
-        let turn_count = planned.max_turns.map_or(conversation.turns.len(), |max| {
+        let turn_count = max_turns.map_or(conversation.turns.len(), |max| {
             max.min(conversation.turns.len())
         });
         let carries_history = conversation.context_mode == ContextMode::DeltasWithoutResponses;
-        let (mut credit_id, mut scheduled_at) = (credit_id, scheduled_at);
+        let mut children = Children::default();
+        for child in &conversation.pre_session_spawns {
+            children.start(self.child(child, Vec::new(), &url, state));
+        }
+        // Children a later turn waits for, by that turn's index.
+        let mut joins: Vec<(usize, Vec<tokio::task::Id>)> = Vec::new();
+        let (mut credit_id, mut scheduled_at) = first.unwrap_or((0, Instant::now()));
         // Later turns carry the conversation so far: earlier user turns and the
-        // assistant's replies as the server gave them.
-        let mut history: Vec<Turn> = Vec::new();
+        // assistant's replies as the server gave them (after a fork, the parent's).
+        let mut history: Vec<Turn> = inherited;
         for turn_index in 0..turn_count {
-            if turn_index > 0 {
-                scheduled_at = self
-                    .wait_for_turn(&state, &conversation.turns[turn_index], scheduled_at)
-                    .await;
+            let turn = &conversation.turns[turn_index];
+            for (_, ids) in joins.iter().filter(|(at, _)| *at == turn_index) {
+                children.wait_for(ids).await;
+            }
+            if turn_index > 0 || first.is_none() {
+                scheduled_at = self.wait_for_turn(state, turn, scheduled_at).await;
                 match state.reserve() {
                     Some(id) if !self.cancel.is_cancelled() => credit_id = id,
-                    _ => return,
+                    _ => break,
                 }
             }
             let credit = Credit {
@@ -87,27 +172,60 @@ impl PhaseRunner {
             };
             self.progress.sent.fetch_add(1, Ordering::Relaxed);
             let is_last = turn_index + 1 == turn_count;
-            let want_reply = carries_history && !is_last;
-            history.push(conversation.turns[turn_index].clone());
-            let turns: &[Turn] = if carries_history {
-                &history
-            } else {
-                std::slice::from_ref(&conversation.turns[turn_index])
-            };
-            let reply = self
-                .send_turn(credit, url, turns, want_reply, is_last, &state)
-                .await;
-            state.returned.fetch_add(1, Ordering::Relaxed);
+            let forks = turn.branches.iter().any(|b| b.mode == BranchMode::Fork);
+            let want_reply = (carries_history && !is_last) || forks;
             if !carries_history {
                 history.clear();
-            } else if let Some(reply) = reply.filter(|r| !r.is_empty()) {
+            }
+            history.push(turn.clone());
+            let reply = self
+                .send_turn(credit, &url, &history, want_reply, is_last, state)
+                .await;
+            state.returned.fetch_add(1, Ordering::Relaxed);
+            if let Some(reply) = reply.filter(|r| !r.is_empty()) {
                 history.push(Turn {
                     role: Some("assistant".into()),
                     texts: vec![reply],
                     ..Turn::default()
                 });
             }
+            for branch in &turn.branches {
+                let from = match branch.mode {
+                    BranchMode::Fork => &history[..],
+                    BranchMode::Spawn => &[],
+                };
+                let ids: Vec<tokio::task::Id> = branch
+                    .children
+                    .iter()
+                    .map(|child| children.start(self.child(child, from.to_vec(), &url, state)))
+                    .collect();
+                if let Some(at) = branch.join_at {
+                    joins.push((at, ids));
+                }
+            }
         }
+        children.wait_all().await;
+    }
+
+    /// The task of a child session, sent to `url` like its parent's, starting from
+    /// `inherited` history.
+    fn child(
+        &self,
+        conversation: &Conversation,
+        inherited: Vec<Turn>,
+        url: &Arc<str>,
+        state: &Arc<PhaseState>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        let runner = self.clone_for_task();
+        let state = Arc::clone(state);
+        let run = SessionRun {
+            conversation: Arc::new(conversation.clone()),
+            correlation_id: random_uuid(),
+            url: Arc::clone(url),
+            max_turns: None,
+            inherited,
+        };
+        Box::pin(async move { runner.converse(run, None, &state).await })
     }
 
     /// Waits until a later turn is due, as the phase's scheduler paces turns, and

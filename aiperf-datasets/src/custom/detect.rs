@@ -5,7 +5,8 @@
 //! gzipped) file whose first row has TraceLab's keys a TraceLab trace, a CSV with the
 //! BurstGPT columns a BurstGPT trace, a `.json` file holding
 //! `{"data": [{"payloads": [...]}]}` an `inputs.json`; otherwise the keys of the first
-//! non-blank line decide. A chat body (`messages` with keys no mooncake line has, and no
+//! non-blank line decide: `turns` whose entries have `messages`, `forks` or `spawns` make
+//! a `dag_jsonl` file, other `turns` a `multi_turn` one. A chat body (`messages` with keys no mooncake line has, and no
 //! `conversation_id`) is a raw payload; `messages` with only mooncake keys stays a
 //! mooncake trace.
 
@@ -100,6 +101,8 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
         Ok(CustomDatasetType::SagemakerDataCapture)
     } else if has("chat_id") && has("parent_chat_id") {
         Ok(CustomDatasetType::BailianTrace)
+    } else if has("turns") && is_dag_line(&fields) {
+        Ok(CustomDatasetType::DagJsonl)
     } else if has("turns") {
         Ok(CustomDatasetType::MultiTurn)
     } else if is_chat_body {
@@ -113,6 +116,23 @@ pub fn detect_dataset_type(path: &Path) -> Result<CustomDatasetType, DatasetFile
             "the first line has none of the keys of a known format",
         ))
     }
+}
+
+/// Whether a line with `turns` is a `dag_jsonl` session rather than a `multi_turn` one:
+/// it starts sessions before its first turn, or a turn has `messages`, `forks` or
+/// `spawns`, which `multi_turn` turns never have.
+fn is_dag_line(fields: &serde_json::Map<String, Value>) -> bool {
+    fields.contains_key("pre_session_spawns")
+        || fields
+            .get("turns")
+            .and_then(Value::as_array)
+            .is_some_and(|turns| {
+                turns.iter().any(|turn| {
+                    turn.get("messages").is_some_and(Value::is_array)
+                        || turn.get("forks").is_some()
+                        || turn.get("spawns").is_some()
+                })
+            })
 }
 
 /// Whether the whole file is JSON of the `inputs.json` shape.

@@ -1,5 +1,5 @@
 //! Custom dataset files (`--input-file`, docs/datasets.md#custom-dataset-files): JSONL
-//! single-turn, multi-turn and random-pool datasets, mooncake, bailian, BurstGPT and
+//! single-turn, multi-turn, random-pool and DAG (`dag_jsonl`) datasets, mooncake, bailian, BurstGPT and
 //! Baseten traces, SageMaker data captures, TraceLab and weka agentic-coding traces, and request
 //! bodies replayed verbatim (`raw_payload` files, `inputs.json`).
 //!
@@ -29,6 +29,7 @@ mod bailian;
 #[cfg(feature = "parquet")]
 mod baseten;
 mod burst_gpt;
+mod dag;
 mod detect;
 pub mod error;
 mod hash_prompts;
@@ -200,6 +201,7 @@ pub fn load_custom_dataset(
             )?,
             true,
         ),
+        CustomDatasetType::DagJsonl => (dag::load(path)?, false),
         CustomDatasetType::RawPayload => (raw_payload::load(path)?, false),
         CustomDatasetType::InputsJson => (inputs_json::load(path)?, false),
         CustomDatasetType::BasetenTrace => (load_baseten(path, options)?, true),

@@ -180,7 +180,10 @@ fn parse_line(
 }
 
 /// A non-empty list of message objects, each with a `role`.
-fn check_messages(record: &Record<'_>, messages: &[Value]) -> Result<(), DatasetFileError> {
+pub(crate) fn check_messages(
+    record: &Record<'_>,
+    messages: &[Value],
+) -> Result<(), DatasetFileError> {
     if messages.is_empty() {
         return Err(record.error(
             "messages",

@@ -619,7 +619,6 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 "cache_bust",
                 "entries",
                 "image_batch_size",
-                "inter_turn_delay_cap_seconds",
                 "max_context_length",
                 "max_idle_gap_cap_seconds",
                 "open_loop_replay",
@@ -678,7 +677,8 @@ fn read_system_prompt(
 }
 
 /// How a file dataset's turns are timed and sampled: `--ignore-trace-delays`,
-/// `--use-think-time-only`, `--replay-speedup`, `--trace-session-sample-ratio`, and the
+/// `--use-think-time-only`, `--replay-speedup`, `--trace-session-sample-ratio`,
+/// `--inter-turn-delay-cap-seconds`, and the
 /// `baseten_trace` body options `--omit-kv-hints` and `--no-force-min-tokens`.
 fn read_trace_options(
     r: &mut MapReader<'_>,
@@ -702,6 +702,9 @@ fn read_trace_options(
     }
     if let Some(f) = r.take("force_min_tokens") {
         trace.omit_min_tokens = !f.boolean()?;
+    }
+    if let Some(f) = r.take("inter_turn_delay_cap_seconds") {
+        trace.inter_turn_delay_cap_seconds = Some(f.number()?);
     }
     Ok(())
 }
