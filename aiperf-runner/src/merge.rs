@@ -287,7 +287,7 @@ fn wait_for_shards(dirs: &[PathBuf], wait: Duration) -> Result<(), MergeError> {
             return Err(MergeError::Timeout { waited, unfinished });
         }
         tracing::info!("waiting for {} shards to finish", unfinished.len());
-        std::thread::sleep(Duration::from_secs(1).min(wait - waited));
+        std::thread::sleep(Duration::from_secs(1).min(wait.saturating_sub(waited)));
     }
 }
 
