@@ -174,15 +174,22 @@ impl PhaseRunner {
             let is_last = turn_index + 1 == turn_count;
             let forks = turn.branches.iter().any(|b| b.mode == BranchMode::Fork);
             let want_reply = (carries_history && !is_last) || forks;
-            if !carries_history {
-                history.clear();
-            }
-            history.push(turn.clone());
+            // A turn sent on its own needs no copy; history (or a fork's) does.
+            let keeps_history = carries_history || forks;
+            let turns: &[Turn] = if keeps_history {
+                if !carries_history {
+                    history.clear();
+                }
+                history.push(turn.clone());
+                &history
+            } else {
+                std::slice::from_ref(turn)
+            };
             let reply = self
-                .send_turn(credit, &url, &history, want_reply, is_last, state)
+                .send_turn(credit, &url, turns, want_reply, is_last, state)
                 .await;
             state.returned.fetch_add(1, Ordering::Relaxed);
-            if let Some(reply) = reply.filter(|r| !r.is_empty()) {
+            if let Some(reply) = reply.filter(|r| keeps_history && !r.is_empty()) {
                 history.push(Turn {
                     role: Some("assistant".into()),
                     texts: vec![reply],
