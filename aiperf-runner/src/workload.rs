@@ -254,7 +254,14 @@ fn load_questions(
             );
             accuracy::question_conversation(question, session_id, system_prompt)
         })
-        .collect();
+        .collect::<Vec<_>>();
+    // Without a stop condition every question is asked once.
+    let config = if config.request_count_defaulted() {
+        let every_question = conversations.len() as u64;
+        config.modified(|config| config.load.request_count = Some(every_question))?
+    } else {
+        config
+    };
     Ok(Workload {
         config,
         conversations,
