@@ -6,6 +6,7 @@
 //! now a local JSONL file, or a folder holding `<split>.jsonl` (or
 //! `<config>/<split>.jsonl`), given with `--input-file`.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use aiperf_core::config::{AccuracyBenchmark, AccuracyConfig};
@@ -430,8 +431,7 @@ fn mmlu(
         ))
     };
     let mut out = Vec::with_capacity(rows.len());
-    let mut shots_by_subject: std::collections::HashMap<String, Vec<MmluShot>> =
-        std::collections::HashMap::new();
+    let mut shots_by_subject: HashMap<String, Vec<MmluShot>> = HashMap::new();
     for row in rows {
         let subject = subject(row);
         if !shots_by_subject.contains_key(&subject) {
@@ -506,7 +506,7 @@ fn balanced_sample<'a>(
     if n == 0 {
         return Ok(Vec::new());
     }
-    let mut groups: std::collections::BTreeMap<String, Vec<&SourcedRow>> = Default::default();
+    let mut groups: BTreeMap<String, Vec<&SourcedRow>> = BTreeMap::new();
     for row in pool {
         let choices = row.texts("choices")?;
         let gold = gold_index(row, choices.len())?;
@@ -693,7 +693,7 @@ fn gpqa(rows: &[SourcedRow]) -> Result<Vec<Question>, AccuracyError> {
     rows.iter()
         .map(|row| {
             let question = row.text("Question")?;
-            let mut options = vec![
+            let mut options = [
                 (true, row.text("Correct Answer")?),
                 (false, row.text("Incorrect Answer 1")?),
                 (false, row.text("Incorrect Answer 2")?),
@@ -739,7 +739,7 @@ fn hellaswag(
         }
         Ok(s)
     };
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     let mut examples = String::new();
     for row in train.iter().filter(|_| n > 0) {
         if seen.len() < n && seen.insert(row.text("activity_label")?) {
@@ -829,5 +829,132 @@ pub fn question_conversation(
             ..Turn::default()
         }],
         ..Conversation::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(lines: &[Value]) -> Vec<SourcedRow> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, v)| SourcedRow {
+                path: PathBuf::from("rows.jsonl"),
+                line: i + 1,
+                row: v.as_object().cloned().unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    fn config(benchmark: AccuracyBenchmark, n_shots: u32) -> AccuracyConfig {
+        AccuracyConfig {
+            benchmark,
+            tasks: Vec::new(),
+            n_shots: Some(n_shots),
+            enable_cot: None,
+            grader: None,
+            system_prompt: None,
+            verbose: false,
+        }
+    }
+
+    fn mmlu_row(q: &str, answer: u64) -> Value {
+        json!({"question": q, "subject": "anatomy", "choices": ["w", "x", "y", "z"], "answer": answer})
+    }
+
+    #[test]
+    fn mmlu_prompts_match_lighteval_with_0_and_2_shots() {
+        let test = rows(&[mmlu_row("Q?", 1)]);
+        let dev = rows(&[mmlu_row("D1?", 0), mmlu_row("D2?", 2), mmlu_row("D3?", 2)]);
+        let zero = build_questions(&config(AccuracyBenchmark::Mmlu, 0), &test, &dev, 7).unwrap();
+        assert_eq!(
+            zero[0].prompt,
+            "The following are multiple choice questions (with answers) about anatomy.\n\n\
+             Question: Q?\nA. w\nB. x\nC. y\nD. z\nAnswer:"
+        );
+        assert_eq!((zero[0].answer.as_str(), zero[0].max_tokens), (" B", 5));
+        assert_eq!(zero[0].stop, ["\n"]);
+        let two = build_questions(&config(AccuracyBenchmark::Mmlu, 2), &test, &dev, 7).unwrap();
+        let again = build_questions(&config(AccuracyBenchmark::Mmlu, 2), &test, &dev, 7).unwrap();
+        assert_eq!(two, again, "the same seed picks the same examples");
+        let prompt = &two[0].prompt;
+        // balanced: one example answered A (D1) and one answered C (D2 or D3)
+        assert!(
+            prompt.contains("Question: D1?\nA. w\nB. x\nC. y\nD. z\nAnswer: A\n\n"),
+            "{prompt}"
+        );
+        assert_eq!(prompt.matches("Answer: C\n\n").count(), 1, "{prompt}");
+        assert!(prompt.ends_with("Question: Q?\nA. w\nB. x\nC. y\nD. z\nAnswer:"));
+        // chat: instruction on the first example, assistant turns carry the gold label
+        assert_eq!(two[0].messages.len(), 5);
+        assert_eq!(two[0].messages[1]["role"], "assistant");
+        assert_eq!(
+            two[0].messages[4]["content"],
+            "Question: Q?\nA. w\nB. x\nC. y\nD. z\nAnswer:"
+        );
+    }
+
+    #[test]
+    fn gsm8k_and_gpqa_prompts() {
+        let q = build_questions(
+            &config(AccuracyBenchmark::Gsm8k, 0),
+            &rows(&[json!({"question": "2+2?", "answer": "so\n#### 4"})]),
+            &[],
+            1,
+        )
+        .unwrap();
+        assert_eq!(q[0].prompt, "Question: 2+2?\nAnswer:");
+        assert_eq!((q[0].answer.as_str(), q[0].max_tokens), ("so\n#### 4", 256));
+        let row = json!({"Question": "Pick", "Correct Answer": "right",
+            "Incorrect Answer 1": "w1", "Incorrect Answer 2": "w2", "Incorrect Answer 3": "w3"});
+        let a = build_questions(
+            &config(AccuracyBenchmark::GpqaDiamond, 0),
+            &rows(&[row.clone()]),
+            &[],
+            1,
+        )
+        .unwrap();
+        let b = build_questions(
+            &config(AccuracyBenchmark::GpqaDiamond, 0),
+            &rows(&[row]),
+            &[],
+            99,
+        )
+        .unwrap();
+        assert_eq!(a, b, "the option order depends on the question only");
+        let gold = a[0].answer.chars().next().unwrap();
+        assert!(
+            a[0].prompt.contains(&format!("{gold}) right")),
+            "{}",
+            a[0].prompt
+        );
+    }
+
+    #[test]
+    fn row_errors_name_file_line_and_field() {
+        let err = build_questions(
+            &config(AccuracyBenchmark::Gsm8k, 0),
+            &rows(&[json!({"question": "q"})]),
+            &[],
+            1,
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "rows.jsonl:1: answer: missing");
+        let err = build_questions(
+            &AccuracyConfig {
+                tasks: vec!["nope".into()],
+                ..config(AccuracyBenchmark::Gsm8k, 0)
+            },
+            &rows(&[json!({"question": "q", "answer": "#### 1"})]),
+            &[],
+            1,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "gsm8k has no task 'nope'; the rows hold: gsm8k"
+        );
     }
 }

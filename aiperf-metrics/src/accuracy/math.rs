@@ -277,7 +277,7 @@ const UNIT_TEXTS: &[&str] = &[
 static UNIT_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     UNIT_TEXTS
         .iter()
-        .map(|u| u.to_string())
+        .map(ToString::to_string)
         .chain(UNIT_TEXTS.iter().map(|u| format!("{u}s")))
         .map(|u| re(&format!(r"(^|\W){u}($|\W)")))
         .collect()
