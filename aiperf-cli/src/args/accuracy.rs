@@ -25,6 +25,7 @@ pub(crate) struct AccuracyArgs {
     /// Ask for step-by-step reasoning. Default: the benchmark's (on for mmlu_pro, aime and
     /// bigbench).
     #[arg(
+        id = "accuracy_enable_cot",
         long = "accuracy-enable-cot",
         overrides_with = "accuracy_no_enable_cot"
     )]
@@ -32,6 +33,7 @@ pub(crate) struct AccuracyArgs {
 
     /// Do not ask for step-by-step reasoning.
     #[arg(
+        id = "accuracy_no_enable_cot",
         long = "accuracy-no-enable-cot",
         overrides_with = "accuracy_enable_cot"
     )]
