@@ -911,7 +911,7 @@ mod tests {
             "Incorrect Answer 1": "w1", "Incorrect Answer 2": "w2", "Incorrect Answer 3": "w3"});
         let a = build_questions(
             &config(AccuracyBenchmark::GpqaDiamond, 0),
-            &rows(&[row.clone()]),
+            &rows(std::slice::from_ref(&row)),
             &[],
             1,
         )
