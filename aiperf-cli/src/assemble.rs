@@ -222,6 +222,7 @@ pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig
     if let Some(goodput) = &args.input.goodput {
         config.goodput = parse_goodput(goodput)?;
     }
+    config.accuracy = args.accuracy.to_config()?;
     Ok(config)
 }
 

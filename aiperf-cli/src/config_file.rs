@@ -349,6 +349,19 @@ const GROUP_OVERRIDES: &[(&[&str], Override)] = &[
     }),
     (
         &[
+            "accuracy_benchmark",
+            "accuracy_tasks",
+            "accuracy_n_shots",
+            "accuracy_enable_cot",
+            "accuracy_no_enable_cot",
+            "accuracy_grader",
+            "accuracy_system_prompt",
+            "accuracy_verbose",
+        ],
+        |c, f| c.accuracy.clone_from(&f.accuracy),
+    ),
+    (
+        &[
             "image_width_mean",
             "image_width_stddev",
             "image_height_mean",

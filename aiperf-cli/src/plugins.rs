@@ -3,7 +3,7 @@
 //! [`chart_kinds`]), under the Python AIPerf's category names.
 
 use aiperf_core::capability::Capability;
-use aiperf_datasets::listing::{dataset_formats, public_datasets};
+use aiperf_datasets::listing::{accuracy_benchmarks, dataset_formats, public_datasets};
 use aiperf_endpoints::endpoint_types;
 use aiperf_plot::kinds::chart_kinds;
 
@@ -35,8 +35,8 @@ fn categories() -> Vec<Category> {
         },
         Category {
             name: "accuracy-benchmark",
-            summary: "accuracy benchmarks (none in this build)",
-            entries: Vec::new(),
+            summary: "accuracy benchmarks (--accuracy-benchmark)",
+            entries: accuracy_benchmarks(),
         },
         Category {
             name: "plot",
@@ -178,7 +178,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("  accuracy-benchmark      0  accuracy benchmarks"),
+            text.contains("  accuracy-benchmark     11  accuracy benchmarks"),
             "{text}"
         );
         assert!(text.contains(EXTENDING));

@@ -60,6 +60,7 @@
 
 #![warn(missing_docs)]
 
+pub mod accuracy;
 pub mod adjust;
 pub mod agentic_code;
 pub mod catalogue;

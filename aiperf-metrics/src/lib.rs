@@ -48,6 +48,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod accuracy;
 pub mod aggregate;
 pub mod artifacts;
 pub mod catalogue;

@@ -129,6 +129,8 @@ pub struct RecordMetrics {
     pub osl_mismatch: Option<bool>,
     /// The token counts used.
     pub tokens: TokenCounts,
+    /// In accuracy mode, how the reply was graded (valid records of known questions).
+    pub grade: Option<crate::accuracy::TaskGrade>,
 }
 
 impl RecordMetrics {

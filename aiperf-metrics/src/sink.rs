@@ -12,6 +12,7 @@ use aiperf_core::{
     RecordSink, RequestRecord, RunContext, RunInfo, TokenCounter,
 };
 
+use crate::accuracy::{AccuracyJsonlWriter, AccuracyTally, AnswerSheet, TaskGrade};
 use crate::catalogue::{
     metric_def, MetricDef, MetricFlags, MetricId, MetricKind, MetricsContext, CATALOGUE,
 };
@@ -117,6 +118,17 @@ pub struct MetricsSink {
     stop_on_failures: Option<CancellationToken>,
     /// Why it was, once it was.
     failure_threshold_exceeded: Option<String>,
+    /// Accuracy mode: the answers replies are graded against, and the grades so far.
+    grading: Option<Box<Grading>>,
+}
+
+/// Accuracy mode's state in a sink ([`MetricsSink::grade_answers`]).
+#[derive(Debug)]
+struct Grading {
+    sheet: AnswerSheet,
+    tally: AccuracyTally,
+    /// `accuracy_export.jsonl`, when asked for.
+    writer: Option<AccuracyJsonlWriter>,
 }
 
 /// `--slice-duration`: a sink per slice of the profiling phase, by slice index.
@@ -289,6 +301,7 @@ impl MetricsSink {
             stop_on_export_failure: None,
             stop_on_failures: None,
             failure_threshold_exceeded: None,
+            grading: None,
         }
     }
 
@@ -445,6 +458,76 @@ impl MetricsSink {
         self.dists[id.index()].get_or_insert_with(Distribution::new)
     }
 
+    /// Accuracy mode: grades the reply of every valid profiling record whose conversation
+    /// `sheet` has an answer for, after the request completed (here, on the processing
+    /// task); the grade goes into the record's metrics (`profile_export.jsonl`) and the
+    /// summary gets [`Summary::accuracy`]. Failed requests are not graded: they count as
+    /// errors, not as wrong answers.
+    #[must_use]
+    pub fn grade_answers(mut self, sheet: AnswerSheet) -> Self {
+        self.grading = Some(Box::new(Grading {
+            sheet,
+            tally: AccuracyTally::default(),
+            writer: None,
+        }));
+        self
+    }
+
+    /// Writes each grade to `path` (`accuracy_export.jsonl`, created or truncated). No
+    /// effect without [`MetricsSink::grade_answers`].
+    pub fn export_grades_to(mut self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
+        if let Some(grading) = &mut self.grading {
+            grading.writer = Some(AccuracyJsonlWriter::create(
+                path.as_ref(),
+                grading.sheet.grader,
+            )?);
+        }
+        Ok(self)
+    }
+
+    /// Grades `record`'s reply when accuracy mode knows its question.
+    fn grade(&mut self, record: &RequestRecord, metrics: &mut RecordMetrics) {
+        let Some(grading) = self.grading.as_deref_mut() else {
+            return;
+        };
+        let session = &record.credit.conversation.session_id;
+        let Some(key) = grading.sheet.keys.get(session).filter(|_| metrics.valid) else {
+            return;
+        };
+        let output: String = record
+            .responses
+            .iter()
+            .map(|r| r.response.text.as_str())
+            .collect();
+        let thinking: String = record
+            .responses
+            .iter()
+            .map(|r| r.response.reasoning.as_str())
+            .collect();
+        let grade = crate::accuracy::grade(grading.sheet.grader, &output, &key.answer);
+        if grading.sheet.verbose {
+            tracing::info!(
+                "[accuracy] session={session} task={} correct={} unparsed={} {}",
+                key.task,
+                grade.correct,
+                grade.unparsed,
+                grade.explanation
+            );
+        }
+        grading.tally.add(&key.task, &grade);
+        let written = grading
+            .writer
+            .as_mut()
+            .map(|w| w.write(record, key, &grade, &output, &thinking));
+        metrics.grade = Some(TaskGrade {
+            task: key.task.clone(),
+            grade,
+        });
+        if let Some(Err(error)) = written {
+            self.export_failed(error);
+        }
+    }
+
     /// Processes one record (what [`RecordSink::on_record`] does), with typed errors.
     pub fn process(&mut self, record: &RequestRecord) -> Result<(), MetricsError> {
         if record.credit.phase == Phase::Warmup {
@@ -458,7 +541,8 @@ impl MetricsSink {
             return Ok(());
         }
         let tokens = count_tokens(record, Some(self.counter.as_ref()), &self.ctx);
-        let metrics = compute_record_metrics(record, &tokens, &self.ctx);
+        let mut metrics = compute_record_metrics(record, &tokens, &self.ctx);
+        self.grade(record, &mut metrics);
         if !self.hinted_cache_reporting
             && metrics.valid
             && record
@@ -495,6 +579,10 @@ impl MetricsSink {
             if let Err(error) = writer.finish() {
                 tracing::debug!(%error, "closing an export after a write error");
             }
+        }
+        let grades = self.grading.as_deref_mut().and_then(|g| g.writer.take());
+        if let Some(Err(error)) = grades.map(AccuracyJsonlWriter::finish) {
+            tracing::debug!(%error, "closing an export after a write error");
         }
         self.export_failure.get_or_insert_with(|| error.to_string());
         if let Some(stop) = &self.stop_on_export_failure {
@@ -646,6 +734,13 @@ impl MetricsSink {
                 self.export_failure.get_or_insert_with(|| error.to_string());
             }
         }
+        let accuracy = self.grading.take().map(|grading| {
+            if let Some(Err(error)) = grading.writer.map(AccuracyJsonlWriter::finish) {
+                tracing::error!("{error}");
+                self.export_failure.get_or_insert_with(|| error.to_string());
+            }
+            grading.tally.summarize(grading.sheet.grader)
+        });
         let slices = self.slices.take();
         let ctx = self.ctx;
         let t = &self.totals;
@@ -774,6 +869,7 @@ impl MetricsSink {
         summary.start_time_ns = window.and_then(|w| wall(w.0));
         summary.end_time_ns = window.and_then(|w| wall(w.1));
         summary.cli_command = self.cli_command;
+        summary.accuracy = accuracy;
         if let (Some(slices), Some(clock)) = (slices, clock) {
             let phase_end = window.map_or(u64::MAX, |w| w.1);
             summary.timeslices = slices.summarize(clock, phase_end)?;

@@ -204,6 +204,8 @@ pub struct Summary {
     pub timeslices: Vec<TimeSlice>,
     /// What collectors beside the run add to its summary files.
     pub additions: SummaryAdditions,
+    /// Accuracy mode: the accuracy of the graded replies.
+    pub accuracy: Option<crate::accuracy::AccuracySummary>,
 }
 
 /// What collectors beside a run (GPU telemetry) add to its summary files, written after
@@ -266,6 +268,7 @@ impl Summary {
             cli_command: None,
             timeslices: Vec::new(),
             additions: SummaryAdditions::default(),
+            accuracy: None,
         }
     }
 

@@ -244,6 +244,7 @@ impl Session {
         drop(own_dataset);
         let config = workload.config;
         let conversations = workload.conversations;
+        let answers = workload.answers;
 
         let artifact_dir = match artifact_dir {
             Some(dir) => dir.to_path_buf(),
@@ -286,6 +287,11 @@ impl Session {
             {
                 sink = sink.export_parquet_to(&paths.parquet)?;
             }
+        }
+        if let Some(answers) = answers {
+            sink = sink
+                .grade_answers(answers)
+                .export_grades_to(&paths.accuracy_jsonl)?;
         }
         if spec.records.export_outputs_json {
             sink = sink.export_outputs_to(&paths.outputs_json);

@@ -1,7 +1,12 @@
 //! What a run sends: the synthetic workload, a user's dataset file or a public dataset,
 //! and the replay decisions that depend on the data (fixed schedule, offsets, counts).
 
+use std::collections::HashMap;
 use std::time::Duration;
+
+use aiperf_core::config::AccuracyConfig;
+use aiperf_datasets::accuracy;
+use aiperf_metrics::accuracy::{AnswerKey, AnswerSheet};
 
 use aiperf_core::config::{CustomDatasetType, InputConfig, PromptCorpus, PublicDataset};
 use aiperf_core::dataset::DatasetError;
@@ -54,6 +59,15 @@ pub enum WorkloadError {
         /// How many turns have no body.
         turns: usize,
     },
+    /// Accuracy mode without the benchmark's rows.
+    #[error(
+        "--accuracy-benchmark {0} needs the benchmark's rows: point --input-file at a JSONL \
+         file or a folder of them (docs/accuracy.md)"
+    )]
+    AccuracyWithoutRows(&'static str),
+    /// The benchmark's rows cannot become questions.
+    #[error(transparent)]
+    Accuracy(#[from] aiperf_datasets::accuracy::AccuracyError),
     /// A user-centric rate with single-turn conversations.
     #[error(
         "a user-centric rate needs multi-turn conversations (2 or more turns per session on \
@@ -76,6 +90,8 @@ pub(crate) struct Workload {
     pub(crate) conversations: Vec<Conversation>,
     /// How the engine draws them.
     pub(crate) sampling: SamplingStrategy,
+    /// Accuracy mode: what each conversation's question expects.
+    pub(crate) answers: Option<AnswerSheet>,
 }
 
 /// Loads the workload `config` describes and settles what depends on the data: a
@@ -91,6 +107,9 @@ pub(crate) async fn load(
     hooks: &mut dyn RunHooks,
 ) -> Result<Workload, WorkloadError> {
     warn_about_corpus(&config.input);
+    if let Some(accuracy) = &config.accuracy {
+        return load_questions(accuracy, config.clone());
+    }
     let dataset = if let Some(source) = own_source {
         source.load()
     } else {
@@ -218,6 +237,59 @@ pub(crate) async fn load(
         config,
         conversations,
         sampling,
+        answers: None,
+    })
+}
+
+/// Accuracy mode: the benchmark's questions, one single-turn conversation each, asked in
+/// order, and the answer sheet the replies are graded against.
+fn load_questions(
+    accuracy: &AccuracyConfig,
+    config: ValidatedConfig,
+) -> Result<Workload, WorkloadError> {
+    let Some(input) = &config.input.input_file else {
+        return Err(WorkloadError::AccuracyWithoutRows(
+            accuracy.benchmark.as_str(),
+        ));
+    };
+    let seed = config.input.random_seed.unwrap_or_default();
+    let questions = accuracy::load_questions(accuracy, input, seed)?;
+    let system_prompt = accuracy
+        .system_prompt
+        .as_deref()
+        .or(accuracy.benchmark.default_system_prompt());
+    let mut keys = HashMap::with_capacity(questions.len());
+    let conversations = questions
+        .iter()
+        .enumerate()
+        .map(|(i, question)| {
+            let session_id = format!("{}-{i}", accuracy.benchmark);
+            keys.insert(
+                session_id.clone(),
+                AnswerKey {
+                    task: question.task.clone(),
+                    answer: question.answer.clone(),
+                },
+            );
+            accuracy::question_conversation(question, session_id, system_prompt)
+        })
+        .collect::<Vec<_>>();
+    // Without a stop condition every question is asked once.
+    let config = if config.request_count_defaulted() {
+        let every_question = conversations.len() as u64;
+        config.modified(|config| config.load.request_count = Some(every_question))?
+    } else {
+        config
+    };
+    Ok(Workload {
+        config,
+        conversations,
+        sampling: SamplingStrategy::Sequential,
+        answers: Some(AnswerSheet {
+            grader: accuracy.effective_grader(),
+            verbose: accuracy.verbose,
+            keys,
+        }),
     })
 }
 

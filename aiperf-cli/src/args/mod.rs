@@ -8,6 +8,7 @@ use aiperf_core::RequestContentType;
 use aiperf_endpoints::readiness::{Readiness, WaitMode};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod accuracy;
 mod input;
 mod kube;
 mod load;
@@ -313,6 +314,8 @@ pub(crate) struct ProfileArgs {
     pub input: InputArgs,
     #[command(flatten)]
     pub rankings: RankingsArgs,
+    #[command(flatten)]
+    pub accuracy: accuracy::AccuracyArgs,
     #[command(flatten)]
     pub load: LoadArgs,
     #[command(flatten)]

@@ -49,8 +49,6 @@ const STATS_INTERVAL: &str = "the live display refreshes on its own schedule and
 const EXPORTERS: &str = "the OpenTelemetry, MLflow and Weights & Biases exporters are not \
     available; upload the run's JSON, CSV or Parquet artifacts (profile_export_aiperf.json, \
     profile_export_aiperf.csv, profile_export.parquet) instead";
-const ACCURACY: &str = "accuracy benchmarks are not yet available (accuracy mode); use the \
-    Python AIPerf for accuracy runs";
 const SEARCH: &str = "adaptive search, SLA search and search recipes are not available; \
     sweep with comma lists instead (e.g. --concurrency 1,2,4,8 --isl 128,1024 with \
     --sweep-type grid or zip) and gate results with --slo";
@@ -105,14 +103,6 @@ pub(crate) const REFUSED: &[RefusedOption] = &[
     values("wandb-entity", EXPORTERS),
     values("wandb-run-name", EXPORTERS),
     values("wandb-tag", EXPORTERS),
-    values("accuracy-benchmark", ACCURACY),
-    values("accuracy-tasks", ACCURACY),
-    values("accuracy-n-shots", ACCURACY),
-    switch("accuracy-enable-cot", ACCURACY),
-    switch("accuracy-no-enable-cot", ACCURACY),
-    values("accuracy-grader", ACCURACY),
-    values("accuracy-system-prompt", ACCURACY),
-    switch("accuracy-verbose", ACCURACY),
     values("search-space", SEARCH),
     values("search-metric", SEARCH),
     values("search-stat", SEARCH),

@@ -10,11 +10,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod accuracy;
 mod http;
 mod input;
 mod load;
 mod validated;
 
+pub use accuracy::{
+    AccuracyBenchmark, AccuracyConfig, AccuracyGrader, CODE_EXECUTION_REFUSED, MAX_N_SHOTS,
+};
 pub use http::{check_header, check_urls, HeaderProblem};
 pub use input::{
     parse_dataset_filters, AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions,
@@ -43,6 +47,9 @@ pub struct BenchmarkConfig {
     /// Per-request SLOs (`tag` → threshold in the metric's display unit).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub goodput: Vec<(String, f64)>,
+    /// Accuracy mode: a benchmark's questions are the prompts and the replies are graded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<AccuracyConfig>,
 }
 
 /// Target server and request format.
@@ -305,6 +312,9 @@ impl BenchmarkConfig {
         }
         self.check_cross_section_rules()?;
         self.input.validate()?;
+        if let Some(accuracy) = &self.accuracy {
+            accuracy.validate()?;
+        }
         let request_count_defaulted = !stop_given && self.load.request_count.is_some();
         Ok(ValidatedConfig::new(self, request_count_defaulted))
     }

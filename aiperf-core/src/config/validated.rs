@@ -26,6 +26,12 @@ impl ValidatedConfig {
         }
     }
 
+    /// Whether no stop condition was given and validation put in the default request
+    /// count (a dataset that should be sent once, such as accuracy questions, replaces it).
+    pub fn request_count_defaulted(&self) -> bool {
+        self.request_count_defaulted
+    }
+
     /// The configuration, to change and validate again.
     pub fn into_inner(self) -> BenchmarkConfig {
         self.config

@@ -242,6 +242,9 @@ pub fn render_console(summary: &Summary) -> String {
     if let Some(t) = error_table(summary) {
         out.push_str(&t.render());
     }
+    if let Some(accuracy) = &summary.accuracy {
+        out.push_str(&crate::accuracy::render_accuracy_console(accuracy));
+    }
     if let Some(command) = &summary.cli_command {
         out.push_str(&format!("CLI Command: {command}\n"));
     }

@@ -82,7 +82,15 @@ pub fn write_csv(summary: &Summary, out: &mut impl Write) -> io::Result<()> {
     for m in &additions.metrics {
         write!(out, "{} ({}),{:.2}\r\n", m.header, m.unit, m.value)?;
     }
-    out.write_all(additions.csv_appendix.as_bytes())
+    out.write_all(additions.csv_appendix.as_bytes())?;
+    if let Some(accuracy) = &summary.accuracy {
+        // the rows of accuracy_results.csv, as a section of its own
+        write!(out, "\r\n")?;
+        for line in crate::accuracy::accuracy_csv(accuracy).lines() {
+            write!(out, "{line}\r\n")?;
+        }
+    }
+    Ok(())
 }
 
 /// The CSV as a string.

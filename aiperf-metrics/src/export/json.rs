@@ -454,6 +454,9 @@ impl Serialize for SummaryJson<'_> {
         for (key, value) in &additions.json_sections {
             map.serialize_entry(key, value)?;
         }
+        if let Some(accuracy) = &s.accuracy {
+            map.serialize_entry("accuracy", &crate::accuracy::accuracy_json(accuracy))?;
+        }
         map.end()
     }
 }

@@ -153,6 +153,9 @@ struct Line<'a> {
     error: Option<ErrorJson<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trace_data: Option<TraceData>,
+    /// Accuracy mode: how the reply was graded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    accuracy: Option<&'a crate::accuracy::TaskGrade>,
 }
 
 /// `--export-http-trace`: the transport's stamps of one request in wall-clock ns, with
@@ -242,6 +245,7 @@ pub fn record_line(
         metrics: Metrics(metrics),
         error,
         trace_data: http_trace.then(|| TraceData::of(record)).flatten(),
+        accuracy: metrics.grade.as_ref(),
     };
     Ok(serde_json::to_string(&line)?)
 }

@@ -50,6 +50,10 @@ pub struct ExportPaths {
     pub inputs_json: PathBuf,
     /// `outputs.json` (never prefixed)
     pub outputs_json: PathBuf,
+    /// `accuracy_export.jsonl`, or `<prefix>_accuracy.jsonl` (accuracy mode)
+    pub accuracy_jsonl: PathBuf,
+    /// `accuracy_results.csv` (accuracy mode; never prefixed)
+    pub accuracy_csv: PathBuf,
 }
 
 /// Suffixes stripped from a user-given `--profile-export-prefix` (longest first).
@@ -85,6 +89,8 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             console_txt: dir.join("profile_export_console.txt"),
             inputs_json: dir.join("inputs.json"),
             outputs_json: dir.join("outputs.json"),
+            accuracy_jsonl: dir.join(crate::accuracy::ACCURACY_JSONL_FILE),
+            accuracy_csv: dir.join(crate::accuracy::ACCURACY_CSV_FILE),
         },
         Some(p) => ExportPaths {
             json: dir.join(format!("{p}.json")),
@@ -97,6 +103,8 @@ pub fn export_paths(dir: &Path, prefix: Option<&str>) -> ExportPaths {
             console_txt: dir.join(format!("{p}_console.txt")),
             inputs_json: dir.join("inputs.json"),
             outputs_json: dir.join("outputs.json"),
+            accuracy_jsonl: dir.join(format!("{p}_accuracy.jsonl")),
+            accuracy_csv: dir.join(crate::accuracy::ACCURACY_CSV_FILE),
         },
     }
 }
@@ -192,6 +200,10 @@ pub fn write_summary_files(summary: &Summary, paths: &ExportPaths) -> Result<(),
     out.flush().map_err(|e| MetricsError::io(&paths.csv, e))?;
     std::fs::write(&paths.console_txt, console::render_console(summary))
         .map_err(|e| MetricsError::io(&paths.console_txt, e))?;
+    if let Some(accuracy) = &summary.accuracy {
+        std::fs::write(&paths.accuracy_csv, crate::accuracy::accuracy_csv(accuracy))
+            .map_err(|e| MetricsError::io(&paths.accuracy_csv, e))?;
+    }
     if !summary.timeslices.is_empty() {
         let mut out = create(&paths.timeslices_json)?;
         timeslices::write_timeslices_json(summary, &mut out)?;
