@@ -119,6 +119,10 @@ pub enum AccuracyError {
         /// Where it was looked for.
         dir: String,
     },
+    /// The benchmark's dataset cannot be found or read on the Hugging Face hub.
+    #[cfg(feature = "hub")]
+    #[error(transparent)]
+    Hub(#[from] crate::hub::HubError),
     /// `--accuracy-tasks` names a task no question has.
     #[error("{benchmark} has no task '{task}'; the rows hold: {known}")]
     UnknownTask {
@@ -192,11 +196,9 @@ impl SourcedRow {
     }
 }
 
-/// The rows of `source`, for `benchmark`; `Ok(None)` when there is no file for it.
-///
-/// LEAD: wire `aiperf_datasets::hub::resolve` + `hub::read_rows` here (the Hugging Face
-/// cache, then the download); the local JSONL lookup below stays as the `--input-file`
-/// path.
+/// The rows of `source` in a local copy (`--input-file`: a JSONL file, or a folder
+/// holding `<split>.jsonl` or `<config>/<split>.jsonl`); `Ok(None)` when there is no file
+/// for it.
 pub fn read_rows(
     input: &Path,
     source: &HubSource,
@@ -256,12 +258,78 @@ pub struct Question {
     pub stop: Vec<String>,
 }
 
-/// The questions of `config`'s benchmark from the rows under `input` (see [`read_rows`]).
-/// Few-shot examples are chosen deterministically from `seed` where the benchmark picks
-/// them at random (MMLU).
-pub fn load_questions(
+/// Where a benchmark's rows come from.
+#[derive(Clone, Copy)]
+pub enum RowSource<'a> {
+    /// A local copy ([`read_rows`]): what `--input-file` names.
+    Local(&'a Path),
+    /// The Hugging Face hub: the local hub cache, else a download into it
+    /// ([`crate::hub::resolve`]).
+    #[cfg(feature = "hub")]
+    Hub {
+        /// Cache, token and offline mode.
+        options: &'a crate::hub::HubOptions,
+        /// What downloads go through.
+        transport: &'a dyn aiperf_core::Transport,
+    },
+}
+
+impl std::fmt::Debug for RowSource<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowSource::Local(path) => f.debug_tuple("Local").field(path).finish(),
+            #[cfg(feature = "hub")]
+            RowSource::Hub { options, .. } => {
+                f.debug_struct("Hub").field("options", options).finish()
+            }
+        }
+    }
+}
+
+impl RowSource<'_> {
+    /// The rows of `split`; `Ok(None)` when a local copy has no file for it.
+    async fn rows(&self, split: &HubSource) -> Result<Option<Vec<SourcedRow>>, AccuracyError> {
+        match self {
+            RowSource::Local(path) => read_rows(path, split),
+            #[cfg(feature = "hub")]
+            RowSource::Hub { options, transport } => {
+                let dataset = crate::hub::HubDataset {
+                    id: split.id.to_owned(),
+                    config: split.config.map(str::to_owned),
+                    split: split.split.to_owned(),
+                    revision: None,
+                };
+                let files = crate::hub::resolve(&dataset, options, *transport).await?;
+                let mut rows = Vec::new();
+                for file in files {
+                    for (i, row) in
+                        crate::hub::read_rows(std::slice::from_ref(&file), None).enumerate()
+                    {
+                        rows.push(SourcedRow {
+                            path: file.clone(),
+                            line: i + 1,
+                            row: row?,
+                        });
+                    }
+                }
+                Ok(Some(rows))
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            RowSource::Local(path) => path.display().to_string(),
+            #[cfg(feature = "hub")]
+            RowSource::Hub { .. } => "the Hugging Face cache".to_owned(),
+        }
+    }
+}
+
+/// The questions of `config`'s benchmark from the rows `from` holds.
+pub async fn load_questions(
     config: &AccuracyConfig,
-    input: &Path,
+    from: RowSource<'_>,
     seed: u64,
 ) -> Result<Vec<Question>, AccuracyError> {
     let benchmark = config.benchmark;
@@ -270,13 +338,15 @@ pub fn load_questions(
         benchmark: benchmark.as_str(),
         id: s.id,
         split: s.split,
-        dir: input.display().to_string(),
+        dir: from.describe(),
     };
-    let questions =
-        read_rows(input, &source.questions)?.ok_or_else(|| missing(&source.questions))?;
+    let questions = from
+        .rows(&source.questions)
+        .await?
+        .ok_or_else(|| missing(&source.questions))?;
     let n_shots = config.n_shots.unwrap_or(benchmark.default_n_shots());
     let few_shots = match source.few_shots {
-        Some(s) if n_shots > 0 => read_rows(input, &s)?.ok_or_else(|| missing(&s))?,
+        Some(s) if n_shots > 0 => from.rows(&s).await?.ok_or_else(|| missing(&s))?,
         _ => Vec::new(),
     };
     build_questions(config, &questions, &few_shots, seed)

@@ -247,6 +247,8 @@ mod metrics_text {
             usage_discrepancy: text.usage_discrepancy,
             osl_mismatch: text.osl_mismatch,
             tokens: text.tokens,
+            // Accuracy grades are not digested: a merged run has no accuracy section.
+            grade: None,
         })
     }
 }

@@ -72,7 +72,7 @@ impl Session {
         let transport = Arc::new(build_transport(&spec.transport)?);
         let (tokenizer, token_counter) = load_run_tokenizer(config, transport.as_ref()).await?;
         let mock = start_embedded_mock_if_asked(config, &tokenizer).await?;
-        let mock_url = mock.as_ref().map(aiperf_mock_server::MockServer::url);
+        let mock_url = mock.as_ref().map(EmbeddedMock::url);
         let sweep_points = spec.sweep.iter().flat_map(|sweep| &sweep.points);
         let most_needed = std::iter::once(config)
             .chain(sweep_points.map(|point| &*point.benchmark))
@@ -537,6 +537,12 @@ async fn start_embedded_mock_if_asked(
 ) -> Result<Option<NoMock>, RunError> {
     Ok(None)
 }
+
+/// The embedded mock server, when the `mock` feature builds it.
+#[cfg(feature = "mock")]
+type EmbeddedMock = aiperf_mock_server::MockServer;
+#[cfg(not(feature = "mock"))]
+type EmbeddedMock = NoMock;
 
 /// The type of an embedded server that cannot exist without the `mock` feature.
 #[cfg(not(feature = "mock"))]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aiperf_core::config::AccuracyConfig;
-use aiperf_datasets::accuracy;
+use aiperf_datasets::accuracy::{self, RowSource};
 use aiperf_metrics::accuracy::{AnswerKey, AnswerSheet};
 
 use aiperf_core::config::{CustomDatasetType, InputConfig, PromptCorpus, PublicDataset};
@@ -59,10 +59,11 @@ pub enum WorkloadError {
         /// How many turns have no body.
         turns: usize,
     },
-    /// Accuracy mode without the benchmark's rows.
+    /// Accuracy mode without the benchmark's rows, in a build without the hub.
     #[error(
-        "--accuracy-benchmark {0} needs the benchmark's rows: point --input-file at a JSONL \
-         file or a folder of them (docs/accuracy.md)"
+        "--accuracy-benchmark {0} needs the benchmark's rows: this build has no Hugging Face \
+         datasets (the runner's `hub` feature), so point --input-file at a JSONL file or a \
+         folder of them (docs/accuracy.md)"
     )]
     AccuracyWithoutRows(&'static str),
     /// The benchmark's rows cannot become questions.
@@ -108,7 +109,7 @@ pub(crate) async fn load(
 ) -> Result<Workload, WorkloadError> {
     warn_about_corpus(&config.input);
     if let Some(accuracy) = &config.accuracy {
-        return load_questions(accuracy, config.clone());
+        return load_questions(accuracy, config.clone(), transport).await;
     }
     let dataset = if let Some(source) = own_source {
         source.load()
@@ -241,19 +242,45 @@ pub(crate) async fn load(
     })
 }
 
+/// The benchmark's questions from the Hugging Face cache, or downloaded into it.
+#[cfg(feature = "hub")]
+async fn questions_from_hub(
+    accuracy: &AccuracyConfig,
+    seed: u64,
+    transport: &dyn Transport,
+) -> Result<Vec<accuracy::Question>, WorkloadError> {
+    let options = aiperf_datasets::hub::HubOptions::from_env();
+    let from = RowSource::Hub {
+        options: &options,
+        transport,
+    };
+    Ok(accuracy::load_questions(accuracy, from, seed).await?)
+}
+
+/// Without the hub, the rows must be a local copy.
+#[cfg(not(feature = "hub"))]
+async fn questions_from_hub(
+    accuracy: &AccuracyConfig,
+    _seed: u64,
+    _transport: &dyn Transport,
+) -> Result<Vec<accuracy::Question>, WorkloadError> {
+    Err(WorkloadError::AccuracyWithoutRows(
+        accuracy.benchmark.as_str(),
+    ))
+}
+
 /// Accuracy mode: the benchmark's questions, one single-turn conversation each, asked in
 /// order, and the answer sheet the replies are graded against.
-fn load_questions(
+async fn load_questions(
     accuracy: &AccuracyConfig,
     config: ValidatedConfig,
+    transport: &dyn Transport,
 ) -> Result<Workload, WorkloadError> {
-    let Some(input) = &config.input.input_file else {
-        return Err(WorkloadError::AccuracyWithoutRows(
-            accuracy.benchmark.as_str(),
-        ));
-    };
     let seed = config.input.random_seed.unwrap_or_default();
-    let questions = accuracy::load_questions(accuracy, input, seed)?;
+    let questions = match &config.input.input_file {
+        Some(input) => accuracy::load_questions(accuracy, RowSource::Local(input), seed).await?,
+        None => questions_from_hub(accuracy, seed, transport).await?,
+    };
     let system_prompt = accuracy
         .system_prompt
         .as_deref()
