@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use aiperf_metrics::export::console::render_console;
-use aiperf_runner::merge::{merge, MergeError, MergeOptions};
+use aiperf_runner::merge::{merge_runs, MergeError, MergeOptions, MergeReport};
 
 use crate::args::MergeArgs;
 
@@ -20,37 +20,49 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
         allow_missing: args.allow_missing,
         wait: args.wait.map(std::time::Duration::from_secs),
     };
-    match merge(&args.dirs, &output, &options) {
-        Ok(report) => {
-            print!("{}", render_console(&report.summary));
-            println!(
-                "Merged shards {} of {} ({} records) of run {} into {}",
-                list(&report.merged),
-                report.count,
-                report.records,
-                report.run_id,
-                report.dir.display()
-            );
-            if !report.missing.is_empty() {
-                eprintln!(
-                    "warning: shards {} are missing: this is not the whole benchmark",
-                    list(&report.missing)
-                );
+    match merge_runs(&args.dirs, &output, &options) {
+        Ok(merged) => {
+            if let [report] = merged.runs.as_slice() {
+                print!("{}", render_console(&report.summary));
             }
-            for note in &report.left_out {
-                eprintln!("note: not merged: {note}");
+            for report in &merged.runs {
+                print_report(report);
+            }
+            for dir in &merged.aggregates {
+                println!("Aggregated the merged runs into {}", dir.display());
             }
             ExitCode::SUCCESS
         }
         Err(error) => {
             eprintln!("error: {error}");
             match error {
-                MergeError::Metrics(_) | MergeError::Write { .. } | MergeError::Timeout { .. } => {
-                    ExitCode::FAILURE
-                }
+                MergeError::Metrics(_)
+                | MergeError::Write { .. }
+                | MergeError::Timeout { .. }
+                | MergeError::Aggregate(_) => ExitCode::FAILURE,
                 _ => ExitCode::from(2),
             }
         }
+    }
+}
+
+fn print_report(report: &MergeReport) {
+    println!(
+        "Merged shards {} of {} ({} records) of run {} into {}",
+        list(&report.merged),
+        report.count,
+        report.records,
+        report.run_id,
+        report.dir.display()
+    );
+    if !report.missing.is_empty() {
+        eprintln!(
+            "warning: shards {} are missing: this is not the whole benchmark",
+            list(&report.missing)
+        );
+    }
+    for note in &report.left_out {
+        eprintln!("note: not merged: {note}");
     }
 }
 

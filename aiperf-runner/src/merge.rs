@@ -150,6 +150,9 @@ pub enum MergeError {
         /// The directories without a finished shard.
         unfinished: Vec<PathBuf>,
     },
+    /// The merged runs of `--num-profile-runs` cannot be aggregated.
+    #[error(transparent)]
+    Aggregate(#[from] aiperf_metrics::aggregate::AggregateError),
     /// Reading a shard's records or writing the merged files failed.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
@@ -174,6 +177,120 @@ struct ShardDir {
     dir: PathBuf,
     manifest: ShardManifest,
     results: ShardResults,
+}
+
+/// What [`merge_runs`] wrote.
+#[derive(Debug)]
+pub struct MergedRuns {
+    /// Each merged run, in path order.
+    pub runs: Vec<MergeReport>,
+    /// The `aggregate` folders written from merged `--num-profile-runs` runs.
+    pub aggregates: Vec<PathBuf>,
+}
+
+/// Merges shard directories that are runs themselves (see [`merge`]) or hold runs below
+/// them: the `profile_runs/run_NNNN` folders of `--num-profile-runs`, or a sweep's
+/// points. Every run folder of the first directory is merged across all of them into
+/// the same place under `output`; the merged runs of each `profile_runs` folder are
+/// aggregated again into its `aggregate` folder, as one process aggregates its runs.
+pub fn merge_runs(
+    dirs: &[PathBuf],
+    output: &Path,
+    options: &MergeOptions,
+) -> Result<MergedRuns, MergeError> {
+    let Some(first) = dirs.first() else {
+        return Err(MergeError::NoShards);
+    };
+    let mut relative = Vec::new();
+    find_runs(first, Path::new(""), 4, &mut relative);
+    if relative.is_empty() || relative == [PathBuf::new()] {
+        return Ok(MergedRuns {
+            runs: vec![merge(dirs, output, options)?],
+            aggregates: Vec::new(),
+        });
+    }
+    relative.sort();
+    let mut runs = Vec::with_capacity(relative.len());
+    for rel in &relative {
+        let shard_dirs: Vec<PathBuf> = dirs.iter().map(|d| d.join(rel)).collect();
+        runs.push(merge(&shard_dirs, &output.join(rel), options)?);
+    }
+    let aggregates = aggregate_profile_runs(first, output, &relative, &runs)?;
+    Ok(MergedRuns { runs, aggregates })
+}
+
+/// The folders below `dir` (up to `depth` levels) that hold a shard's run, relative to
+/// the top.
+fn find_runs(dir: &Path, rel: &Path, depth: u32, found: &mut Vec<PathBuf>) {
+    if dir.join(MANIFEST_FILE).is_file() {
+        found.push(rel.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    if depth == 0 {
+        return;
+    }
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            find_runs(
+                &entry.path(),
+                &rel.join(entry.file_name()),
+                depth - 1,
+                found,
+            );
+        }
+    }
+}
+
+/// For every `…/profile_runs` folder among `relative`: the confidence aggregate of its
+/// merged runs, written to the sibling `aggregate` folder under `output` with the
+/// confidence level and cool-down the shards' own aggregate recorded.
+fn aggregate_profile_runs(
+    first: &Path,
+    output: &Path,
+    relative: &[PathBuf],
+    runs: &[MergeReport],
+) -> Result<Vec<PathBuf>, MergeError> {
+    let mut groups: BTreeMap<PathBuf, Vec<(String, &Summary)>> = BTreeMap::new();
+    for (rel, run) in relative.iter().zip(runs) {
+        let Some(parent) = rel.parent().filter(|p| p.ends_with("profile_runs")) else {
+            continue;
+        };
+        let point = parent.parent().unwrap_or(Path::new("")).to_path_buf();
+        groups
+            .entry(point)
+            .or_default()
+            .push((file_name(rel), &run.summary));
+    }
+    let mut written = Vec::new();
+    for (point, labelled) in groups {
+        if labelled.len() < 2 {
+            continue;
+        }
+        let shard_aggregate = first
+            .join(&point)
+            .join("aggregate")
+            .join(aiperf_metrics::aggregate::AGGREGATE_JSON);
+        let metadata = std::fs::read_to_string(&shard_aggregate)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .map(|json| json["metadata"].clone())
+            .unwrap_or_default();
+        let confidence = metadata["confidence_level"].as_f64().unwrap_or(0.95);
+        let cooldown = metadata["cooldown_seconds"].as_f64().unwrap_or(0.0);
+        let aggregate = aiperf_metrics::aggregate::ConfidenceAggregate::from_runs(
+            &labelled,
+            Vec::new(),
+            confidence,
+            cooldown,
+        )?;
+        let dir = output.join(&point).join("aggregate");
+        aggregate.write_files(&dir)?;
+        written.push(dir);
+    }
+    Ok(written)
 }
 
 /// Merges the shard run directories `dirs` into `output` (see the module documentation).

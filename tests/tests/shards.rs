@@ -255,3 +255,53 @@ async fn shard_flags_that_cannot_work_are_usage_errors() {
         assert!(stderr.contains(message), "{flags}: {stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_of_repeated_runs_merge_run_by_run_and_aggregate_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(MockConfig::with_timing(5.0, 1.0))
+        .await
+        .unwrap();
+    let repeated = "--num-profile-runs 2 --profile-run-cooldown-seconds 0";
+    let shard_runs: Vec<_> = (0..2)
+        .map(|k| {
+            let dir = dir.path().join(format!("shard-{k}"));
+            tokio::spawn(profile(run_args(
+                &server,
+                &dir,
+                &format!("--shard {k}/2 {repeated}"),
+            )))
+        })
+        .collect();
+    for run in shard_runs {
+        assert_exit(&run.await.unwrap(), 0);
+    }
+    server.shutdown().await;
+
+    let shard = |k: u32| dir.path().join(format!("shard-{k}")).display().to_string();
+    let merged = dir.path().join("merged");
+    let out = aiperf(&[
+        "merge",
+        &shard(0),
+        &shard(1),
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    for run in ["run_0001", "run_0002"] {
+        let summary = read_json(
+            &merged
+                .join("profile_runs")
+                .join(run)
+                .join("profile_export_aiperf.json"),
+        );
+        assert_eq!(summary["request_count"]["avg"], 12.0, "{run}");
+    }
+    let aggregate = read_json(&merged.join("aggregate/profile_export_aiperf_aggregate.json"));
+    assert_eq!(aggregate["metadata"]["num_profile_runs"], 2);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Aggregated the merged runs into"),
+        "{stdout}"
+    );
+}
