@@ -62,6 +62,7 @@
 
 pub mod adjust;
 pub mod agentic_code;
+mod bpe;
 pub mod chat_template;
 mod coding;
 mod corpus;
