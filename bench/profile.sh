@@ -2,12 +2,14 @@
 # Speed, accuracy and memory of `aiperf profile` against our mock server on this machine.
 # Both processes share the machine's cores. Prints one line per figure; bench/README.md
 # records a run. Usage: bash bench/profile.sh [seconds per timed run, default 10]
-# BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_MILLION sets the size of 6.
+# BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_MILLION sets the size of 6,
+# AIPERF_BENCH_STREAMS the concurrency of 8.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_PER_RUN=${1:-10}
 MILLION=${AIPERF_BENCH_MILLION:-1000000}
+STREAMS=${AIPERF_BENCH_STREAMS:-10000}
 
 cargo build --release -q -p aiperf-cli -p aiperf-mock-server
 AIPERF=target/release/aiperf
@@ -85,8 +87,8 @@ section_2() {
     requests=$(json stream 'int(s["request_count"]["avg"])')
     rps=$(json stream 's["request_throughput"]["avg"]')
     python3 -c "
-    cpu = $(cpu_seconds stream)
-    print(f'{$rps:.0f} req/s, {$rps * 128:.0f} content events/s, {cpu / $requests * 1000:.2f} client CPU s per 1,000 requests, peak RSS $(peak_rss_mb stream) MB')"
+cpu = $(cpu_seconds stream)
+print(f'{$rps:.0f} req/s, {$rps * 128:.0f} content events/s, {cpu / $requests * 1000:.2f} client CPU s per 1,000 requests, peak RSS $(peak_rss_mb stream) MB')"
 }
 
 section_3() {
@@ -98,10 +100,10 @@ section_3() {
     truth_ttft=$(python3 -c "print(1000 * $(mock_metric aiperf_mock_time_to_first_token_seconds_sum) / $(mock_metric aiperf_mock_time_to_first_token_seconds_count))")
     truth_e2e=$(python3 -c "print(1000 * $(mock_metric aiperf_mock_request_latency_seconds_sum) / $(mock_metric aiperf_mock_request_latency_seconds_count))")
     python3 -c "
-    truth_itl = ($truth_e2e - $truth_ttft) / 127
-    print(f'TTFT reported {$ttft:.3f} ms, sent by the mock after {$truth_ttft:.3f} ms (difference {$ttft - $truth_ttft:+.3f} ms)')
-    print(f'ITL reported {$itl:.4f} ms, sent by the mock every {truth_itl:.4f} ms (difference {$itl - truth_itl:+.4f} ms)')
-    print('peak RSS $(peak_rss_mb accuracy) MB')"
+truth_itl = ($truth_e2e - $truth_ttft) / 127
+print(f'TTFT reported {$ttft:.3f} ms, sent by the mock after {$truth_ttft:.3f} ms (difference {$ttft - $truth_ttft:+.3f} ms)')
+print(f'ITL reported {$itl:.4f} ms, sent by the mock every {truth_itl:.4f} ms (difference {$itl - truth_itl:+.4f} ms)')
+print('peak RSS $(peak_rss_mb accuracy) MB')"
 }
 
 section_4() {
@@ -111,12 +113,35 @@ section_4() {
     json rate '(lambda starts, lag: "achieved send rate %.1f req/s; schedule lag p50 %.3f ms, p99 %.3f ms, max %.3f ms; %d of %d later than 1 ms" % ((len(starts) - 1) / ((max(starts) - min(starts)) / 1e9), lag["p50"], lag["p99"], lag["max"], lag["late_count"], len(starts)))([r["metadata"]["request_start_ns"] for r in records()], s["schedule_lag"])'
 }
 
+# first_request_ms NAME: process start (the shell's clock just before it) to the first
+# request's send stamp, in ms; ran with run_aiperf NAME after `started` was set.
+first_request_ms() {
+    local first
+    first=$(json "$1" 'min(r["metadata"]["request_start_ns"] for r in records())')
+    python3 -c "print(f'{($first - $started) / 1e6:.0f}')"
+}
+
+# median_of_3 NAME ARGS…: runs aiperf three times, prints the median time to first request.
+median_of_3() {
+    local name=$1 times=()
+    shift
+    for run in 1 2 3; do
+        started=$(date +%s%N)
+        run_aiperf "$name$run" "$@"
+        times+=("$(first_request_ms "$name$run")")
+    done
+    printf '%s\n' "${times[@]}" | sort -n | sed -n 2p
+}
+
 section_5() {
-    echo "== 5. process start to first request, 1,000 synthetic prompts of ISL 550 (builtin tokenizer)"
-    started=$(date +%s%N)
-    run_aiperf startup --num-dataset-entries 1000 --isl 550 --osl 16 --request-count 1
-    first=$(json startup 'min(r["metadata"]["request_start_ns"] for r in records())')
-    python3 -c "print(f'{($first - $started) / 1e6:.0f} ms')"
+    echo "== 5. process start to first request (median of 3; goal < 500 ms)"
+    start_mock --fast
+    echo "1,000 synthetic prompts of ISL 550, builtin tokenizer: $(median_of_3 startup \
+        --num-dataset-entries 1000 --isl 550 --osl 16 --request-count 1) ms"
+    python3 bench/long_context_trace.py "$WORK/trace.jsonl" 2>"$WORK/trace.stats"
+    echo "mooncake trace, $(cat "$WORK/trace.stats"): $(median_of_3 trace \
+        --input-file "$WORK/trace.jsonl" --custom-dataset-type mooncake_trace \
+        --request-count 1) ms, peak RSS $(peak_rss_mb trace1) MB"
 }
 
 section_6() {
@@ -126,6 +151,29 @@ section_6() {
     echo "$requests requests in $(awk '{print $1}' "$WORK/million.time") s, peak RSS $(peak_rss_mb million) MB"
 }
 
-for section in ${BENCH_SECTIONS:-1 2 3 4 5 6}; do
+section_7() {
+    echo "== 7. memory: 1,000 streaming requests against the embedded mock (--url mock), concurrency 64 (goal < 60 MB)"
+    local saved_url=${URL:-}
+    URL=mock
+    run_aiperf small --streaming --concurrency 64 --request-count 1000 --isl 128 --osl 64
+    run_aiperf small_server_count --streaming --concurrency 64 --request-count 1000 --isl 128 --osl 64 \
+        --use-server-token-count
+    URL=$saved_url
+    echo "peak RSS $(peak_rss_mb small) MB; with --use-server-token-count $(peak_rss_mb small_server_count) MB"
+}
+
+section_8() {
+    echo "== 8. memory: ${STREAMS} concurrent streams, mock TTFT 1 s / ITL 10 ms in its own process, ISL 128 / OSL 128 (goal < 300 MB)"
+    start_mock --ttft 1000 --itl 10
+    run_aiperf streams --streaming --concurrency "$STREAMS" --request-count "$STREAMS" --isl 128 --osl 128
+    run_aiperf streams_tenth --streaming --concurrency "$((STREAMS / 10))" --request-count "$((STREAMS / 10))" \
+        --isl 128 --osl 128
+    python3 -c "
+big, small = $(awk '{print $4}' "$WORK/streams.time"), $(awk '{print $4}' "$WORK/streams_tenth.time")
+per_stream = (big - small) / ($STREAMS - $STREAMS // 10)
+print(f'peak RSS {big / 1024:.0f} MB ({$STREAMS // 10} streams: {small / 1024:.0f} MB; {per_stream:.1f} KB per stream); request error rate $(json streams 's["request_error_rate"]["avg"]') %')"
+}
+
+for section in ${BENCH_SECTIONS:-1 2 3 4 5 6 7 8}; do
     "section_$section"
 done

@@ -3,11 +3,11 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use aiperf_core::TokenCounter;
-use tiktoken_rs::CoreBPE;
 
+use crate::bpe::{Bpe, Spec};
 use crate::error::TokenizerError;
 
 /// The tiktoken encodings embedded in the binary (usable offline).
@@ -59,18 +59,110 @@ impl TiktokenEncoding {
         Self::ALL.into_iter().find(|e| e.name() == name)
     }
 
-    /// The process-wide instance of this encoding, built on first use and shared after
-    /// (loading twice costs nothing).
-    fn bpe(self) -> &'static CoreBPE {
+    /// The process-wide instance of this encoding, built on first use and shared after:
+    /// a run that never counts or makes a token never loads it.
+    fn bpe(self) -> &'static Bpe {
+        static LOADED: [OnceLock<Bpe>; TiktokenEncoding::ALL.len()] =
+            [const { OnceLock::new() }; TiktokenEncoding::ALL.len()];
+        // The variants are numbered in declaration order, the order of `ALL`.
+        LOADED[self as usize].get_or_init(|| Bpe::load(&self.spec()))
+    }
+
+    /// The table, pattern and special tokens of this encoding (tiktoken's).
+    pub(crate) fn spec(self) -> Spec {
         match self {
-            TiktokenEncoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            TiktokenEncoding::O200kHarmony => tiktoken_rs::o200k_harmony_singleton(),
-            TiktokenEncoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-            TiktokenEncoding::P50kBase => tiktoken_rs::p50k_base_singleton(),
-            TiktokenEncoding::P50kEdit => tiktoken_rs::p50k_edit_singleton(),
-            TiktokenEncoding::R50kBase => tiktoken_rs::r50k_base_singleton(),
+            TiktokenEncoding::O200kBase => Spec {
+                table: O200K_TABLE,
+                pattern: O200K_PATTERN,
+                special: || special(&[("<|endoftext|>", 199_999), ("<|endofprompt|>", 200_018)]),
+            },
+            TiktokenEncoding::O200kHarmony => Spec {
+                table: O200K_TABLE,
+                pattern: O200K_PATTERN,
+                special: harmony_special,
+            },
+            TiktokenEncoding::Cl100kBase => Spec {
+                table: include_bytes!("../assets/tiktoken/cl100k_base.bpe"),
+                pattern: CL100K_PATTERN,
+                special: || {
+                    special(&[
+                        ("<|endoftext|>", 100_257),
+                        ("<|fim_prefix|>", 100_258),
+                        ("<|fim_middle|>", 100_259),
+                        ("<|fim_suffix|>", 100_260),
+                        ("<|endofprompt|>", 100_276),
+                    ])
+                },
+            },
+            TiktokenEncoding::P50kBase => Spec {
+                table: P50K_TABLE,
+                pattern: R50K_PATTERN,
+                special: || special(&[("<|endoftext|>", 50_256)]),
+            },
+            TiktokenEncoding::P50kEdit => Spec {
+                table: P50K_TABLE,
+                pattern: R50K_PATTERN,
+                special: || {
+                    special(&[
+                        ("<|endoftext|>", 50_256),
+                        ("<|fim_prefix|>", 50_281),
+                        ("<|fim_middle|>", 50_282),
+                        ("<|fim_suffix|>", 50_283),
+                    ])
+                },
+            },
+            TiktokenEncoding::R50kBase => Spec {
+                table: include_bytes!("../assets/tiktoken/r50k_base.bpe"),
+                pattern: R50K_PATTERN,
+                special: || special(&[("<|endoftext|>", 50_256)]),
+            },
         }
     }
+}
+
+/// The byte strings of the ranks (see [`crate::bpe`]); shared by two encodings each.
+const O200K_TABLE: &[u8] = include_bytes!("../assets/tiktoken/o200k_base.bpe");
+const P50K_TABLE: &[u8] = include_bytes!("../assets/tiktoken/p50k_base.bpe");
+
+/// tiktoken's split patterns.
+const O200K_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+);
+const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+const R50K_PATTERN: &str =
+    r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+
+fn special(tokens: &[(&str, u32)]) -> Vec<(String, u32)> {
+    tokens
+        .iter()
+        .map(|(text, id)| ((*text).to_owned(), *id))
+        .collect()
+}
+
+/// `o200k_harmony`'s special tokens: the harmony ones and the reserved ids up to 201087.
+fn harmony_special() -> Vec<(String, u32)> {
+    let named = [
+        ("<|startoftext|>", 199_998),
+        ("<|endoftext|>", 199_999),
+        ("<|return|>", 200_002),
+        ("<|constrain|>", 200_003),
+        ("<|channel|>", 200_005),
+        ("<|start|>", 200_006),
+        ("<|end|>", 200_007),
+        ("<|message|>", 200_008),
+        ("<|call|>", 200_012),
+    ];
+    let mut tokens = special(&named);
+    for id in [200_000, 200_001, 200_004, 200_009, 200_010, 200_011]
+        .into_iter()
+        .chain(200_013..=201_087)
+    {
+        tokens.push((format!("<|reserved_{id}|>"), id));
+    }
+    tokens
 }
 
 impl fmt::Display for TiktokenEncoding {
@@ -81,10 +173,8 @@ impl fmt::Display for TiktokenEncoding {
 
 #[derive(Clone)]
 enum Backend {
-    Tiktoken {
-        encoding: TiktokenEncoding,
-        bpe: &'static CoreBPE,
-    },
+    /// Loaded on first use (see [`TiktokenEncoding::bpe`]).
+    Tiktoken(TiktokenEncoding),
     HuggingFace {
         path: PathBuf,
         inner: Arc<hf::Inner>,
@@ -208,7 +298,7 @@ pub struct Tokenizer {
 impl fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match &self.backend {
-            Backend::Tiktoken { .. } => "tiktoken",
+            Backend::Tiktoken(_) => "tiktoken",
             Backend::HuggingFace { .. } => "huggingface",
         };
         f.debug_struct("Tokenizer")
@@ -224,14 +314,13 @@ impl Tokenizer {
         Self::tiktoken(TiktokenEncoding::O200kBase)
     }
 
-    /// One of the embedded tiktoken encodings.
+    /// One of the embedded tiktoken encodings. Its tables load the first time a token is
+    /// made or counted (about 3 MB and a few milliseconds for `o200k_base`), so a run
+    /// that never needs one never pays for them.
     pub fn tiktoken(encoding: TiktokenEncoding) -> Self {
         Self {
             name: Arc::from(encoding.name()),
-            backend: Backend::Tiktoken {
-                encoding,
-                bpe: encoding.bpe(),
-            },
+            backend: Backend::Tiktoken(encoding),
         }
     }
 
@@ -294,7 +383,7 @@ impl Tokenizer {
     /// The tiktoken encoding, when this is one.
     pub fn tiktoken_encoding(&self) -> Option<TiktokenEncoding> {
         match &self.backend {
-            Backend::Tiktoken { encoding, .. } => Some(*encoding),
+            Backend::Tiktoken(encoding) => Some(*encoding),
             Backend::HuggingFace { .. } => None,
         }
     }
@@ -311,7 +400,7 @@ impl Tokenizer {
     /// Encodes `text` without special tokens.
     pub fn try_encode(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
         match &self.backend {
-            Backend::Tiktoken { bpe, .. } => Ok(bpe.encode_ordinary(text)),
+            Backend::Tiktoken(encoding) => Ok(encoding.bpe().encode(text)),
             Backend::HuggingFace { inner, .. } => {
                 hf::encode(inner, text).map_err(|reason| TokenizerError::Encode {
                     tokenizer: self.name.to_string(),
@@ -335,12 +424,13 @@ impl Tokenizer {
     /// invalid UTF-8 at the edges becomes U+FFFD).
     pub fn try_decode(&self, ids: &[u32]) -> Result<String, TokenizerError> {
         match &self.backend {
-            Backend::Tiktoken { bpe, .. } => bpe
-                .decode_bytes(ids)
+            Backend::Tiktoken(encoding) => encoding
+                .bpe()
+                .decode(ids)
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                .map_err(|e| TokenizerError::Decode {
+                .map_err(|id| TokenizerError::Decode {
                     tokenizer: self.name.to_string(),
-                    reason: e.to_string(),
+                    reason: format!("Invalid token for decoding: {id}"),
                 }),
             Backend::HuggingFace { inner, .. } => {
                 hf::decode(inner, ids).map_err(|reason| TokenizerError::Decode {
@@ -367,25 +457,14 @@ impl Tokenizer {
     /// decode).
     pub fn token_ids(&self, with_special: bool) -> Vec<u32> {
         match &self.backend {
-            Backend::Tiktoken { bpe, .. } => {
-                let special: std::collections::HashSet<u32> = bpe
-                    .special_tokens()
-                    .into_iter()
-                    .filter_map(|token| match bpe.encode_with_special_tokens(token)[..] {
-                        [id] => Some(id),
-                        _ => None,
-                    })
-                    .collect();
-                let end = special.iter().max().map_or(0, |id| id + 1);
-                (0..end)
-                    .filter(|id| {
-                        if special.contains(id) {
-                            with_special
-                        } else {
-                            bpe.decode_bytes(&[*id]).is_ok()
-                        }
-                    })
-                    .collect()
+            Backend::Tiktoken(encoding) => {
+                let bpe = encoding.bpe();
+                let mut ids: Vec<u32> = bpe.ordinary_ids().collect();
+                if with_special {
+                    ids.extend(bpe.special_tokens().iter().map(|(_, id)| *id));
+                    ids.sort_unstable();
+                }
+                ids
             }
             Backend::HuggingFace { inner, .. } => hf::token_ids(inner, with_special),
         }
@@ -396,7 +475,7 @@ impl Tokenizer {
     /// tiktoken.
     pub fn special_tokens_added(&self) -> usize {
         match &self.backend {
-            Backend::Tiktoken { .. } => 0,
+            Backend::Tiktoken(_) => 0,
             Backend::HuggingFace { inner, .. } => hf::special_tokens_added(inner),
         }
     }
@@ -411,7 +490,7 @@ impl Tokenizer {
     pub fn count(&self, text: &str) -> usize {
         split_long_runs(text)
             .map(|piece| match &self.backend {
-                Backend::Tiktoken { bpe, .. } => bpe.count_ordinary(piece),
+                Backend::Tiktoken(encoding) => encoding.bpe().count(piece),
                 Backend::HuggingFace { .. } => self.encode(piece).len(),
             })
             .sum()
