@@ -8,9 +8,10 @@ use aiperf_runner::merge::{merge_runs, MergeError, MergeOptions, MergeReport};
 
 use crate::args::MergeArgs;
 
-/// Merges, prints the merged summary and where it went. Exit 2 when the directories are
-/// not the shards of one benchmark (or some are missing), 1 when a file cannot be read
-/// or written or the shards did not finish within `--wait`.
+/// Merges, prints the merged summary and where it went. Exit 3 when a merged run misses
+/// the benchmark's run-level SLOs, 2 when the directories are not the shards of one
+/// benchmark (or some are missing), 1 when a file cannot be read or written or the
+/// shards did not finish within `--wait`.
 pub(crate) fn run(args: &MergeArgs) -> ExitCode {
     let output = args
         .output
@@ -31,7 +32,17 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
             for dir in &merged.aggregates {
                 println!("Aggregated the merged runs into {}", dir.display());
             }
-            ExitCode::SUCCESS
+            let mut slos_met = true;
+            for report in merged.runs.iter().filter_map(|r| r.slo_report.as_ref()) {
+                print!("{}", report.render());
+                slos_met &= report.passed();
+            }
+            // As `aiperf profile` exits when its run missed an SLO.
+            if slos_met {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(3)
+            }
         }
         Err(error) => {
             eprintln!("error: {error}");

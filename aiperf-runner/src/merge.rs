@@ -9,7 +9,8 @@
 //! shard scrapes the same telemetry endpoints over the same window, so the telemetry of
 //! the lowest shard stands for the run; its energy-per-token figures are recomputed with
 //! the merged token counts. `inputs.json` is the same in every shard (the same dataset
-//! from the same seed) and is copied from the lowest one.
+//! from the same seed) and is copied from the lowest one. The merged summary is checked
+//! against the benchmark's run-level SLOs, as one process's would be.
 //!
 //! ```no_run
 //! use std::path::PathBuf;
@@ -30,6 +31,7 @@ use aiperf_core::{Clock, Phase, PhaseStats, RunInfo};
 use aiperf_metrics::digest::DIGEST_FILE;
 use aiperf_metrics::export::{export_paths, write_results_ready, write_summary_files};
 use aiperf_metrics::merge::absorb_digests;
+use aiperf_metrics::slo::SloReport;
 use aiperf_metrics::{MetricsError, MetricsSink, Summary};
 use serde::Serialize;
 
@@ -69,6 +71,8 @@ pub struct MergeReport {
     pub summary: Summary,
     /// Shard files that were left out of the merged run, and why.
     pub left_out: Vec<String>,
+    /// The merged run checked against the benchmark's run-level SLOs, if it has any.
+    pub slo_report: Option<SloReport>,
 }
 
 /// Why shard directories could not be merged.
@@ -375,7 +379,10 @@ pub fn merge(
     write_merge_manifest(output, &shards, count, &missing, records)?;
     let failed: Vec<String> = summary.export_failure.iter().cloned().collect();
     write_results_ready(output, summary.was_cancelled, &failed)?;
+    let slos = &first.results.slos;
+    let slo_report = (!slos.is_empty()).then(|| summary.check_slos(slos));
     Ok(MergeReport {
+        slo_report,
         dir: output.to_path_buf(),
         run_id: first.manifest.run_id.clone(),
         count,

@@ -388,7 +388,11 @@ impl Session {
         }
         if let Some(shard) = config.load.shard {
             let mut manifest = ShardManifest::new(&config, shard, start_at, started);
-            manifest.results = Some(ShardResults::of(&summary, spec.records.slice_duration));
+            manifest.results = Some(ShardResults::of(
+                &summary,
+                spec.records.slice_duration,
+                &spec.slos,
+            ));
             if let Err(error) = manifest.write(&artifact_dir) {
                 tracing::error!("{error}");
                 summary

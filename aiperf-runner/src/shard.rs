@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aiperf_core::config::Shard;
 use aiperf_core::{BenchmarkConfig, CancellationToken};
+use aiperf_metrics::slo::Slo;
 use aiperf_metrics::{MetricsContext, Summary, SummaryAdditions};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -142,11 +143,15 @@ pub struct ShardResults {
     pub cli_command: Option<String>,
     /// What telemetry added to the shard's summary.
     pub additions: SummaryAdditions,
+    /// The run-level SLOs the benchmark is checked against (`RunSpec::slos`).
+    #[serde(default)]
+    pub slos: Vec<Slo>,
 }
 
 impl ShardResults {
-    /// The results of a run that ended with `summary`, sliced by `slice_duration`.
-    pub fn of(summary: &Summary, slice_duration: Option<Duration>) -> Self {
+    /// The results of a run that ended with `summary`, sliced by `slice_duration` and
+    /// checked against `slos`.
+    pub fn of(summary: &Summary, slice_duration: Option<Duration>, slos: &[Slo]) -> Self {
         Self {
             config: summary.config.clone(),
             context: summary.context,
@@ -160,6 +165,7 @@ impl ShardResults {
             failure_threshold_exceeded: summary.failure_threshold_exceeded.clone(),
             cli_command: summary.cli_command.clone(),
             additions: summary.additions.clone(),
+            slos: slos.to_vec(),
         }
     }
 }

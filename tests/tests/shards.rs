@@ -205,6 +205,7 @@ fn check_merge(dir: &Path, whole: &Value) {
         &["merge", &shard(0), &whole_dir, "-o", elsewhere],
         "not a shard's run directory",
     );
+
     let out = aiperf(&[
         "merge",
         &shard(0),
@@ -220,6 +221,27 @@ fn check_merge(dir: &Path, whole: &Value) {
         read_json(&dir.join("elsewhere/merge.json"))["missing"],
         serde_json::json!([2])
     );
+
+    // The benchmark's run-level SLOs (run_config.json's `slos`, which each shard records)
+    // are checked on the merged summary: missed, the merge exits 3 as profile would.
+    let manifest_path = dir.join("shard-0/shard.json");
+    let mut manifest = read_json(&manifest_path);
+    manifest["results"]["slos"] =
+        serde_json::json!([{"tag": "request_latency", "stat": "avg", "threshold": 0.001}]);
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let gated = dir.join("gated");
+    let out = aiperf(&[
+        "merge",
+        &shard(0),
+        &shard(1),
+        &shard(2),
+        "-o",
+        gated.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 3);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("NVIDIA AIPerf | SLO Check"), "{stdout}");
+    assert!(stdout.contains("FAIL"), "{stdout}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
