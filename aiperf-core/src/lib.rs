@@ -158,6 +158,23 @@ pub struct PhaseStats {
     pub grace_expired: bool,
 }
 
+impl PhaseStats {
+    /// A phase known only by its window, `start_ns` to `end_ns` (nothing counted): what a
+    /// summary of records fed by hand, or of one time slice, divides its throughputs by.
+    pub fn window(phase: Phase, start_ns: u64, end_ns: u64) -> Self {
+        Self {
+            phase,
+            start_ns,
+            sending_end_ns: end_ns,
+            end_ns,
+            sent: 0,
+            completed: 0,
+            cancelled: 0,
+            grace_expired: false,
+        }
+    }
+}
+
 impl RunInfo {
     /// The stats of `phase`, if it ran.
     pub fn phase(&self, phase: Phase) -> Option<&PhaseStats> {

@@ -284,16 +284,7 @@ mod tests {
     fn run(clock: Option<Clock>, start_ns: u64, end_ns: u64) -> RunInfo {
         RunInfo {
             clock,
-            phases: vec![PhaseStats {
-                phase: Phase::Profiling,
-                start_ns,
-                sending_end_ns: end_ns,
-                end_ns,
-                sent: 0,
-                completed: 0,
-                cancelled: 0,
-                grace_expired: false,
-            }],
+            phases: vec![PhaseStats::window(Phase::Profiling, start_ns, end_ns)],
             was_cancelled: false,
         }
     }

@@ -153,16 +153,7 @@ impl Slices {
                 .max(start + 1);
             let run = RunInfo {
                 clock: Some(clock),
-                phases: vec![PhaseStats {
-                    phase: Phase::Profiling,
-                    start_ns: start,
-                    sending_end_ns: end,
-                    end_ns: end,
-                    sent: 0,
-                    completed: 0,
-                    cancelled: 0,
-                    grace_expired: false,
-                }],
+                phases: vec![PhaseStats::window(Phase::Profiling, start, end)],
                 was_cancelled: false,
             };
             out.push(TimeSlice {
@@ -977,16 +968,11 @@ mod tests {
     fn run(window_ms: (u64, u64)) -> RunInfo {
         RunInfo {
             clock: None,
-            phases: vec![PhaseStats {
-                phase: Phase::Profiling,
-                start_ns: window_ms.0 * MS,
-                sending_end_ns: window_ms.0 * MS,
-                end_ns: window_ms.1 * MS,
-                sent: 0,
-                completed: 0,
-                cancelled: 0,
-                grace_expired: false,
-            }],
+            phases: vec![PhaseStats::window(
+                Phase::Profiling,
+                window_ms.0 * MS,
+                window_ms.1 * MS,
+            )],
             was_cancelled: false,
         }
     }

@@ -481,16 +481,7 @@ fn run_info(shards: &[ShardDir], window: Option<(u64, u64)>) -> RunInfo {
     RunInfo {
         clock: Some(Clock::unix()),
         phases: window
-            .map(|(start_ns, end_ns)| PhaseStats {
-                phase: Phase::Profiling,
-                start_ns,
-                sending_end_ns: end_ns,
-                end_ns,
-                sent: 0,
-                completed: 0,
-                cancelled: 0,
-                grace_expired: false,
-            })
+            .map(|(start_ns, end_ns)| PhaseStats::window(Phase::Profiling, start_ns, end_ns))
             .into_iter()
             .collect(),
         was_cancelled,

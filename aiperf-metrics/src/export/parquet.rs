@@ -372,16 +372,7 @@ mod tests {
         sink.process(&failed(0, "x y", 500, "boom")).unwrap();
         let run = RunInfo {
             clock: None,
-            phases: vec![PhaseStats {
-                phase: Phase::Profiling,
-                start_ns: 0,
-                sending_end_ns: 0,
-                end_ns: n * 100 * MS,
-                sent: 0,
-                completed: 0,
-                cancelled: 0,
-                grace_expired: false,
-            }],
+            phases: vec![PhaseStats::window(Phase::Profiling, 0, n * 100 * MS)],
             was_cancelled: false,
         };
         sink.summarize(&run).unwrap();
