@@ -59,7 +59,10 @@ fn a_trace_folder_replays_its_requests_and_subagents() {
     assert_eq!(
         tree(parent),
         [
-            vec![(Some(1), vec![("trace-a::sa:agent_001".to_owned(), Some(250.0))])],
+            vec![(
+                Some(1),
+                vec![("trace-a::sa:agent_001".to_owned(), Some(250.0))]
+            )],
             vec![]
         ]
     );
