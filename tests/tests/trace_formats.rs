@@ -250,6 +250,18 @@ async fn a_weka_trace_folder_replays_each_request_with_its_output_length() {
         // Each recorded request carries its whole context: one message.
         assert_eq!(body["messages"].as_array().unwrap().len(), 1, "{body}");
     }
+    // inputs.json lists the subagent's session after its parent's.
+    let inputs = common::read_json(&dir.path().join("artifacts").join("inputs.json"));
+    let sessions: Vec<(&str, usize)> = inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let payloads = s["payloads"].as_array().unwrap();
+            (s["session_id"].as_str().unwrap(), payloads.len())
+        })
+        .collect();
+    assert_eq!(sessions, [("w1", 2), ("w1::sa:a1", 1)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
