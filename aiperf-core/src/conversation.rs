@@ -61,6 +61,11 @@ pub struct Turn {
     /// Audio as `format,base64` strings or URLs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub audios: Vec<String>,
+    /// Length in seconds of the first audio clip (the one a transcription request
+    /// uploads) when the dataset knows it: set where the audio is synthesised or
+    /// loaded, read by the audio metrics from a record's credit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_duration_s: Option<f64>,
     /// Video URLs or `data:` URLs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub videos: Vec<String>,

@@ -55,8 +55,9 @@ impl<'a> ModelPicker<'a> {
 }
 
 /// Names a model on every turn that has none, in dataset order (see [`ModelPicker`]), so
-/// a dataset file spreads over several `--model` values as a synthetic one does. Turns
-/// that name their own model keep it. `root_seed` is the run's seed.
+/// a dataset file spreads over several `--model` values as a synthetic one does: each
+/// conversation's turns, then those of the sessions it starts (subagents, `dag_jsonl`
+/// children). Turns that name their own model keep it. `root_seed` is the run's seed.
 pub fn assign_models(
     conversations: &mut [Conversation],
     models: &[String],
@@ -64,10 +65,12 @@ pub fn assign_models(
     root_seed: u64,
 ) {
     let mut picker = ModelPicker::new(models, strategy, root_seed);
-    for turn in conversations.iter_mut().flat_map(|c| c.turns.iter_mut()) {
-        if turn.model.is_none() {
-            turn.model = picker.next();
-        }
+    for conversation in conversations {
+        conversation.for_each_turn_mut(&mut |turn| {
+            if turn.model.is_none() {
+                turn.model = picker.next();
+            }
+        });
     }
 }
 
@@ -88,7 +91,7 @@ fn weighted_index(weights: &[f64], draw: f64) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use aiperf_core::Turn;
+    use aiperf_core::{Branch, BranchMode, Turn};
 
     use super::*;
 
@@ -133,5 +136,52 @@ mod tests {
             .flat_map(|c| c.turns.iter().map(|t| t.model.as_deref().unwrap()))
             .collect();
         assert_eq!(named, ["a", "b", "own", "a"]);
+    }
+
+    #[test]
+    fn the_sessions_a_conversation_starts_get_models_after_its_own_turns() {
+        let child = |id: &str, turns: Vec<Turn>| Conversation {
+            session_id: id.into(),
+            turns,
+            ..Conversation::default()
+        };
+        let mut first = Turn::text("1");
+        first.branches.push(Branch {
+            mode: BranchMode::Spawn,
+            children: vec![child("c", vec![Turn::text("c1"), Turn::text("c2")])],
+            join_at: Some(1),
+        });
+        let mut conversations = vec![Conversation {
+            turns: vec![first, Turn::text("2")],
+            pre_session_spawns: vec![child("p", vec![Turn::text("p1")])],
+            ..Conversation::default()
+        }];
+        let models = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        assign_models(
+            &mut conversations,
+            &models,
+            &ModelSelectionStrategy::RoundRobin,
+            7,
+        );
+        let named: Vec<(String, String)> = conversations[0]
+            .with_descendants()
+            .iter()
+            .flat_map(|c| {
+                c.turns
+                    .iter()
+                    .map(|t| (t.joined_text(), t.model.clone().unwrap()))
+            })
+            .collect();
+        let expected = [
+            ("1", "a"),
+            ("2", "b"),
+            ("p1", "c"),
+            ("c1", "a"),
+            ("c2", "b"),
+        ];
+        assert_eq!(
+            named,
+            expected.map(|(text, model)| (text.to_owned(), model.to_owned()))
+        );
     }
 }

@@ -417,6 +417,7 @@ impl<'a> Composer<'a> {
             texts,
             images: media.images,
             audios: media.audios,
+            audio_duration_s: media.audio_duration_s,
             videos: media.videos,
             model: self.models.next(),
             max_tokens,

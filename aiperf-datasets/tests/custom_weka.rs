@@ -1,10 +1,11 @@
 //! `weka_trace`: a trace file (or a folder of them) becomes one session of
-//! self-contained turns per trace plus one per subagent, timed by the recorded idle gaps
-//! (or think times), with prompts of the recorded blocks; schema errors name the line.
+//! self-contained turns per trace, its subagents child sessions spawned and joined
+//! where 0.13 puts them, timed by the recorded idle gaps (or think times), with
+//! prompts of the recorded blocks; schema errors name the line.
 #![allow(clippy::unwrap_used)]
 
 use aiperf_core::config::CustomDatasetType;
-use aiperf_core::ContextMode;
+use aiperf_core::{BranchMode, ContextMode, Conversation};
 use aiperf_datasets::{
     detect_dataset_type, load_custom_dataset, CustomDatasetOptions, LoadedDataset, Tokenizer,
 };
@@ -20,7 +21,7 @@ const TRACE: &str = r#"{
     {"type": "subagent", "t": 2.0, "agent_id": "agent_001", "subagent_type": "Explore",
      "status": "completed", "models": ["m"], "duration_ms": 900, "total_tokens": 30,
      "tool_use_count": 1,
-     "requests": [{"t": 2.0, "type": "s", "model": "m", "in": 20, "out": 3,
+     "requests": [{"t": 2.25, "type": "s", "model": "m", "in": 20, "out": 3,
                    "hash_ids": [9, 10], "ttft": 0.1}]},
     {"t": 4.0, "type": "s", "model": "m", "in": 56, "out": 0, "hash_ids": [1, 2, 3, 4],
      "api_time": 0.5, "think_time": 0.75}
@@ -51,8 +52,20 @@ fn a_trace_folder_replays_its_requests_and_subagents() {
         .iter()
         .map(|c| c.session_id.as_str())
         .collect();
-    assert_eq!(ids, ["trace-a", "trace-a::sa:agent_001"]);
+    assert_eq!(ids, ["trace-a"]);
     let parent = &loaded.conversations[0];
+    // The subagent (2.0 s to 2.9 s) is spawned by the request before it and joined by
+    // the one after, its first request 250 ms after the spawn.
+    assert_eq!(
+        tree(parent),
+        [
+            vec![(
+                Some(1),
+                vec![("trace-a::sa:agent_001".to_owned(), Some(250.0))]
+            )],
+            vec![]
+        ]
+    );
     assert_eq!(parent.context_mode, ContextMode::MessageArrayWithResponses);
     let tokenizer = Tokenizer::builtin();
     let tokens: Vec<Vec<u32>> = parent
@@ -74,11 +87,97 @@ fn a_trace_folder_replays_its_requests_and_subagents() {
             .collect::<Vec<_>>(),
         [Some(7), Some(1)]
     );
-    assert_eq!(loaded.conversations[1].turns[0].max_tokens, Some(3));
+    let child = &parent.turns[0].branches[0].children[0];
+    assert_eq!(child.turns[0].max_tokens, Some(3));
+    assert_eq!(child.context_mode, ContextMode::MessageArrayWithResponses);
     assert!(!loaded.timestamped);
 
     let think = load(dir.path(), true);
     assert_eq!(think.conversations[0].turns[1].delay_ms, Some(750.0));
+}
+
+/// Per parent turn, each branch as its join turn and its children (session id, delay
+/// of the first request); every branch of a weka trace is a spawn.
+type Tree = Vec<Vec<(Option<usize>, Vec<(String, Option<f64>)>)>>;
+
+fn tree(conversation: &Conversation) -> Tree {
+    conversation
+        .turns
+        .iter()
+        .map(|turn| {
+            turn.branches
+                .iter()
+                .map(|branch| {
+                    assert_eq!(branch.mode, BranchMode::Spawn);
+                    let children = branch
+                        .children
+                        .iter()
+                        .map(|c| (c.session_id.clone(), c.turns[0].delay_ms))
+                        .collect();
+                    (branch.join_at, children)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn request(t: f64, api_time: f64) -> serde_json::Value {
+    serde_json::json!({"t": t, "type": "n", "model": "m", "in": 20, "out": 2,
+                       "hash_ids": [1, 2], "api_time": api_time})
+}
+
+fn subagent(
+    id: &str,
+    t: f64,
+    duration_ms: Option<u64>,
+    requests: &[serde_json::Value],
+) -> serde_json::Value {
+    serde_json::json!({"type": "subagent", "t": t, "agent_id": id, "subagent_type": "Explore",
+                       "status": "completed", "models": ["m"], "duration_ms": duration_ms,
+                       "total_tokens": null, "tool_use_count": null, "requests": requests})
+}
+
+#[test]
+fn subagents_are_spawned_and_joined_where_0_13_puts_them() {
+    // 0.13's own examples: A and A2 end before parent[1] (one group joined there), B
+    // runs through parent[1] and is joined by parent[2], C ends after the last parent
+    // request (background), Z comes before any parent request (left out). B's inner
+    // `t` is relative to its spawn (an older capture); C's end is its last request's.
+    let trace = serde_json::json!({
+        "id": "tiers", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
+        "requests": [
+            subagent("Z", 0.0, Some(100), &[request(0.0, 0.1)]),
+            request(0.0, 0.5),
+            subagent("A", 1.0, Some(3000), &[request(1.5, 0.5)]),
+            subagent("A2", 1.25, Some(1000), &[request(1.25, 0.5)]),
+            subagent("B", 2.0, Some(7000), &[request(0.5, 1.0), request(3.5, 1.0)]),
+            request(6.0, 0.5),
+            request(12.0, 0.5),
+            subagent("C", 13.0, None, &[request(13.0, 20.0)]),
+        ]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tiers.json");
+    std::fs::write(&file, trace.to_string()).unwrap();
+    let loaded = load(&file, false);
+    assert_eq!(loaded.conversations.len(), 1);
+    let root = &loaded.conversations[0];
+    let child = |id: &str, delay: f64| (format!("tiers::sa:{id}"), Some(delay));
+    assert_eq!(
+        tree(root),
+        [
+            vec![
+                (Some(1), vec![child("A", 500.0), child("A2", 250.0)]),
+                (Some(2), vec![child("B", 500.0)]),
+            ],
+            vec![],
+            vec![(None, vec![child("C", 0.0)])],
+        ]
+    );
+    // Inside B, the second request waits its idle gap: 3.5 − (2.5 + 1.0) s.
+    let b = &root.turns[0].branches[1].children[0];
+    assert_eq!(b.turns[1].delay_ms, Some(0.0));
+    assert_eq!(b.turns.len(), 2);
 }
 
 #[test]
@@ -103,7 +202,7 @@ fn max_context_length_leaves_out_traces_over_it() {
         .iter()
         .map(|c| c.session_id.as_str())
         .collect();
-    assert_eq!(ids, ["trace-b", "trace-b::sa:agent_001"]);
+    assert_eq!(ids, ["trace-b"]);
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::io::Cursor;
 
 use aiperf_core::config::{ImageFormat, InputConfig};
 use aiperf_datasets::media::audio::wav_bytes;
+use aiperf_datasets::media::clip_seconds;
 use aiperf_datasets::media::image::{encode_jpeg, encode_png, noise_rgb};
 use aiperf_datasets::{derive_rng, SyntheticDataset, Tokenizer};
 use base64::Engine;
@@ -133,7 +134,40 @@ fn dataset_turns_carry_images_and_audio_without_text() {
         // 0.25 s × 8000 Hz × 2 channels × 2 bytes.
         assert_eq!(u32::from_le_bytes(wav[40..44].try_into().unwrap()), 8000);
         assert_eq!(u32::from_le_bytes(wav[24..28].try_into().unwrap()), 8000);
+        // The audio metrics' clip length, as made and as read back from the header.
+        assert_eq!(turn.audio_duration_s, Some(0.25));
+        assert_eq!(clip_seconds(&turn.audios[0]), Some(0.25));
     }
+}
+
+#[test]
+fn a_loaded_clip_is_measured_from_its_wav_header() {
+    use base64::engine::general_purpose::STANDARD;
+    // 12 000 frames of 16-bit stereo at 8 kHz: 1.5 s, after a LIST chunk of odd size.
+    let plain = wav_bytes(&vec![0.0; 24_000], 8000, 2, 16);
+    let mut with_list = plain[..36].to_vec();
+    with_list.extend_from_slice(b"LIST");
+    with_list.extend_from_slice(&3u32.to_le_bytes());
+    with_list.extend_from_slice(b"abc\0");
+    with_list.extend_from_slice(&plain[36..]);
+    assert_eq!(
+        clip_seconds(&format!("wav,{}", STANDARD.encode(&plain))),
+        Some(1.5)
+    );
+    assert_eq!(
+        clip_seconds(&format!("wav,{}", STANDARD.encode(&with_list))),
+        Some(1.5)
+    );
+    // A streamed file's unset data size counts the bytes there are.
+    let mut streamed = plain.clone();
+    streamed[40..44].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert_eq!(
+        clip_seconds(&format!("wav,{}", STANDARD.encode(&streamed))),
+        Some(1.5)
+    );
+    assert_eq!(clip_seconds("mp3,SUQzBAAAAAAA"), None);
+    assert_eq!(clip_seconds("https://example.com/a.wav"), None);
+    assert_eq!(clip_seconds("wav,UklGRg=="), None);
 }
 
 #[test]

@@ -259,6 +259,8 @@ catalogue! {
     RequestLatency               => "request_latency",                  "Request Latency",                  "ms",              Record, Main,   300,          [];
     VideoInferenceTime           => "video_inference_time",             "Video Inference Time",             "ms",              Record, Main,   310,          [];
     VideoPeakMemory              => "video_peak_memory",                "Video Peak Memory",                "MB",              Record, Main,   311,          [];
+    AudioDuration                => "audio_duration",                   "Audio Duration",                   "sec",             Record, Hidden, HIDDEN_ORDER, [];
+    Rtfx                         => "rtfx",                             "Inverse Real-Time Factor (RTFx)",  "ratio",           Record, Main,   850,          [LIB];
     DecodeDuration               => "decode_duration",                  "Decode Duration",                  "ms",              Record, Main,   350,          [STO];
     InterTokenLatency            => "inter_token_latency",              "Inter Token Latency",              "ms",              Record, Main,   400,          [STO];
     InterChunkLatency            => "inter_chunk_latency",              "Inter Chunk Latency",              "ms",              Record, Hidden, HIDDEN_ORDER, [STO, LIST];

@@ -458,6 +458,24 @@ pub fn compute_record_metrics(
         MetricId::VideoPeakMemory,
         video.and_then(|v| v.peak_memory_mb),
     );
+    // How fast a clip of known length was transcribed (0.13's audio metrics): the
+    // length comes with the turn the credit sent, set when the dataset was built.
+    let audio_s = record
+        .credit
+        .conversation
+        .turns
+        .get(record.credit.turn_index)
+        .and_then(|turn| turn.audio_duration_s)
+        .filter(|seconds| *seconds > 0.0);
+    out.push(ctx, MetricId::AudioDuration, audio_s);
+    out.push(
+        ctx,
+        MetricId::Rtfx,
+        match (audio_s, latency_ns) {
+            (Some(seconds), Some(lat)) if lat > 0 => Some(seconds / (lat as f64 / NS_PER_SEC)),
+            _ => None,
+        },
+    );
     if content.len() >= 2 {
         out.push(
             ctx,
@@ -675,9 +693,11 @@ pub(crate) mod testkit {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::testkit::*;
     use super::*;
-    use aiperf_core::HttpTiming;
+    use aiperf_core::{Conversation, HttpTiming, Turn};
 
     const MS: u64 = 1_000_000;
 
@@ -839,6 +859,41 @@ mod tests {
         let chat = metrics(&streamed(), &MetricsContext::streaming_chat());
         assert!(chat.get(MetricId::VideoInferenceTime).is_none());
         assert!(chat.get(MetricId::VideoPeakMemory).is_none());
+    }
+
+    #[test]
+    fn a_clip_of_known_length_reports_its_duration_and_rtfx() {
+        let transcription = |audio_duration_s: Option<f64>, start: u64, end: u64| {
+            let mut r = record(start, "", vec![resp(end, "some words", "", None)]);
+            r.credit.conversation = Arc::new(Conversation {
+                turns: vec![
+                    Turn::default(),
+                    Turn {
+                        audio_duration_s,
+                        ..Turn::default()
+                    },
+                ],
+                ..Conversation::default()
+            });
+            r.credit.turn_index = 1;
+            r
+        };
+        let ctx = MetricsContext {
+            streaming: false,
+            ..MetricsContext::streaming_chat()
+        };
+        // 12.5 s of audio transcribed in 500 ms: 25 times real time.
+        let m = metrics(&transcription(Some(12.5), 100 * MS, 600 * MS), &ctx);
+        assert_eq!(m.scalar(MetricId::AudioDuration), Some(12.5));
+        assert_eq!(m.scalar(MetricId::Rtfx), Some(25.0));
+        // A reply stamped at the start has no latency to divide by.
+        let instant = metrics(&transcription(Some(12.5), 100 * MS, 100 * MS), &ctx);
+        assert_eq!(instant.scalar(MetricId::AudioDuration), Some(12.5));
+        assert!(instant.get(MetricId::Rtfx).is_none());
+        // Turns of unknown length (text, URLs, MP3) get neither.
+        let unknown = metrics(&transcription(None, 100 * MS, 600 * MS), &ctx);
+        assert!(unknown.get(MetricId::AudioDuration).is_none());
+        assert!(unknown.get(MetricId::Rtfx).is_none());
     }
 
     #[test]

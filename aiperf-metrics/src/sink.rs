@@ -1211,6 +1211,14 @@ mod tests {
             inference_time_s: Some(0.5),
             peak_memory_mb: Some(100.0),
         });
+        // Nor a transcription's clip length.
+        r.credit.conversation = std::sync::Arc::new(aiperf_core::Conversation {
+            turns: vec![aiperf_core::Turn {
+                audio_duration_s: Some(2.0),
+                ..aiperf_core::Turn::default()
+            }],
+            ..aiperf_core::Conversation::default()
+        });
         r.http = Some(aiperf_core::HttpTiming {
             connection_reused: false,
             connect_ns: Some((MS / 10, MS)),

@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 
 use crate::RunError;
 
-/// Writes the body of every turn of `conversations`, per session, to `path`. A body
-/// that is not JSON is kept as a string; a multipart form is written as its JSON view.
+/// Writes the body of every turn of `conversations` and of the sessions they start
+/// (each after its parent), per session, to `path`. A body that is not JSON is kept as
+/// a string; a multipart form is written as its JSON view.
 pub(crate) fn write(
     path: &Path,
     endpoint: &dyn Endpoint,
@@ -17,7 +18,10 @@ pub(crate) fn write(
     conversations: &[Conversation],
 ) -> Result<(), RunError> {
     let mut data = Vec::with_capacity(conversations.len());
-    for conversation in conversations {
+    for conversation in conversations
+        .iter()
+        .flat_map(Conversation::with_descendants)
+    {
         let mut payloads = Vec::with_capacity(conversation.turns.len());
         for turn in conversation.turns.chunks(1) {
             let built = build_request(

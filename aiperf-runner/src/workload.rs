@@ -468,7 +468,8 @@ async fn hub_files_source(
 }
 
 /// `--osl` for the turns of a dataset file that give no output length of their own (a
-/// line's `output_length` wins), drawn as for synthetic prompts.
+/// line's `output_length` wins), drawn as for synthetic prompts: each conversation's
+/// turns, then those of the sessions it starts.
 fn fill_output_lengths(
     conversations: &mut [Conversation],
     config: &BenchmarkConfig,
@@ -480,10 +481,12 @@ fn fill_output_lengths(
     let lengths =
         LengthDistribution::new(f64::from(mean), config.input.osl_stddev, "output tokens")?;
     let mut rng = derive_rng(seed, "composer.turn.max_tokens");
-    for turn in conversations.iter_mut().flat_map(|c| c.turns.iter_mut()) {
-        if turn.max_tokens.is_none() && turn.raw_payload.is_none() {
-            turn.max_tokens = Some(lengths.sample(&mut rng));
-        }
+    for conversation in conversations {
+        conversation.for_each_turn_mut(&mut |turn| {
+            if turn.max_tokens.is_none() && turn.raw_payload.is_none() {
+                turn.max_tokens = Some(lengths.sample(&mut rng));
+            }
+        });
     }
     Ok(())
 }
@@ -491,4 +494,46 @@ fn fill_output_lengths(
 fn average_turns(conversations: &[Conversation]) -> f64 {
     let turns: usize = conversations.iter().map(|c| c.turns.len()).sum();
     turns as f64 / conversations.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use aiperf_core::{Branch, BranchMode, Turn};
+
+    use super::*;
+
+    #[test]
+    fn osl_reaches_the_turns_of_child_sessions() {
+        let mut parent = Turn::text("parent");
+        parent.branches.push(Branch {
+            mode: BranchMode::Spawn,
+            children: vec![Conversation {
+                session_id: "child".into(),
+                turns: vec![
+                    Turn::text("child 1"),
+                    Turn {
+                        max_tokens: Some(3),
+                        ..Turn::text("child 2")
+                    },
+                ],
+                ..Conversation::default()
+            }],
+            join_at: None,
+        });
+        let mut conversations = vec![Conversation {
+            session_id: "parent".into(),
+            turns: vec![parent],
+            ..Conversation::default()
+        }];
+        let mut config = BenchmarkConfig::default();
+        config.input.osl_mean = Some(40);
+        fill_output_lengths(&mut conversations, &config).unwrap();
+        let lengths: Vec<Option<u32>> = conversations[0]
+            .with_descendants()
+            .iter()
+            .flat_map(|c| c.turns.iter().map(|t| t.max_tokens))
+            .collect();
+        // A child turn's own output length wins, as a root turn's does.
+        assert_eq!(lengths, [Some(40), Some(40), Some(3)]);
+    }
 }

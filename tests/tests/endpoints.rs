@@ -233,6 +233,40 @@ fn inputs_payloads(dir: &Path) -> Vec<Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audio_transcription_reports_each_clips_duration_and_rtfx() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every transcription takes at least the mock's 200 ms.
+    let server = MockServer::start(MockConfig {
+        record_requests: Some(dir.path().join("requests.jsonl")),
+        ..MockConfig::with_timing(200.0, 0.0)
+    })
+    .await
+    .unwrap();
+    // Clips of exactly 2 s (16 000 frames at 8 kHz).
+    let (summary, _) = run(
+        server,
+        dir.path(),
+        "-m whisper --tokenizer builtin --endpoint-type audio_transcription --request-count 3 \
+         --concurrency 1 --isl 0 --audio-length-mean 2 --audio-sample-rates 8 --random-seed 8",
+    )
+    .await;
+    let records = read_jsonl(&dir.path().join("out").join("profile_export.jsonl"));
+    assert_eq!(records.len(), 3);
+    for record in &records {
+        let metric = |tag: &str| record["metrics"][tag]["value"].as_f64().unwrap();
+        assert_eq!(metric("audio_duration"), 2.0, "{record}");
+        assert_eq!(record["metrics"]["audio_duration"]["unit"], "sec");
+        let latency_s = metric("request_latency") / 1000.0;
+        assert!((0.2..30.0).contains(&latency_s), "{record}");
+        let rtfx = metric("rtfx");
+        assert!((rtfx - 2.0 / latency_s).abs() < 1e-9, "{record}");
+        assert!(rtfx <= 10.0, "{record}");
+    }
+    assert_eq!(stat(&summary, "audio_duration", "avg"), 2.0);
+    assert!(stat(&summary, "rtfx", "max") <= 10.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audio_transcription_uploads_each_clip_as_a_form_file() {
     let dir = tempfile::tempdir().unwrap();
     let server = recording_mock(dir.path()).await;

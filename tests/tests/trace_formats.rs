@@ -55,12 +55,18 @@ fn write_baseten_trace(path: &Path) {
     writer.close().unwrap();
 }
 
-/// The bodies the recording mock received during a run of `flags`.
+/// The bodies the recording mock received during a run of `flags`, in arrival order.
 async fn recorded_bodies(dir: &Path, flags: &str) -> Vec<Value> {
+    recorded_bodies_answered_after(dir, flags, 0.0).await
+}
+
+/// The bodies a mock answering each request after `latency_ms` received during a run
+/// of `flags`, in arrival order.
+async fn recorded_bodies_answered_after(dir: &Path, flags: &str, latency_ms: f64) -> Vec<Value> {
     let record = dir.join("requests.jsonl");
     let server = MockServer::start(MockConfig {
         record_requests: Some(record.clone()),
-        ..MockConfig::with_timing(0.0, 0.0)
+        ..MockConfig::with_timing(latency_ms, 0.0)
     })
     .await
     .unwrap();
@@ -233,14 +239,66 @@ async fn a_weka_trace_folder_replays_each_request_with_its_output_length() {
         ),
     )
     .await;
-    let mut max_tokens: Vec<u64> = bodies
+    let max_tokens: Vec<u64> = bodies
         .iter()
         .map(|b| b["max_completion_tokens"].as_u64().unwrap())
         .collect();
-    max_tokens.sort_unstable();
-    assert_eq!(max_tokens, [3, 5, 6]);
+    // The subagent starts once the first request's reply is back; the second waits
+    // for it (one slot: it shares its parent's).
+    assert_eq!(max_tokens, [5, 3, 6]);
     for body in &bodies {
         // Each recorded request carries its whole context: one message.
         assert_eq!(body["messages"].as_array().unwrap().len(), 1, "{body}");
     }
+    // inputs.json lists the subagent's session after its parent's.
+    let inputs = common::read_json(&dir.path().join("artifacts").join("inputs.json"));
+    let sessions: Vec<(&str, usize)> = inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let payloads = s["payloads"].as_array().unwrap();
+            (s["session_id"].as_str().unwrap(), payloads.len())
+        })
+        .collect();
+    assert_eq!(sessions, [("w1", 2), ("w1::sa:a1", 1)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weka_parent_request_waits_for_the_subagent_it_joins() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w.json");
+    // The parent's second request was recorded 0.54 s after its first ended, right
+    // after the subagent's two requests (0.5 s apart) ended. Against a mock taking
+    // 0.5 s a request, the subagent's second request goes about 1 s after the spawn:
+    // without the join the parent's would go first (0.54 s), with it only after the
+    // subagent's last reply (about 1.5 s).
+    let trace = json!({
+        "id": "w", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
+        "requests": [
+            {"t": 0.0, "type": "n", "model": "m", "in": 20, "out": 5, "api_time": 0.01},
+            {"type": "subagent", "t": 0.02, "agent_id": "a1", "subagent_type": "Explore",
+             "status": "completed", "models": ["m"],
+             "requests": [
+                 {"t": 0.02, "type": "n", "model": "m", "in": 20, "out": 3, "api_time": 0.01},
+                 {"t": 0.53, "type": "n", "model": "m", "in": 20, "out": 4, "api_time": 0.01}
+             ]},
+            {"t": 0.55, "type": "n", "model": "m", "in": 20, "out": 6}
+        ]
+    });
+    std::fs::write(&file, trace.to_string()).unwrap();
+    let bodies = recorded_bodies_answered_after(
+        dir.path(),
+        &format!(
+            "--input-file {} --concurrency 1 --request-count 4",
+            file.display()
+        ),
+        500.0,
+    )
+    .await;
+    let max_tokens: Vec<u64> = bodies
+        .iter()
+        .map(|b| b["max_completion_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(max_tokens, [5, 3, 4, 6]);
 }

@@ -32,6 +32,9 @@ pub(crate) fn load(
         let mut turn = Turn::default();
         for pool in &pools {
             let entry = &pool[draws.random_range(0..pool.len())];
+            if turn.audios.is_empty() {
+                turn.audio_duration_s = entry.audio_duration_s;
+            }
             turn.texts.extend_from_slice(&entry.texts);
             turn.images.extend_from_slice(&entry.images);
             turn.audios.extend_from_slice(&entry.audios);

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::media::{self, Modality};
 use super::record::Record;
+use crate::media::clip_seconds;
 
 /// Keys of a `random_pool` line: the modalities only.
 pub(crate) const MODALITY_KEYS: [&str; 8] = [
@@ -52,6 +53,7 @@ pub(crate) fn parse_turn(
         videos: take_modality(&mut record, "video", "videos", Some(Modality::Video))?,
         ..Turn::default()
     };
+    turn.audio_duration_s = turn.audios.first().and_then(|clip| clip_seconds(clip));
     if turn.texts.is_empty()
         && turn.images.is_empty()
         && turn.audios.is_empty()

@@ -3,8 +3,11 @@
 //! `--input-file` is one such file or a folder of them (read in name order).
 //!
 //! A trace's top-level requests (`type` `n` or `s`: `t` seconds, `in`/`out` tokens,
-//! `hash_ids`, `api_time`, `think_time`) form one session; each `type: "subagent"`
-//! entry's inner requests form a session of their own (`<id>::sa:<agent_id>`). Every
+//! `hash_ids`, `api_time`, `think_time`) form one session. Each `type: "subagent"`
+//! entry's inner requests form a child session (`<id>::sa:<agent_id>`) nested as 0.13
+//! nests them: spawned once the parent's last request before the entry has its reply,
+//! its first request after its recorded offset from the spawn, and joined by the
+//! parent's first later request recorded at or after the subagent's end. Every
 //! request carries its whole context, so each turn is sent on its own, its prompt made
 //! of its `hash_ids` blocks of the trace's `block_size`. Hash ids are local to a trace:
 //! each trace's blocks come from its own seed stream, so traces never share a prefix.
@@ -14,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
-use aiperf_core::{ContextMode, Conversation, Turn};
+use aiperf_core::{Branch, BranchMode, ContextMode, Conversation, Turn};
 use serde::Deserialize;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
@@ -139,36 +142,19 @@ pub(crate) fn load(
             options.style,
         )
         .map_err(|e| DatasetFileError::file(&file, DatasetFileErrorKind::Invalid, e.to_string()))?;
-        let mut session = |session_id: String, requests: &[&Request], field: &str| {
-            let turns = turns(
-                requests,
-                trace.block_size,
-                &mut prompts,
-                options.think_time_only,
-            )
-            .map_err(|message| {
-                DatasetFileError::file(&file, DatasetFileErrorKind::Invalid, message)
-                    .in_field(field.to_owned())
-            })?;
-            Ok::<_, DatasetFileError>(Conversation {
-                session_id,
-                turns,
-                context_mode: ContextMode::MessageArrayWithResponses,
-                ..Conversation::default()
-            })
+        let mut builder = SessionBuilder {
+            block_size: trace.block_size,
+            prompts: &mut prompts,
+            think_time_only: options.think_time_only,
         };
-        let parent: Vec<&Request> = trace.requests.iter().filter_map(request).collect();
-        if !parent.is_empty() {
-            conversations.push(session(trace.id.clone(), &parent, "requests")?);
-        }
-        for (index, entry) in trace.requests.iter().enumerate() {
-            if let Entry::Subagent(agent) = entry {
-                let inner: Vec<&Request> = agent.requests.iter().filter_map(request).collect();
-                if !inner.is_empty() {
-                    let id = format!("{}::sa:{}", trace.id, agent.agent_id);
-                    conversations.push(session(id, &inner, &format!("requests[{index}]"))?);
-                }
-            }
+        let root = builder
+            .session(trace.id.clone(), &trace.requests, None, "requests")
+            .map_err(|(field, message)| {
+                DatasetFileError::file(&file, DatasetFileErrorKind::Invalid, message)
+                    .in_field(field)
+            })?;
+        if !root.turns.is_empty() {
+            conversations.push(root);
         }
     }
     if over_limit > 0 {
@@ -187,13 +173,6 @@ pub(crate) fn load(
         ));
     }
     Ok(conversations)
-}
-
-fn request(entry: &Entry) -> Option<&Request> {
-    match entry {
-        Entry::Normal(request) | Entry::Streaming(request) => Some(request),
-        Entry::Subagent(_) => None,
-    }
 }
 
 /// The `.json` files of a folder in name order, or the file itself.
@@ -262,41 +241,205 @@ fn peak_context(entries: &[Entry]) -> u64 {
         .unwrap_or(0)
 }
 
-/// The turns of one session's requests, in recorded order.
-fn turns(
-    requests: &[&Request],
+/// How close (in seconds) a later request may start before a subagent's recorded end
+/// and still count as sent after it (recorded times are rounded).
+const JOIN_EPSILON_S: f64 = 1e-6;
+
+/// A field of a trace and what is wrong with it.
+type FieldError = (String, String);
+
+/// Builds the sessions of one trace.
+struct SessionBuilder<'a> {
     block_size: u32,
-    prompts: &mut HashIdPrompts,
+    prompts: &'a mut HashIdPrompts,
     think_time_only: bool,
-) -> Result<Vec<Turn>, String> {
-    let mut turns = Vec::with_capacity(requests.len());
-    let mut previous: Option<&Request> = None;
-    for (index, request) in requests.iter().enumerate() {
-        let input = request.input_length.max(1);
-        let blocks = fitted_blocks(&request.hash_ids, input, u64::from(block_size));
-        let text = prompts
-            .prompt(input, &blocks)
-            .map_err(|message| format!("requests[{index}]: {message}"))?;
-        let delay_ms = previous.map(|before| match request.think_time {
-            Some(think) if think_time_only => think.max(0.0) * 1000.0,
-            _ => {
-                let busy = before
-                    .api_time
-                    .filter(|t| t.is_finite())
-                    .unwrap_or(0.0)
-                    .max(0.0);
-                ((request.t - before.t - busy) * 1000.0).max(0.0)
+}
+
+/// The child sessions one parent turn spawns that the same later turn joins.
+struct SpawnGroup {
+    spawner: usize,
+    join_at: Option<usize>,
+    /// The earliest spawn of the group, in seconds on the trace's clock.
+    spawned_at: f64,
+    /// Each child with when its first request was recorded.
+    children: Vec<(Conversation, f64)>,
+}
+
+impl SessionBuilder<'_> {
+    /// The session of `entries` (a trace's requests, or a subagent's), as 0.13 nests
+    /// them: its requests become turns, and each subagent among them becomes a child
+    /// session spawned once the last request before it has its reply, joined by the
+    /// first later request recorded at or after the subagent's end (or left running
+    /// to the session's end when none is). A subagent with no request before it has
+    /// no turn to spawn it and is left out. Each child's first request waits its
+    /// recorded offset from the earliest spawn of its group.
+    ///
+    /// `spawned_at` is the marker's `t` of a subagent's session: an inner `t` before
+    /// it is relative to it (older captures), as 0.13 reads them.
+    fn session(
+        &mut self,
+        session_id: String,
+        entries: &[Entry],
+        spawned_at: Option<f64>,
+        field: &str,
+    ) -> Result<Conversation, FieldError> {
+        let requests: Vec<(usize, f64, &Request)> = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(index, entry)| match entry {
+                Entry::Normal(r) | Entry::Streaming(r) => {
+                    Some((index, on_trace_clock(r.t, spawned_at), r))
+                }
+                Entry::Subagent(_) => None,
+            })
+            .collect();
+        let mut turns = self.turns(&requests, field)?;
+        let mut groups: Vec<SpawnGroup> = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let Entry::Subagent(agent) = entry else {
+                continue;
+            };
+            let Some(spawner) = requests.iter().rposition(|(at, _, _)| *at < index) else {
+                tracing::info!(
+                    session = session_id,
+                    agent = agent.agent_id,
+                    "left out a weka subagent with no request before it to spawn it"
+                );
+                continue;
+            };
+            let start = on_trace_clock(agent.t, spawned_at);
+            let end = subagent_end(agent, start);
+            let join_at = requests
+                .iter()
+                .enumerate()
+                .skip(spawner + 1)
+                .find(|(_, (_, t, _))| t + JOIN_EPSILON_S >= end)
+                .map(|(turn, _)| turn);
+            let child = self.session(
+                format!("{session_id}::sa:{}", agent.agent_id),
+                &agent.requests,
+                Some(start),
+                &format!("{field}[{index}].requests"),
+            )?;
+            let Some(first_t) = agent
+                .requests
+                .iter()
+                .find_map(|entry| match entry {
+                    Entry::Normal(r) | Entry::Streaming(r) => Some(r.t),
+                    Entry::Subagent(_) => None,
+                })
+                .map(|t| on_trace_clock(t, Some(start)))
+            else {
+                continue;
+            };
+            match groups
+                .iter_mut()
+                .find(|g| g.spawner == spawner && g.join_at == join_at)
+            {
+                Some(group) => {
+                    group.spawned_at = group.spawned_at.min(start);
+                    group.children.push((child, first_t));
+                }
+                None => groups.push(SpawnGroup {
+                    spawner,
+                    join_at,
+                    spawned_at: start,
+                    children: vec![(child, first_t)],
+                }),
             }
-        });
-        turns.push(Turn {
-            texts: vec![text],
-            max_tokens: Some(u32::try_from(request.output_length.max(1)).unwrap_or(u32::MAX)),
-            delay_ms,
-            ..Turn::default()
-        });
-        previous = Some(request);
+        }
+        for group in groups {
+            let children = group
+                .children
+                .into_iter()
+                .map(|(mut child, first_t)| {
+                    if let Some(first) = child.turns.first_mut() {
+                        first.delay_ms = Some(((first_t - group.spawned_at) * 1000.0).max(0.0));
+                    }
+                    child
+                })
+                .collect();
+            turns[group.spawner].branches.push(Branch {
+                mode: BranchMode::Spawn,
+                children,
+                join_at: group.join_at,
+            });
+        }
+        Ok(Conversation {
+            session_id,
+            turns,
+            context_mode: ContextMode::MessageArrayWithResponses,
+            ..Conversation::default()
+        })
     }
-    Ok(turns)
+
+    /// The turns of one session's requests (entry index, `t` on the trace's clock),
+    /// in recorded order.
+    fn turns(
+        &mut self,
+        requests: &[(usize, f64, &Request)],
+        field: &str,
+    ) -> Result<Vec<Turn>, FieldError> {
+        let mut turns = Vec::with_capacity(requests.len());
+        let mut previous: Option<(f64, &Request)> = None;
+        for &(index, t, request) in requests {
+            let input = request.input_length.max(1);
+            let blocks = fitted_blocks(&request.hash_ids, input, u64::from(self.block_size));
+            let text = self
+                .prompts
+                .prompt(input, &blocks)
+                .map_err(|message| (format!("{field}[{index}]"), message))?;
+            let delay_ms = previous.map(|(before_t, before)| match request.think_time {
+                Some(think) if self.think_time_only => think.max(0.0) * 1000.0,
+                _ => ((t - before_t - busy_seconds(before)) * 1000.0).max(0.0),
+            });
+            turns.push(Turn {
+                texts: vec![text],
+                max_tokens: Some(u32::try_from(request.output_length.max(1)).unwrap_or(u32::MAX)),
+                delay_ms,
+                ..Turn::default()
+            });
+            previous = Some((t, request));
+        }
+        Ok(turns)
+    }
+}
+
+/// A subagent's inner `t` on its trace's clock: one before the subagent's spawn is
+/// relative to it.
+fn on_trace_clock(t: f64, spawned_at: Option<f64>) -> f64 {
+    match spawned_at {
+        Some(spawn) if t + JOIN_EPSILON_S < spawn => spawn + t,
+        _ => t,
+    }
+}
+
+/// How long the server took on a request (0 when not recorded or unusable).
+fn busy_seconds(request: &Request) -> f64 {
+    request
+        .api_time
+        .filter(|t| t.is_finite())
+        .unwrap_or(0.0)
+        .max(0.0)
+}
+
+/// When a subagent spawned at `start` ended: its recorded duration, else the end of
+/// its last request, else its spawn.
+fn subagent_end(agent: &SpawnedAgent, start: f64) -> f64 {
+    if let Some(duration_ms) = agent.duration_ms {
+        return start + duration_ms as f64 / 1000.0;
+    }
+    agent
+        .requests
+        .iter()
+        .filter_map(|entry| match entry {
+            Entry::Normal(r) | Entry::Streaming(r) => {
+                Some(on_trace_clock(r.t, Some(start)) + busy_seconds(r))
+            }
+            Entry::Subagent(_) => None,
+        })
+        .reduce(f64::max)
+        .unwrap_or(start)
 }
 
 /// Exactly ⌈input / block⌉ block ids: the recorded ones, cut to that count, or padded

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{read_rows, HubDataset, HubError, Row};
 use crate::catalogue::{PublicDatasetEntry, RowConversion};
+use crate::media::clip_seconds;
 
 /// The prompt of speech-recognition datasets, as the Python AIPerf sends it.
 pub const SPEECH_PROMPT: &str = "Transcribe this audio.";
@@ -230,9 +231,11 @@ fn speech_turn(row: &Row, column: &str) -> Option<Turn> {
     } else {
         return None;
     };
+    let clip = format!("{format},{bytes}");
     Some(Turn {
         texts: vec![SPEECH_PROMPT.to_string()],
-        audios: vec![format!("{format},{bytes}")],
+        audio_duration_s: clip_seconds(&clip),
+        audios: vec![clip],
         ..Turn::default()
     })
 }

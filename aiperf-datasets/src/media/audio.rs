@@ -9,6 +9,15 @@ use rand_distr::{Distribution, Normal};
 /// Standard deviation of the noise, in full-scale units, before clipping to [-1, 1].
 const NOISE_SIGMA: f64 = 0.3;
 
+/// A synthetic clip.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AudioClip {
+    /// The clip as `"wav,<base64>"`.
+    pub data: String,
+    /// Its length in seconds (whole frames at its sample rate).
+    pub seconds: f64,
+}
+
 /// Draws clip lengths, sample rates and bit depths from `--audio-*` and writes noise
 /// clips as PCM WAV.
 #[derive(Debug, Clone)]
@@ -26,8 +35,8 @@ impl AudioGenerator {
         }
     }
 
-    /// One clip as `"wav,<base64>"`.
-    pub fn generate(&mut self) -> String {
+    /// One clip.
+    pub fn generate(&mut self) -> AudioClip {
         let seconds = self.draw_seconds();
         let rate_khz = pick(&self.options.sample_rates_khz, &mut self.rng).unwrap_or(16.0);
         let sample_rate = (rate_khz * 1000.0).round() as u32;
@@ -43,10 +52,13 @@ impl AudioGenerator {
             })
             .collect();
         let wav = wav_bytes(&samples, sample_rate, channels, bits);
-        format!(
-            "wav,{}",
-            base64::engine::general_purpose::STANDARD.encode(wav)
-        )
+        AudioClip {
+            data: format!(
+                "wav,{}",
+                base64::engine::general_purpose::STANDARD.encode(wav)
+            ),
+            seconds: frames as f64 / f64::from(sample_rate),
+        }
     }
 
     /// N(mean, sd), redrawn below the 0.01 s minimum.

@@ -18,11 +18,55 @@ use std::path::PathBuf;
 use aiperf_core::config::InputConfig;
 
 #[cfg(feature = "media")]
-pub use audio::AudioGenerator;
+pub use audio::{AudioClip, AudioGenerator};
 #[cfg(feature = "media")]
 pub use image::ImageGenerator;
 #[cfg(feature = "media")]
 pub use video::{locate_ffmpeg, VideoGenerator};
+
+/// The length in seconds of a `"wav,<base64>"` clip, from its WAV header (the data
+/// chunk's size over the format's byte rate); `None` for other formats, URLs and clips
+/// whose header cannot be read. Datasets call it when they load a clip, so that the
+/// audio metrics know its length.
+pub fn clip_seconds(clip: &str) -> Option<f64> {
+    use base64::Engine;
+
+    let (format, data) = clip.split_once(',')?;
+    if !format.eq_ignore_ascii_case("wav") {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()?;
+    wav_seconds(&bytes)
+}
+
+/// The length of a RIFF WAV file, walking its chunks to `fmt ` and `data`.
+fn wav_seconds(bytes: &[u8]) -> Option<f64> {
+    let le_u32 = |at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    };
+    if bytes.get(..4)? != b"RIFF" || bytes.get(8..12)? != b"WAVE" {
+        return None;
+    }
+    let mut byte_rate = None;
+    let mut at = 12;
+    while let (Some(id), Some(size)) = (bytes.get(at..at + 4), le_u32(at + 4)) {
+        let body = at + 8;
+        match id {
+            b"fmt " => byte_rate = le_u32(body + 8).filter(|rate| *rate > 0),
+            b"data" => {
+                // A streamed file leaves the size unset (0 or all ones): count the bytes.
+                let present = bytes.len().saturating_sub(body);
+                let size = (size as usize).min(present);
+                return byte_rate.map(|rate| size as f64 / f64::from(rate));
+            }
+            _ => {}
+        }
+        at = body + size as usize + size as usize % 2;
+    }
+    None
+}
 
 /// Why a synthetic image, clip or video could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +143,8 @@ pub enum MediaError {
 pub(crate) struct TurnMedia {
     pub(crate) images: Vec<String>,
     pub(crate) audios: Vec<String>,
+    /// The first clip's length in seconds.
+    pub(crate) audio_duration_s: Option<f64>,
     pub(crate) videos: Vec<String>,
 }
 
@@ -166,10 +212,12 @@ impl MediaSynth {
                 .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
-        let audios = match &mut self.audios {
+        let clips: Vec<AudioClip> = match &mut self.audios {
             Some((generator, count)) => (0..*count).map(|_| generator.generate()).collect(),
             None => Vec::new(),
         };
+        let audio_duration_s = clips.first().map(|clip| clip.seconds);
+        let audios = clips.into_iter().map(|clip| clip.data).collect();
         let videos = match &mut self.video {
             Some((generator, count)) => (0..*count)
                 .map(|_| generator.generate())
@@ -179,6 +227,7 @@ impl MediaSynth {
         Ok(TurnMedia {
             images,
             audios,
+            audio_duration_s,
             videos,
         })
     }
