@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use aiperf_metrics::speed_bench::{build_report, SpeedBenchMetric};
+use aiperf_metrics::speed_bench::{build_report, SpeedBenchMetric, SpeedBenchReportError};
 
 use crate::args::{ReportFormatArg, ReportMetricArg, SpeedBenchReportArgs};
 
@@ -18,13 +18,14 @@ pub(crate) fn run(args: &SpeedBenchReportArgs) -> ExitCode {
     let report = match build_report(&args.paths, metric) {
         Ok(report) => report,
         Err(error) => {
+            if let SpeedBenchReportError::NoResults { warnings } = &error {
+                print_warnings(warnings);
+            }
             eprintln!("error: {error}");
             return ExitCode::FAILURE;
         }
     };
-    for warning in &report.warnings {
-        eprintln!("warning: {warning}");
-    }
+    print_warnings(&report.warnings);
     println!("Found {} run directories.", report.run_dirs);
     if matches!(args.format, ReportFormatArg::Table | ReportFormatArg::Both) {
         print!("{}", report.table());
@@ -37,4 +38,10 @@ pub(crate) fn run(args: &SpeedBenchReportArgs) -> ExitCode {
         println!("CSV written to {}", args.output.display());
     }
     ExitCode::SUCCESS
+}
+
+fn print_warnings(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
 }

@@ -92,7 +92,10 @@ pub enum SpeedBenchReportError {
     NoRunDirectories,
     /// Run directories were found but none gave a figure.
     #[error("no SPEED-Bench results extracted")]
-    NoResults,
+    NoResults {
+        /// Why, run by run: what was skipped or missing.
+        warnings: Vec<String>,
+    },
     /// The CSV could not be written.
     #[error("cannot write {}: {source}", path.display())]
     Write {
@@ -215,7 +218,7 @@ pub fn build_report(
         .flat_map(BTreeMap::values)
         .any(Option::is_some)
     {
-        return Err(SpeedBenchReportError::NoResults);
+        return Err(SpeedBenchReportError::NoResults { warnings });
     }
     let columns = columns(cells.values().flat_map(BTreeMap::keys));
     let rows = cells

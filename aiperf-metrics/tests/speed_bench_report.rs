@@ -159,6 +159,16 @@ fn no_runs_or_no_figures_are_errors() {
     let error =
         build_report(&[root.path().to_path_buf()], SpeedBenchMetric::AcceptLength).unwrap_err();
     assert_eq!(error.to_string(), "no SPEED-Bench results extracted");
+    let SpeedBenchReportError::NoResults { warnings } = error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(
+        warnings,
+        [format!(
+            "no server_metrics_export.json in {}",
+            root.path().join("c").display()
+        )]
+    );
 }
 
 #[test]

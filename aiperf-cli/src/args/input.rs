@@ -164,7 +164,8 @@ pub(crate) struct InputArgs {
     #[arg(long = "input-file")]
     pub input_file: Option<PathBuf>,
 
-    /// The format of --input-file (detected when omitted).
+    /// The format of --input-file (detected when omitted); a `speed_bench_*` variant
+    /// without --input-file reads nvidia/SPEED-Bench from the Hugging Face hub.
     #[arg(long = "custom-dataset-type", value_parser = CustomDatasetTypeParser)]
     pub custom_dataset_type: Option<CustomDatasetType>,
 
