@@ -109,3 +109,49 @@ async fn a_category_variant_sends_its_rows_and_the_report_files_the_run_under_it
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_input_file_a_variant_reads_the_hugging_face_cache_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hf");
+    let repo = home.join("hub/datasets--nvidia--SPEED-Bench");
+    let commit = "89abcdef0123456789abcdef0123456789abcdef";
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), commit).unwrap();
+    let split = repo.join("snapshots").join(commit).join("qualitative");
+    std::fs::create_dir_all(&split).unwrap();
+    std::fs::write(split.join("test.jsonl"), QUALITATIVE).unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let server = MockServer::start(MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::with_timing(0.0, 0.0)
+    })
+    .await
+    .unwrap();
+    let argv = args(&format!(
+        "profile -m mock-model --url {} --endpoint-type chat --artifact-dir {} \
+         --custom-dataset-type speed_bench_math --request-count 1 --no-server-metrics \
+         --ui-type none",
+        server.url(),
+        dir.path().join("run").display(),
+    ));
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(aiperf_binary())
+            .args(&argv)
+            .env("HF_HOME", &home)
+            .env("HF_HUB_OFFLINE", "1")
+            .env_remove("HF_HUB_CACHE")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_exit(&output, 0);
+    server.shutdown().await;
+    let bodies: Vec<_> = read_jsonl(&record).iter().map(recorded_body).collect();
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(
+        bodies[0]["messages"],
+        json!([{"role": "user", "content": "What is 17 * 23?"}])
+    );
+}
