@@ -27,6 +27,7 @@ mod plugins;
 mod profile;
 #[cfg(test)]
 mod python_options;
+mod speed_bench_report;
 mod sweep;
 mod synthesize;
 mod telemetry;
@@ -106,14 +107,7 @@ fn main() -> ExitCode {
                 }
             }
         },
-        Command::SpeedBenchReport { .. } => {
-            eprintln!(
-                "error: aiperf speed-bench-report is not available: it reports on runs of \
-                 the SPEED-Bench datasets, which aiperf-rs cannot run yet; use aiperf plot \
-                 or aiperf compare on your runs"
-            );
-            ExitCode::from(2)
-        }
+        Command::SpeedBenchReport(args) => speed_bench_report::run(&args),
         Command::Analyze(command) => analyze::run(&command),
         Command::Kube(KubeCommand::Generate(args)) => {
             let given = matches

@@ -10,10 +10,10 @@
 use aiperf_core::capability::Capability;
 use aiperf_core::config::CustomDatasetType;
 
-/// Every `--custom-dataset-type`, in the order detection tries them.
+/// Every `--custom-dataset-type`, in the order detection tries them, then the
+/// SPEED-Bench variants.
 pub fn dataset_formats() -> Vec<Capability> {
-    CustomDatasetType::ALL
-        .iter()
+    CustomDatasetType::every()
         .map(|format| Capability::always(format.as_str(), format.summary()))
         .collect()
 }

@@ -241,7 +241,7 @@ pub fn read_jsonl<T: DeserializeOwned>(
     Ok(())
 }
 
-fn read_json_document(path: &Path) -> Result<Value, ArtifactError> {
+pub(crate) fn read_json_document(path: &Path) -> Result<Value, ArtifactError> {
     let text = std::fs::read_to_string(path).map_err(|error| ArtifactError::io(path, error))?;
     serde_json::from_str(&text).map_err(|source| ArtifactError::Json {
         path: path.to_path_buf(),

@@ -62,6 +62,7 @@ pub mod record_metrics;
 pub mod run_check;
 pub mod sink;
 pub mod slo;
+pub mod speed_bench;
 pub mod stats;
 pub mod summary;
 pub mod sweep;

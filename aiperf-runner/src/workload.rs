@@ -8,7 +8,9 @@ use aiperf_core::config::AccuracyConfig;
 use aiperf_datasets::accuracy::{self, RowSource};
 use aiperf_metrics::accuracy::{AnswerKey, AnswerSheet};
 
-use aiperf_core::config::{CustomDatasetType, InputConfig, PromptCorpus, PublicDataset};
+use aiperf_core::config::{
+    CustomDatasetType, InputConfig, PromptCorpus, PublicDataset, SpeedBenchVariant,
+};
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::schedule::replay_window;
 use aiperf_core::{
@@ -111,8 +113,16 @@ pub(crate) async fn load(
     if let Some(accuracy) = &config.accuracy {
         return load_questions(accuracy, config.clone(), transport).await;
     }
+    let speed_bench_from_hub = match config.input.custom_dataset_type {
+        Some(CustomDatasetType::SpeedBench(variant)) if config.input.input_file.is_none() => {
+            Some(variant)
+        }
+        _ => None,
+    };
     let dataset = if let Some(source) = own_source {
         source.load()
+    } else if let Some(variant) = speed_bench_from_hub {
+        speed_bench_dataset(variant, transport).await
     } else {
         let entries = config.dataset_entries();
         if config.input.is_synthetic() && entries >= LARGE_DATASET {
@@ -126,7 +136,7 @@ pub(crate) async fn load(
         preferred_sampling: preferred,
         mut timestamped,
     } = dataset.map_err(WorkloadError::Dataset)?;
-    if config.input.input_file.is_some() && config.input.public_dataset.is_none() {
+    if !config.input.is_synthetic() && config.input.public_dataset.is_none() {
         fill_output_lengths(&mut conversations, &config)?;
     }
     // Synthetic turns already name theirs; a file's or an embedder's turns that name
@@ -404,6 +414,35 @@ async fn built_in_source(
         .with_rankings(endpoint.takes_rankings)
         .with_entries(config.dataset_entries());
     Ok(Box::new(synthetic))
+}
+
+/// A SPEED-Bench variant's rows from the Hugging Face cache, or downloaded into it.
+#[cfg(feature = "hub")]
+async fn speed_bench_dataset(
+    variant: SpeedBenchVariant,
+    transport: &dyn Transport,
+) -> Result<Dataset, DatasetError> {
+    let options = aiperf_datasets::hub::HubOptions::from_env();
+    let conversations =
+        aiperf_datasets::custom::load_speed_bench_from_hub(variant, &options, transport).await?;
+    Ok(Dataset {
+        conversations,
+        ..Dataset::default()
+    })
+}
+
+/// Without the hub, SPEED-Bench rows must be a local copy.
+#[cfg(not(feature = "hub"))]
+async fn speed_bench_dataset(
+    variant: SpeedBenchVariant,
+    _: &dyn Transport,
+) -> Result<Dataset, DatasetError> {
+    Err(format!(
+        "--custom-dataset-type {}: this build has no Hugging Face datasets (the runner's \
+         `hub` feature), so pass the rows with --input-file",
+        variant.name
+    )
+    .into())
 }
 
 /// A Hugging Face public dataset of the catalogue: its split from `--input-file` (a

@@ -164,9 +164,10 @@ pub(crate) struct InputArgs {
     #[arg(long = "input-file")]
     pub input_file: Option<PathBuf>,
 
-    /// The format of --input-file (detected when omitted).
-    #[arg(long = "custom-dataset-type", value_enum)]
-    pub custom_dataset_type: Option<CustomDatasetTypeArg>,
+    /// The format of --input-file (detected when omitted); a `speed_bench_*` variant
+    /// without --input-file reads nvidia/SPEED-Bench from the Hugging Face hub.
+    #[arg(long = "custom-dataset-type", value_parser = CustomDatasetTypeParser)]
+    pub custom_dataset_type: Option<CustomDatasetType>,
 
     /// A public dataset instead of synthetic prompts (`aiperf plugins
     /// public-dataset-loader` lists those this build loads).
@@ -368,9 +369,7 @@ impl InputArgs {
         input.tokenizer_trust_remote_code = self.tokenizer_trust_remote_code;
         input.apply_chat_template = self.apply_chat_template;
         input.input_file = self.input_file.clone();
-        input.custom_dataset_type = self
-            .custom_dataset_type
-            .map(CustomDatasetTypeArg::into_config);
+        input.custom_dataset_type = self.custom_dataset_type;
         input.public_dataset = self.public_dataset.clone().map(PublicDataset::from);
         input.hf_subset.clone_from(&self.hf_subset);
         input.sampling_strategy = self.dataset_sampling_strategy.map(|s| match s {
@@ -502,68 +501,38 @@ pub(crate) enum RandomCorpusStyleArg {
     Sglang,
 }
 
-/// `--custom-dataset-type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub(crate) enum CustomDatasetTypeArg {
-    /// One request per line.
-    #[value(alias = "single-turn")]
-    SingleTurn,
-    /// One conversation per line.
-    #[value(alias = "multi-turn")]
-    MultiTurn,
-    /// Pools of turns sampled into conversations.
-    #[value(alias = "random-pool")]
-    RandomPool,
-    /// Mooncake traces.
-    #[value(alias = "mooncake-trace")]
-    MooncakeTrace,
-    /// Alibaba Bailian traces.
-    #[value(alias = "bailian-trace")]
-    BailianTrace,
-    /// BurstGPT CSV traces.
-    #[value(alias = "burst-gpt-trace")]
-    BurstGptTrace,
-    /// Complete request bodies sent verbatim: one per line, or a folder of one multi-turn
-    /// conversation per .jsonl file.
-    #[value(alias = "raw-payload")]
-    RawPayload,
-    /// An inputs.json of an earlier run, its bodies sent again verbatim.
-    #[value(alias = "inputs-json")]
-    InputsJson,
-    /// Baseten Parquet or Arrow IPC traces.
-    #[value(alias = "baseten-trace")]
-    BasetenTrace,
-    /// Amazon SageMaker endpoint data capture (JSONL file or folder).
-    #[value(alias = "sagemaker-data-capture")]
-    SagemakerDataCapture,
-    /// TraceLab agentic-coding traces (JSONL or gzipped JSONL).
-    Tracelab,
-    /// Weka agentic traces (a .json file per trace, or a folder of them).
-    #[value(alias = "weka-trace")]
-    WekaTrace,
-    /// Agentic sessions that start one another (spawns, forks), one per line.
-    #[value(alias = "dag-jsonl")]
-    DagJsonl,
-}
+/// `--custom-dataset-type`: every [`CustomDatasetType`] name, `-` standing for `_`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CustomDatasetTypeParser;
 
-impl CustomDatasetTypeArg {
-    fn into_config(self) -> CustomDatasetType {
-        match self {
-            CustomDatasetTypeArg::SingleTurn => CustomDatasetType::SingleTurn,
-            CustomDatasetTypeArg::MultiTurn => CustomDatasetType::MultiTurn,
-            CustomDatasetTypeArg::RandomPool => CustomDatasetType::RandomPool,
-            CustomDatasetTypeArg::MooncakeTrace => CustomDatasetType::MooncakeTrace,
-            CustomDatasetTypeArg::BailianTrace => CustomDatasetType::BailianTrace,
-            CustomDatasetTypeArg::BurstGptTrace => CustomDatasetType::BurstGptTrace,
-            CustomDatasetTypeArg::RawPayload => CustomDatasetType::RawPayload,
-            CustomDatasetTypeArg::InputsJson => CustomDatasetType::InputsJson,
-            CustomDatasetTypeArg::BasetenTrace => CustomDatasetType::BasetenTrace,
-            CustomDatasetTypeArg::SagemakerDataCapture => CustomDatasetType::SagemakerDataCapture,
-            CustomDatasetTypeArg::Tracelab => CustomDatasetType::Tracelab,
-            CustomDatasetTypeArg::WekaTrace => CustomDatasetType::WekaTrace,
-            CustomDatasetTypeArg::DagJsonl => CustomDatasetType::DagJsonl,
+impl clap::builder::TypedValueParser for CustomDatasetTypeParser {
+    type Value = CustomDatasetType;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        if let Some(format) = value.to_str().and_then(CustomDatasetType::from_name) {
+            return Ok(format);
         }
+        // Not a name: clap's own error, which lists the names.
+        let names: Vec<&str> = CustomDatasetType::every().map(|t| t.as_str()).collect();
+        clap::builder::PossibleValuesParser::new(names)
+            .parse_ref(cmd, arg, value)
+            .and_then(|name| {
+                CustomDatasetType::from_name(&name)
+                    .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue))
+            })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            CustomDatasetType::every().map(|t| clap::builder::PossibleValue::new(t.as_str())),
+        ))
     }
 }
 

@@ -76,13 +76,52 @@ pub(crate) enum Command {
     /// run directory one machine would have written: summary recomputed from every record,
     /// records interleaved in time order.
     Merge(MergeArgs),
-    /// The Python AIPerf's SPEED-Bench report; not available here (no SPEED-Bench
-    /// datasets yet), so it says so and exits 2.
-    SpeedBenchReport {
-        /// Anything the Python command takes.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    /// Assemble per-category SPEED-Bench runs into a matrix report (a row per model, a
+    /// column per category): run `aiperf profile` once per `speed_bench_*` variant (or
+    /// `spec_al_*` dataset), then point this at the run directories.
+    SpeedBenchReport(SpeedBenchReportArgs),
+}
+
+/// `aiperf speed-bench-report`.
+#[derive(Debug, Args)]
+pub(crate) struct SpeedBenchReportArgs {
+    /// Run directories, or folders whose subfolders are run directories.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<std::path::PathBuf>,
+    /// Where to write the CSV.
+    #[arg(long = "output", value_name = "FILE", default_value = aiperf_metrics::speed_bench::DEFAULT_REPORT_FILE)]
+    pub output: std::path::PathBuf,
+    /// Print the table, write the CSV, or both.
+    #[arg(long = "format", value_enum, default_value_t = ReportFormatArg::Both)]
+    pub format: ReportFormatArg,
+    /// What the cells hold: acceptance length or rate (from the server's
+    /// speculative-decoding metrics in server_metrics_export.json), or output token
+    /// throughput.
+    #[arg(long = "metric", value_enum, default_value_t = ReportMetricArg::AcceptLength)]
+    pub metric: ReportMetricArg,
+}
+
+/// `aiperf speed-bench-report --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ReportFormatArg {
+    /// Write the CSV only.
+    Csv,
+    /// Print the table only.
+    Table,
+    /// Print the table and write the CSV.
+    Both,
+}
+
+/// `aiperf speed-bench-report --metric`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub(crate) enum ReportMetricArg {
+    /// Tokens per target-model step.
+    AcceptLength,
+    /// Accepted over drafted tokens.
+    AcceptRate,
+    /// Output tokens per second.
+    Throughput,
 }
 
 /// `aiperf merge`.

@@ -15,6 +15,7 @@ mod corpus;
 mod media;
 mod range_ratio;
 mod seq_dist;
+mod speed_bench;
 
 pub use corpus::{PromptCorpus, RandomCorpusStyle};
 pub use media::{
@@ -23,6 +24,9 @@ pub use media::{
 };
 pub use range_ratio::RangeRatio;
 pub use seq_dist::{SeqDistPair, SequenceDistribution};
+pub use speed_bench::{
+    SpeedBenchVariant, SPEED_BENCH_HUB_ID, SPEED_BENCH_HUB_SPLIT, SPEED_BENCH_VARIANTS,
+};
 
 /// What is sent: the synthetic workload, input files and the tokenizer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -446,9 +450,10 @@ impl Default for RankingsOptions {
     }
 }
 
-/// The formats of `--input-file` (docs/datasets.md#custom-dataset-files).
+/// The formats of `--input-file` (docs/datasets.md#custom-dataset-files). Written as
+/// its `--custom-dataset-type` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(try_from = "String", into = "String")]
 pub enum CustomDatasetType {
     /// One request per line; lines sharing a `session_id` form a session.
     SingleTurn,
@@ -483,6 +488,9 @@ pub enum CustomDatasetType {
     /// Weka KV-cache-tester agentic traces (a `.json` file per trace, or a folder of
     /// them): each trace's requests replayed in order, prompts from its `hash_ids`.
     WekaTrace,
+    /// A SPEED-Bench split or category (`speed_bench_*`), read from `--input-file` or
+    /// the Hugging Face hub.
+    SpeedBench(SpeedBenchVariant),
 }
 
 impl CustomDatasetType {
@@ -503,9 +511,26 @@ impl CustomDatasetType {
         CustomDatasetType::InputsJson,
     ];
 
+    /// Every type: [`Self::ALL`], then the SPEED-Bench variants (never detected: a
+    /// SPEED-Bench row does not say which variant it belongs to).
+    pub fn every() -> impl Iterator<Item = CustomDatasetType> {
+        Self::ALL.into_iter().chain(
+            SPEED_BENCH_VARIANTS
+                .into_iter()
+                .map(CustomDatasetType::SpeedBench),
+        )
+    }
+
+    /// The type spelled `name` (`--custom-dataset-type`); `-` may stand for `_`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        let name = name.replace('-', "_");
+        Self::every().find(|t| t.as_str() == name)
+    }
+
     /// The `--custom-dataset-type` spelling.
     pub fn as_str(&self) -> &'static str {
         match self {
+            CustomDatasetType::SpeedBench(variant) => variant.name,
             CustomDatasetType::SingleTurn => "single_turn",
             CustomDatasetType::MultiTurn => "multi_turn",
             CustomDatasetType::RandomPool => "random_pool",
@@ -525,6 +550,7 @@ impl CustomDatasetType {
     /// One line on the format, for listings (`aiperf plugins`).
     pub fn summary(&self) -> &'static str {
         match self {
+            CustomDatasetType::SpeedBench(variant) => variant.summary,
             CustomDatasetType::SingleTurn => {
                 "JSONL, one request per line (text, images, audio, video, timestamps); lines \
                  sharing a session_id form a session"
@@ -572,6 +598,12 @@ impl CustomDatasetType {
         }
     }
 
+    /// Whether the type reads only `--input-file`: all but the SPEED-Bench variants,
+    /// which otherwise read the Hugging Face hub.
+    pub fn needs_input_file(&self) -> bool {
+        !matches!(self, CustomDatasetType::SpeedBench(_))
+    }
+
     /// Whether this is a timestamped trace format (fixed-schedule replay candidates).
     pub fn is_trace(&self) -> bool {
         matches!(
@@ -582,6 +614,20 @@ impl CustomDatasetType {
                 | CustomDatasetType::BasetenTrace
                 | CustomDatasetType::SagemakerDataCapture
         )
+    }
+}
+
+impl TryFrom<String> for CustomDatasetType {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        Self::from_name(&name).ok_or_else(|| format!("unknown custom dataset type {name:?}"))
+    }
+}
+
+impl From<CustomDatasetType> for String {
+    fn from(format: CustomDatasetType) -> Self {
+        format.as_str().to_owned()
     }
 }
 
@@ -668,7 +714,9 @@ impl InputConfig {
 
     /// Whether the workload is generated (no input file and no public dataset).
     pub fn is_synthetic(&self) -> bool {
-        self.input_file.is_none() && self.public_dataset.is_none()
+        self.input_file.is_none()
+            && self.public_dataset.is_none()
+            && self.custom_dataset_type.is_none()
     }
 
     /// Whether synthetic turns carry text.

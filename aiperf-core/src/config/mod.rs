@@ -24,8 +24,9 @@ pub use input::{
     parse_dataset_filters, AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions,
     InputConfig, ModelSelectionStrategy, PromptCorpus, PromptOptions, PublicDataset,
     RandomCorpusStyle, RangeRatio, RankingsOptions, SeqDistPair, SequenceDistribution,
-    SessionOptions, TraceOptions, TraceSynthesis, VideoFormat, VideoOptions, VideoSynthType,
-    DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
+    SessionOptions, SpeedBenchVariant, TraceOptions, TraceSynthesis, VideoFormat, VideoOptions,
+    VideoSynthType, DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS, SPEED_BENCH_HUB_ID,
+    SPEED_BENCH_HUB_SPLIT, SPEED_BENCH_VARIANTS,
 };
 pub use load::{
     parse_rate_series, ArrivalPattern, FixedScheduleConfig, LoadConfig, RateSeriesPoint, Shard,
@@ -416,7 +417,11 @@ impl BenchmarkConfig {
                 second: "input.custom_dataset_type",
             });
         }
-        if input.custom_dataset_type.is_some() && input.input_file.is_none() {
+        if input
+            .custom_dataset_type
+            .is_some_and(|t| t.needs_input_file())
+            && input.input_file.is_none()
+        {
             return Err(ConfigError::Requires {
                 field: "input.custom_dataset_type",
                 needs: "input.input_file",

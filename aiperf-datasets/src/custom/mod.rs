@@ -45,6 +45,7 @@ mod resynthesize;
 mod sagemaker;
 mod sessions;
 mod single_turn;
+mod speed_bench;
 mod trace_requests;
 mod tracelab;
 mod turn_fields;
@@ -61,6 +62,8 @@ pub use detect::detect_dataset_type;
 pub use error::{DatasetFileError, DatasetFileErrorKind};
 pub use hash_prompts::HashIdPrompts;
 pub use resynthesize::{synthesize_mooncake_trace, SynthesizedTrace};
+#[cfg(feature = "hub")]
+pub use speed_bench::{load_from_hub as load_speed_bench_from_hub, SpeedBenchHubError};
 
 use crate::synthesis::TraceSynthesizer;
 use crate::Tokenizer;
@@ -210,6 +213,7 @@ pub fn load_custom_dataset(
             let block = options.block_size.unwrap_or(TRACELAB_BLOCK_SIZE);
             (tracelab::load(path, &mut prompts(block)?, block)?, false)
         }
+        CustomDatasetType::SpeedBench(variant) => (speed_bench::load(path, variant)?, false),
         CustomDatasetType::WekaTrace => {
             let weka = weka::WekaOptions {
                 tokenizer: tokenizer.clone(),

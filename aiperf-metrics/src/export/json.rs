@@ -252,10 +252,12 @@ fn dataset_echo(config: &aiperf_core::BenchmarkConfig) -> DatasetEcho<'_> {
             ..empty
         };
     }
-    if let Some(path) = &input.input_file {
+    // A SPEED-Bench variant without --input-file reads the hub, but is still a file
+    // format (which is how `aiperf speed-bench-report` finds its category).
+    if input.input_file.is_some() || input.custom_dataset_type.is_some() {
         return DatasetEcho {
             kind: "file",
-            path: Some(path),
+            path: input.input_file.as_deref(),
             format: input.custom_dataset_type.map(|t| t.as_str()),
             ..empty
         };

@@ -595,14 +595,7 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
             input.input_file = Some(path.string()?.into());
             if let Some(f) = r.take("format") {
                 let name = f.string()?.replace('-', "_");
-                let format = CustomDatasetType::ALL
-                    .into_iter()
-                    .find(|t| {
-                        serde_json::to_value(t)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_owned))
-                            == Some(name.clone())
-                    })
+                let format = CustomDatasetType::from_name(&name)
                     .ok_or_else(|| f.error(&format!("unknown dataset format {name:?}")))?;
                 input.custom_dataset_type = Some(format);
             }

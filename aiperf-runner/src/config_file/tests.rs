@@ -145,7 +145,7 @@ fn the_baseten_body_options_are_read() {
 
 #[test]
 fn every_dataset_file_format_is_named_as_on_the_command_line() {
-    for format in CustomDatasetType::ALL {
+    for format in CustomDatasetType::every() {
         let file = parse(&format!(
             "benchmark:\n  model: m\n  dataset: {{type: file, path: t, format: {}}}\n",
             format.as_str()
