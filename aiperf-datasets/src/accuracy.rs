@@ -1027,4 +1027,171 @@ mod tests {
             "gsm8k has no task 'nope'; the rows hold: gsm8k"
         );
     }
+
+    // The snapshots below are the Python AIPerf 0.13's prompts for the same rows (its
+    // benchmark classes' prompt builders run on these rows), except BigBench-Hard's,
+    // whose examples differ on purpose (see `bigbench`).
+
+    #[test]
+    fn mmlu_pro_prompts_with_0_and_the_default_5_shots() {
+        let test = rows(&[
+            json!({"question": "Which law?", "options": ["Ohm", "N/A", "Hooke", "Snell"],
+            "answer": "C", "category": "physics"}),
+        ]);
+        let validation = rows(&[
+            json!({"question": "Unit of force?", "options": ["newton", "joule", "N/A"], "answer": "A",
+                "category": "physics", "cot_content": "A: Let's think step by step. Force is in newtons. The answer is (A)."}),
+            json!({"question": "Speed of light?", "options": ["3e8 m/s", "1 m/s"], "answer": "A",
+                "category": "physics", "cot_content": "A: It is about 3e8 m/s. The answer is (A)."}),
+            json!({"question": "Other?", "options": ["x", "y"], "answer": "B", "category": "law",
+                "cot_content": "A: y. The answer is (B)."}),
+        ]);
+        let instruction = "The following are multiple choice questions (with answers) about \
+            physics. Think step by step and then output the answer in the format of \"The \
+            answer is (X)\" at the end.\n\n";
+        let asked = "Question: Which law?\nOptions: A. Ohm\nB. Hooke\nC. Snell\nAnswer: Let's \
+            think step by step.\n\n";
+        let zero = build_questions(
+            &config(AccuracyBenchmark::MmluPro, 0),
+            &test,
+            &validation,
+            1,
+        )
+        .unwrap();
+        assert_eq!(zero[0].prompt, format!("{instruction}{asked}"));
+        assert_eq!(zero[0].messages, [user(&zero[0].prompt)]);
+        assert_eq!(
+            (
+                zero[0].task.as_str(),
+                zero[0].answer.as_str(),
+                zero[0].max_tokens
+            ),
+            ("physics", "C", 4000)
+        );
+        let default = AccuracyConfig {
+            n_shots: None,
+            ..config(AccuracyBenchmark::MmluPro, 0)
+        };
+        let five = build_questions(&default, &test, &validation, 1).unwrap();
+        assert_eq!(
+            five[0].prompt,
+            format!(
+                "{instruction}Question: Unit of force?\nOptions: A. newton\nB. joule\nAnswer: \
+                 Let's think step by step. Force is in newtons. The answer is (A).\n\n\
+                 Question: Speed of light?\nOptions: A. 3e8 m/s\nB. 1 m/s\nAnswer: It is about \
+                 3e8 m/s. The answer is (A).\n\n{asked}"
+            )
+        );
+    }
+
+    #[test]
+    fn aime_prompts_with_0_and_the_default_8_shots() {
+        let problems = rows(&[
+            json!({"Problem": "Find x if 2x = 10.", "Solution": "Divide by 2: x = 5.", "Answer": 5}),
+            json!({"Problem": "Find y if y + 1 = 3.", "Solution": "Subtract 1: y = 2.", "Answer": 2}),
+        ]);
+        let zero = build_questions(&config(AccuracyBenchmark::Aime, 0), &problems, &[], 1).unwrap();
+        assert_eq!(
+            zero[1].prompt,
+            "**Problem**: Find y if y + 1 = 3.\n**Answer**: \n\nLet's think step-by-step."
+        );
+        assert_eq!(
+            (
+                zero[1].task.as_str(),
+                zero[1].answer.as_str(),
+                zero[1].max_tokens
+            ),
+            ("aime", "2", 32768)
+        );
+        let default = AccuracyConfig {
+            n_shots: None,
+            ..config(AccuracyBenchmark::Aime, 0)
+        };
+        let eight = build_questions(&default, &problems, &[], 1).unwrap();
+        assert_eq!(
+            eight[1].prompt,
+            "The following are problems from the American Invitational Mathematics Examination \
+             (AIME) 2024. AIME is a prestigious high school mathematics competition known for \
+             its challenging mathematical problems.\n\n\
+             **Problem**: Find x if 2x = 10.\n**Solution**: Divide by 2: x = 5.\n**Answer**: 5\n\n\
+             **Problem**: Find y if y + 1 = 3.\n**Solution**: Subtract 1: y = 2.\n**Answer**: 2\n\n\
+             **Problem**: Find y if y + 1 = 3.\n**Answer**: \n\nLet's think step-by-step."
+        );
+        assert_eq!(eight[1].messages, [user(&eight[1].prompt)]);
+    }
+
+    #[test]
+    fn aime24_aime25_and_math_500_send_the_bare_problem() {
+        let problem = json!({"problem": "Compute 3+4.", "answer": "7"});
+        for (benchmark, task) in [
+            (AccuracyBenchmark::Aime24, "aime24"),
+            (AccuracyBenchmark::Aime25, "aime25"),
+        ] {
+            // their default is 0 shots, the only count they take
+            assert_eq!(benchmark.default_n_shots(), 0);
+            let q = build_questions(
+                &AccuracyConfig {
+                    n_shots: None,
+                    ..config(benchmark, 0)
+                },
+                &rows(std::slice::from_ref(&problem)),
+                &[],
+                1,
+            )
+            .unwrap();
+            assert_eq!(q[0].prompt, "Compute 3+4.");
+            assert_eq!(q[0].messages, [user("Compute 3+4.")]);
+            assert_eq!((q[0].task.as_str(), q[0].answer.as_str()), (task, "7"));
+        }
+        assert_eq!(AccuracyBenchmark::Math500.default_n_shots(), 0);
+        let q = build_questions(
+            &config(AccuracyBenchmark::Math500, 0),
+            &rows(&[json!({"problem": "What is $\\frac{1}{2}+\\frac{1}{2}$?",
+                "solution": "It is $\\boxed{1}$.", "answer": "1", "subject": "Algebra"})]),
+            &[],
+            1,
+        )
+        .unwrap();
+        assert_eq!(q[0].prompt, "What is $\\frac{1}{2}+\\frac{1}{2}$?");
+        assert_eq!(q[0].messages, [user(&q[0].prompt)]);
+        assert_eq!(
+            (q[0].task.as_str(), q[0].answer.as_str(), q[0].max_tokens),
+            ("Algebra", "It is $\\boxed{1}$.", 32768)
+        );
+    }
+
+    #[test]
+    fn bigbench_prompts_with_0_and_the_default_3_shots() {
+        let subtask = rows(&[
+            json!({"input": "not ( True ) is", "target": "False", "task": "boolean_expressions"}),
+            json!({"input": "True and False is", "target": "False", "task": "boolean_expressions"}),
+            json!({"input": "True or False is", "target": "True", "task": "boolean_expressions"}),
+            json!({"input": "not not True is", "target": "True", "task": "boolean_expressions"}),
+            json!({"input": "Is 7 odd?", "target": "yes", "task": "other"}),
+        ]);
+        let zero =
+            build_questions(&config(AccuracyBenchmark::Bigbench, 0), &subtask, &[], 1).unwrap();
+        assert_eq!(zero[3].prompt, "Q: not not True is\nA:");
+        assert_eq!(
+            (
+                zero[3].task.as_str(),
+                zero[3].answer.as_str(),
+                zero[3].max_tokens
+            ),
+            ("boolean_expressions", "True", 1024)
+        );
+        let default = AccuracyConfig {
+            n_shots: None,
+            ..config(AccuracyBenchmark::Bigbench, 0)
+        };
+        let three = build_questions(&default, &subtask, &[], 1).unwrap();
+        assert_eq!(
+            three[3].prompt,
+            "Q: not ( True ) is\nA: False\n\nQ: True and False is\nA: False\n\n\
+             Q: True or False is\nA: True\n\nQ: not not True is\nA:"
+        );
+        // examples come from the question's own subtask only
+        assert_eq!(three[4].prompt, "Q: Is 7 odd?\nA: yes\n\nQ: Is 7 odd?\nA:");
+        assert_eq!(three[3].messages, [user(&three[3].prompt)]);
+    }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::accuracy::AccuracyConfig;
 use crate::error::MockError;
 
 /// Everything the mock server can be told.
@@ -77,6 +78,9 @@ pub struct MockConfig {
     pub video_job_ms: f64,
     /// Video jobs: % that end `failed`, decided by the seed and the job's sequence number.
     pub video_failure_rate: f64,
+    /// Accuracy mode: chat and completions replies answer benchmark questions right with a
+    /// seeded probability (`None`: off, replies are corpus text).
+    pub accuracy: Option<AccuracyConfig>,
 }
 
 impl Default for MockConfig {
@@ -109,6 +113,7 @@ impl Default for MockConfig {
             ranking_per_passage_latency_ms: 1.0,
             video_job_ms: 300.0,
             video_failure_rate: 0.0,
+            accuracy: None,
         }
     }
 }
@@ -195,6 +200,9 @@ impl MockConfig {
                 "--dcgm-instances must be within 1..=16, got {}",
                 self.dcgm.instances
             )));
+        }
+        if let Some(accuracy) = &self.accuracy {
+            accuracy.validate()?;
         }
         if self.default_model.is_empty() {
             return Err(MockError::InvalidConfig(

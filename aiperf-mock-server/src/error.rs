@@ -43,6 +43,24 @@ pub enum MockError {
         /// Underlying error.
         source: std::io::Error,
     },
+    /// The accuracy mode's answer file could not be read.
+    #[error("cannot read answer file {path}: {source}")]
+    AnswerFileRead {
+        /// Path given.
+        path: PathBuf,
+        /// Underlying error.
+        source: std::io::Error,
+    },
+    /// A line of the accuracy mode's answer file is not an answer.
+    #[error("{path}:{line}: {message}")]
+    AnswerFile {
+        /// Path given.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// The field and what is wrong with it.
+        message: String,
+    },
 }
 
 /// Error a response body ends with when a fault deliberately cuts the connection.

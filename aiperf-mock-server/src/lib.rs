@@ -14,6 +14,10 @@
 //! `cl100k_base` and the Qwen3 tokenizer. Prompt tokens are counted with a `tokenizer.json`
 //! when one is configured, otherwise as whitespace-separated words (at least 1).
 //!
+//! In accuracy mode ([`AccuracyConfig`]) chat and completions replies answer benchmark
+//! questions instead, right with a seeded probability ([`answers_correctly`]), so a test
+//! knows the exact accuracy its client must report.
+//!
 //! Use it in-process from tests:
 //!
 //! ```
@@ -37,6 +41,7 @@
 //! (clap) and log output (tracing-subscriber); a test that only starts the server
 //! in-process can depend on this crate with `default-features = false`.
 
+mod accuracy;
 mod body;
 mod closing;
 mod config;
@@ -51,6 +56,10 @@ mod stats;
 mod timing;
 mod tokens;
 
+pub use accuracy::{
+    accuracy_reply, answers_correctly, wrong_answer, AccuracyConfig, ANSWER_HEADER,
+    ANSWER_PLACEHOLDER,
+};
 pub use config::{DcgmConfig, FaultConfig, GpuModel, GpuSpec, MockConfig, Quirks};
 pub use error::{DroppedByFault, MockError};
 pub use faults::{decide as decide_fault, FaultKind};

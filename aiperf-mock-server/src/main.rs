@@ -6,7 +6,9 @@
 
 use std::path::PathBuf;
 
-use aiperf_mock_server::{DcgmConfig, FaultConfig, GpuModel, MockConfig, MockServer, Quirks};
+use aiperf_mock_server::{
+    AccuracyConfig, DcgmConfig, FaultConfig, GpuModel, MockConfig, MockServer, Quirks,
+};
 use clap::Parser;
 
 /// OpenAI-compatible mock inference server with exact timing and fault injection.
@@ -196,6 +198,17 @@ struct Args {
     /// % of video jobs that end `failed` (seeded).
     #[arg(long, env = "MOCK_SERVER_VIDEO_FAILURE_RATE", default_value_t = 0.0)]
     video_failure_rate: f64,
+    /// Accuracy mode: answer each benchmark question right with this probability (0–1,
+    /// seeded per question; default 1 when another --accuracy-* flag is given).
+    #[arg(long, env = "MOCK_SERVER_ACCURACY_PROBABILITY")]
+    accuracy_probability: Option<f64>,
+    /// Accuracy mode: JSONL of {"question": TEXT, "answer": A} giving the right answer of
+    /// the prompt that contains TEXT (an `x-mock-answer` request header wins over it).
+    #[arg(long, env = "MOCK_SERVER_ACCURACY_ANSWERS", value_name = "FILE")]
+    accuracy_answers: Option<PathBuf>,
+    /// Accuracy mode: the reply, {answer} standing for the answer given (e.g. "#### {answer}").
+    #[arg(long, env = "MOCK_SERVER_ACCURACY_REPLY_TEMPLATE")]
+    accuracy_reply_template: Option<String>,
     /// Log filter (error, warn, info, debug, trace, or a tracing filter expression).
     #[arg(long, env = "MOCK_SERVER_LOG_LEVEL", default_value = "info")]
     log_level: String,
@@ -225,8 +238,30 @@ impl Args {
         }
     }
 
-    fn into_config(self) -> MockConfig {
+    /// Accuracy mode, on when any `--accuracy-*` flag is given.
+    fn accuracy(&mut self) -> Option<AccuracyConfig> {
+        if self.accuracy_probability.is_none()
+            && self.accuracy_answers.is_none()
+            && self.accuracy_reply_template.is_none()
+        {
+            return None;
+        }
+        let default = AccuracyConfig::default();
+        Some(AccuracyConfig {
+            correct_probability: self
+                .accuracy_probability
+                .unwrap_or(default.correct_probability),
+            answers_file: self.accuracy_answers.take(),
+            reply_template: self
+                .accuracy_reply_template
+                .take()
+                .unwrap_or(default.reply_template),
+        })
+    }
+
+    fn into_config(mut self) -> MockConfig {
         let quirks = self.quirks();
+        let accuracy = self.accuracy();
         MockConfig {
             host: self.host,
             port: self.port,
@@ -276,6 +311,7 @@ impl Args {
             ranking_per_passage_latency_ms: self.ranking_per_passage_latency,
             video_job_ms: self.video_job_ms,
             video_failure_rate: self.video_failure_rate,
+            accuracy,
         }
     }
 }

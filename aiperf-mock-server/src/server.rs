@@ -21,6 +21,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::accuracy::{AccuracyMode, ANSWER_HEADER};
 use crate::body::{InFlight, MockBody};
 use crate::config::{ms, MockConfig};
 use crate::error::{DroppedByFault, MockError};
@@ -76,6 +77,11 @@ impl MockServer {
                 })?),
                 None => None,
             };
+        let accuracy = config
+            .accuracy
+            .as_ref()
+            .map(AccuracyMode::load)
+            .transpose()?;
         let addr = resolve(&config.host, config.port).await?;
         let listener = TcpListener::bind(addr)
             .await
@@ -105,6 +111,7 @@ impl MockServer {
             next_seq: AtomicU64::new(0),
             started,
             videos: VideoJobs::default(),
+            accuracy,
         });
         let (stop, stop_rx) = watch::channel(false);
         let accept_task = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
@@ -512,6 +519,7 @@ async fn inference(
         start += ms(cfg.faults.slow_headers_ms);
     }
     let (guard, in_flight_before) = InFlight::enter(state.clone(), arrival);
+    let header = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
     let ctx = Ctx {
         state: state.clone(),
         seq,
@@ -519,8 +527,12 @@ async fn inference(
         in_flight_before,
         fault,
         guard,
+        answer: parts
+            .headers
+            .get(ANSWER_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
     };
-    let header = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
     let reply = match route {
         Route::Chat => routes::chat::handle(ctx, &body),
         Route::Completions => routes::completions::handle(ctx, &body),

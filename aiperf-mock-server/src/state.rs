@@ -4,6 +4,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::accuracy::AccuracyMode;
 use crate::config::MockConfig;
 use crate::record::Recorder;
 use crate::routes::dcgm::DcgmState;
@@ -27,4 +28,6 @@ pub(crate) struct State {
     pub dcgm: Mutex<DcgmState>,
     /// The video jobs created so far (`/v1/videos`).
     pub videos: VideoJobs,
+    /// Accuracy mode with its answer file loaded, when on.
+    pub accuracy: Option<AccuracyMode>,
 }

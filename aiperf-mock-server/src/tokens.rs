@@ -51,6 +51,77 @@ pub fn output_text(range: std::ops::Range<u32>) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The text of a response's output tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// Token `k` is `" " + CORPUS[k % CORPUS.len()]`.
+    Corpus,
+    /// Accuracy mode: the reasoning tokens are corpus text, the content tokens are the
+    /// pieces of a fixed reply.
+    Reply { reasoning: u32, pieces: Vec<String> },
+}
+
+impl Output {
+    /// A fixed reply after `plan`'s reasoning, and the plan that sends it: the reply's
+    /// pieces (one per word, its leading whitespace attached) are the content tokens,
+    /// finish `stop`, unless a max-tokens budget cuts it short (finish `length`).
+    pub(crate) fn reply(text: &str, plan: Plan) -> (Output, Plan) {
+        let mut pieces: Vec<String> = Vec::new();
+        let mut after_word = false;
+        for c in text.chars() {
+            match pieces.last_mut() {
+                Some(piece) if !(c.is_whitespace() && after_word) => piece.push(c),
+                _ => pieces.push(c.to_string()),
+            }
+            after_word = !c.is_whitespace();
+        }
+        let n = u32::try_from(pieces.len()).unwrap_or(u32::MAX).max(1);
+        let plan = if plan.finish == Finish::Length && n > plan.content {
+            plan
+        } else {
+            Plan {
+                content: n,
+                finish: Finish::Stop,
+                ..plan
+            }
+        };
+        let reasoning = plan.reasoning;
+        (Output::Reply { reasoning, pieces }, plan)
+    }
+
+    /// Append the text of tokens `range`, escaped for a JSON string, to `out`.
+    pub(crate) fn push_json(&self, out: &mut Vec<u8>, range: std::ops::Range<u32>) {
+        match self {
+            Output::Reply { reasoning, pieces } if range.end > *reasoning => {
+                push_text(out, range.start..range.start.max(*reasoning));
+                let text = self.text(range.start.max(*reasoning)..range.end);
+                let quoted = crate::routes::json_str(&text);
+                out.extend_from_slice(&quoted.as_bytes()[1..quoted.len() - 1]);
+            }
+            _ => push_text(out, range),
+        }
+    }
+
+    /// The text of tokens `range`.
+    pub(crate) fn text(&self, range: std::ops::Range<u32>) -> String {
+        match self {
+            Output::Reply { reasoning, pieces } if range.end > *reasoning => {
+                let mut text = output_text(range.start..range.start.max(*reasoning));
+                let from = range.start.max(*reasoning) - reasoning;
+                for piece in pieces
+                    .iter()
+                    .skip(from as usize)
+                    .take((range.end - reasoning - from) as usize)
+                {
+                    text.push_str(piece);
+                }
+                text
+            }
+            _ => output_text(range),
+        }
+    }
+}
+
 /// A prompt-token count supplied by the program that embeds the server (e.g. the
 /// benchmark's own tokenizer, so the usage it reports agrees with the client's count).
 pub type PromptTokenCounter = Arc<dyn Fn(&str) -> usize + Send + Sync>;

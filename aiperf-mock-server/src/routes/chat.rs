@@ -6,7 +6,9 @@ use serde_json::{json, Value};
 
 use super::{budget, content_text, parse, unix_now, ApiError, Ctx, Reply, StreamFrames};
 use crate::body::{EventWriter, TokenKind};
-use crate::tokens::{self, effort_tokens, fnv1a, is_reasoning_model, Finish, LengthAsk, Plan};
+use crate::tokens::{
+    self, effort_tokens, fnv1a, is_reasoning_model, Finish, LengthAsk, Output, Plan,
+};
 
 #[derive(Debug, Deserialize)]
 struct ChatRequest {
@@ -51,6 +53,7 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
         reasoning,
     };
     let plan = tokens::plan(ctx.count(&prompt), fnv1a(prompt.as_bytes()), ask);
+    let (output, plan) = ctx.output(&prompt, plan);
     let id = ctx.id("chatcmpl-");
     let created = unix_now();
     if req.stream.unwrap_or(false) {
@@ -58,7 +61,7 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
             .stream_options
             .and_then(|o| o.include_usage)
             .unwrap_or(false);
-        let writer = ChatWriter(StreamFrames::new(
+        let frames = StreamFrames::new(
             "chat.completion.chunk",
             &id,
             created,
@@ -66,10 +69,11 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
             &plan,
             include_usage,
             &ctx.state.cfg.quirks,
-        ));
+        );
+        let writer = ChatWriter { frames, output };
         Ok(ctx.stream(Box::new(writer), plan, max))
     } else {
-        let body = full_body(&id, created, &model, &plan);
+        let body = full_body(&id, created, &model, &plan, &output);
         Ok(ctx.full(body, plan, max))
     }
 }
@@ -87,10 +91,10 @@ pub(crate) fn usage_json(plan: &Plan) -> Value {
     u
 }
 
-fn full_body(id: &str, created: u64, model: &str, plan: &Plan) -> Bytes {
+fn full_body(id: &str, created: u64, model: &str, plan: &Plan, output: &Output) -> Bytes {
     let mut message = json!({
         "role": "assistant",
-        "content": tokens::output_text(plan.reasoning..plan.completion()),
+        "content": output.text(plan.reasoning..plan.completion()),
     });
     if plan.reasoning > 0 {
         message["reasoning_content"] = Value::String(tokens::output_text(0..plan.reasoning));
@@ -112,11 +116,14 @@ fn full_body(id: &str, created: u64, model: &str, plan: &Plan) -> Bytes {
 }
 
 /// Renders `chat.completion.chunk` events from a pre-serialised head.
-struct ChatWriter(StreamFrames);
+struct ChatWriter {
+    frames: StreamFrames,
+    output: Output,
+}
 
 impl EventWriter for ChatWriter {
     fn prologue(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.0.head);
+        out.extend_from_slice(&self.frames.head);
         out.extend_from_slice(
             b"[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
         );
@@ -130,17 +137,17 @@ impl EventWriter for ChatWriter {
         end: u32,
         finish: Option<Finish>,
     ) {
-        out.extend_from_slice(&self.0.head);
+        out.extend_from_slice(&self.frames.head);
         out.extend_from_slice(match kind {
             TokenKind::Content => b"[{\"index\":0,\"delta\":{\"content\":\"".as_slice(),
             TokenKind::Reasoning => b"[{\"index\":0,\"delta\":{\"reasoning_content\":\"".as_slice(),
         });
-        tokens::push_text(out, first..end);
+        self.output.push_json(out, first..end);
         out.extend_from_slice(b"\"},\"logprobs\":null,\"finish_reason\":");
-        self.0.close_event(out, finish);
+        self.frames.close_event(out, finish);
     }
 
     fn epilogue(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.0.tail);
+        out.extend_from_slice(&self.frames.tail);
     }
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::chat::{usage_json, StreamOptions};
 use super::{budget, parse, push_joined, unix_now, ApiError, Ctx, Reply, StreamFrames};
 use crate::body::{EventWriter, TokenKind};
-use crate::tokens::{self, fnv1a, Finish, LengthAsk};
+use crate::tokens::{self, fnv1a, Finish, LengthAsk, Output};
 
 #[derive(Debug, Deserialize)]
 struct CompletionRequest {
@@ -60,6 +60,7 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
         reasoning: None,
     };
     let plan = tokens::plan(prompt_tokens, fnv1a(prompt.as_bytes()), ask);
+    let (output, plan) = ctx.output(&prompt, plan);
     let model = ctx.model(req.model.as_deref());
     let id = ctx.id("cmpl-");
     let created = unix_now();
@@ -68,7 +69,7 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
             .stream_options
             .and_then(|o| o.include_usage)
             .unwrap_or(false);
-        let writer = CompletionWriter(StreamFrames::new(
+        let frames = StreamFrames::new(
             "text_completion",
             &id,
             created,
@@ -76,7 +77,8 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
             &plan,
             include_usage,
             &ctx.state.cfg.quirks,
-        ));
+        );
+        let writer = CompletionWriter { frames, output };
         Ok(ctx.stream(Box::new(writer), plan, max))
     } else {
         let v = json!({
@@ -86,7 +88,7 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
             "model": model,
             "choices": [{
                 "index": 0,
-                "text": tokens::output_text(0..plan.completion()),
+                "text": output.text(0..plan.completion()),
                 "logprobs": null,
                 "finish_reason": plan.finish.openai(),
             }],
@@ -96,7 +98,11 @@ pub(crate) fn handle(ctx: Ctx, body: &[u8]) -> Result<Reply, ApiError> {
     }
 }
 
-struct CompletionWriter(StreamFrames);
+/// Renders `text_completion` events from a pre-serialised head.
+struct CompletionWriter {
+    frames: StreamFrames,
+    output: Output,
+}
 
 impl EventWriter for CompletionWriter {
     fn tokens(
@@ -107,14 +113,14 @@ impl EventWriter for CompletionWriter {
         end: u32,
         finish: Option<Finish>,
     ) {
-        out.extend_from_slice(&self.0.head);
+        out.extend_from_slice(&self.frames.head);
         out.extend_from_slice(b"[{\"index\":0,\"text\":\"");
-        tokens::push_text(out, first..end);
+        self.output.push_json(out, first..end);
         out.extend_from_slice(b"\",\"logprobs\":null,\"finish_reason\":");
-        self.0.close_event(out, finish);
+        self.frames.close_event(out, finish);
     }
 
     fn epilogue(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.0.tail);
+        out.extend_from_slice(&self.frames.tail);
     }
 }

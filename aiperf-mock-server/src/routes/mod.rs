@@ -26,7 +26,7 @@ use crate::config::{ms, Quirks};
 use crate::faults::{derive, FaultKind};
 use crate::state::State;
 use crate::timing::{Jitter, Schedule};
-use crate::tokens::{Finish, Plan};
+use crate::tokens::{Finish, Output, Plan};
 use chat::usage_json;
 
 /// What a handler knows about the request it serves.
@@ -41,6 +41,8 @@ pub(crate) struct Ctx {
     pub in_flight_before: u64,
     pub fault: Option<FaultKind>,
     pub guard: InFlight,
+    /// The [`crate::ANSWER_HEADER`] value: the right answer, for accuracy mode.
+    pub answer: Option<String>,
 }
 
 /// A handler's answer.
@@ -267,6 +269,19 @@ impl Ctx {
             .filter(|m| !m.is_empty())
             .unwrap_or(&self.cfg().default_model)
             .to_string()
+    }
+
+    /// The text of a token response to `prompt` and the plan that sends it: accuracy
+    /// mode's reply when it knows the question, else corpus text as `plan` says.
+    pub(crate) fn output(&self, prompt: &str, plan: Plan) -> (Output, Plan) {
+        let Some(accuracy) = &self.state.accuracy else {
+            return (Output::Corpus, plan);
+        };
+        if let Some(text) = accuracy.reply(self.state.seed, prompt, self.answer.as_deref()) {
+            return Output::reply(&text, plan);
+        }
+        tracing::debug!(seq = self.seq, "accuracy mode: no answer for this prompt");
+        (Output::Corpus, plan)
     }
 
     /// Count prompt tokens of `text`.
