@@ -3,15 +3,20 @@
 # instant and merged, next to the same benchmark run by one process; then the merge of
 # 4 large shards. Prints one line per figure; bench/README.md records a run.
 # Usage: bash bench/scale_out.sh [records per shard for the merge, default 250000]
+#        BENCH_BIN=target/release bash bench/scale_out.sh   (binaries already built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PER_SHARD=${1:-250000}
 SHARDS=4
 
-cargo build --release -q -p aiperf-cli -p aiperf-mock-server
-AIPERF=target/release/aiperf
-MOCK=target/release/aiperf-mock-server
+# BENCH_BIN=DIR uses the binaries already built there instead of building them.
+if [[ -z "${BENCH_BIN:-}" ]]; then
+    cargo build --release -q -p aiperf-cli -p aiperf-mock-server
+    BENCH_BIN=target/release
+fi
+AIPERF=$BENCH_BIN/aiperf
+MOCK=$BENCH_BIN/aiperf-mock-server
 
 WORK=$(mktemp -d)
 MOCK_PID=""
