@@ -118,8 +118,24 @@ fn an_indexed_job_of_n_shards_starts_them_together() {
         .collect();
     assert_eq!(
         kinds,
-        [("ConfigMap", "qwen-config"), ("Job", "qwen-shards"),]
+        [
+            ("ConfigMap", "qwen-config"),
+            ("Job", "qwen-shards"),
+            ("Job", "qwen-merge"),
+        ]
     );
+    // The merge Job waits for every shard's directory and merges them beside them.
+    let merge_args: Vec<&str> = documents[2]["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let mut expected = vec!["merge"];
+    let shard_dirs: Vec<String> = (0..5).map(|k| format!("/results/qwen/shard-{k}")).collect();
+    expected.extend(shard_dirs.iter().map(String::as_str));
+    expected.extend(["--output", "/results/qwen/merged", "--wait", "86400"]);
+    assert_eq!(merge_args, expected);
     assert!(documents
         .iter()
         .all(|d| d["metadata"]["namespace"] == "bench"));
