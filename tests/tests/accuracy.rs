@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 
 use aiperf_mock_server::{answers_correctly, AccuracyConfig, MockConfig, MockServer};
-use common::{aiperf_binary, args, assert_exit, profile, read_json, read_jsonl, recorded_body};
+use common::{args, assert_exit, profile, profile_offline, read_json, read_jsonl, recorded_body};
 use serde_json::{json, Value};
 
 const VALIDATION: &str = r#"{"activity_label": "Baking", "ctx": "She mixes the flour", "endings": ["and eggs.", "and sand.", "into tea.", "with glue."], "label": "0"}
@@ -388,19 +388,7 @@ async fn without_an_input_file_the_questions_come_from_the_hugging_face_cache_of
         server.url(),
         dir.path().join("artifacts").display()
     );
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(aiperf_binary())
-            .arg("profile")
-            .args(args(&line))
-            .args(["--ui-type", "none"])
-            .env("HF_HOME", &hf_home)
-            .env("HF_HUB_OFFLINE", "1")
-            .env_remove("HF_HUB_CACHE")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let output = profile_offline(&hf_home, &line).await;
     assert_exit(&output, 0);
     server.shutdown().await;
 

@@ -6,12 +6,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::Arc;
 
 use aiperf_mock_server::{MockConfig, MockServer};
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
-use common::{aiperf_binary, args, assert_exit, read_jsonl, recorded_body};
+use common::{assert_exit, profile_offline, read_jsonl, recorded_body};
 
 /// `datasets--openai--gsm8k` at `refs/main`, with the `main` config's test split.
 fn gsm8k_cache(hf_home: &Path, questions: &[&str]) {
@@ -32,24 +31,6 @@ fn gsm8k_cache(hf_home: &Path, questions: &[&str]) {
     writer.close().unwrap();
 }
 
-/// `aiperf profile <line>` offline with `HF_HOME` = `hf_home`.
-async fn profile_offline(hf_home: &Path, line: String) -> Output {
-    let hf_home = hf_home.to_path_buf();
-    tokio::task::spawn_blocking(move || {
-        Command::new(aiperf_binary())
-            .arg("profile")
-            .args(args(&line))
-            .args(["--ui-type", "none"])
-            .env("HF_HOME", &hf_home)
-            .env("HF_HUB_OFFLINE", "1")
-            .env_remove("HF_HUB_CACHE")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spec_al_gsm8k_sends_the_cached_questions_in_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -64,7 +45,7 @@ async fn spec_al_gsm8k_sends_the_cached_questions_in_order() {
     .unwrap();
     let output = profile_offline(
         dir.path(),
-        format!(
+        &format!(
             "-m mock-model --public-dataset spec_al_gsm8k --concurrency 1 --request-count 2 \
              --url {} --artifact-dir {}",
             server.url(),
@@ -86,7 +67,7 @@ async fn a_dataset_missing_offline_says_where_its_files_go() {
     let dir = tempfile::tempdir().unwrap();
     let output = profile_offline(
         dir.path(),
-        format!(
+        &format!(
             "-m mock-model --public-dataset spec_al_mbpp --request-count 1 --url \
              http://127.0.0.1:9 --artifact-dir {}",
             dir.path().join("out").display()

@@ -8,7 +8,10 @@ mod common;
 use std::process::Command;
 
 use aiperf_mock_server::{MockConfig, MockServer};
-use common::{aiperf_binary, args, assert_exit, profile, read_json, read_jsonl, recorded_body};
+use common::{
+    aiperf_binary, args, assert_exit, profile, profile_offline, read_json, read_jsonl,
+    recorded_body,
+};
 use serde_json::json;
 
 const QUALITATIVE: &str = concat!(
@@ -128,24 +131,13 @@ async fn without_input_file_a_variant_reads_the_hugging_face_cache_offline() {
     })
     .await
     .unwrap();
-    let argv = args(&format!(
-        "profile -m mock-model --url {} --endpoint-type chat --artifact-dir {} \
-         --custom-dataset-type speed_bench_math --request-count 1 --no-server-metrics \
-         --ui-type none",
+    let line = format!(
+        "-m mock-model --url {} --endpoint-type chat --artifact-dir {} \
+         --custom-dataset-type speed_bench_math --request-count 1 --no-server-metrics",
         server.url(),
         dir.path().join("run").display(),
-    ));
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(aiperf_binary())
-            .args(&argv)
-            .env("HF_HOME", &home)
-            .env("HF_HUB_OFFLINE", "1")
-            .env_remove("HF_HUB_CACHE")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    );
+    let output = profile_offline(&home, &line).await;
     assert_exit(&output, 0);
     server.shutdown().await;
     let bodies: Vec<_> = read_jsonl(&record).iter().map(recorded_body).collect();

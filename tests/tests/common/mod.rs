@@ -44,6 +44,27 @@ pub(crate) async fn profile(args: Vec<String>) -> Output {
     .expect("the blocking task finishes")
 }
 
+/// Runs `aiperf profile` with `line`'s words plus `--ui-type none`, offline
+/// (`HF_HUB_OFFLINE=1`) with `HF_HOME` = `hf_home`, off the async runtime.
+#[allow(dead_code)] // not every test binary reads Hugging Face datasets
+pub(crate) async fn profile_offline(hf_home: &Path, line: &str) -> Output {
+    let hf_home = hf_home.to_path_buf();
+    let argv = args(line);
+    tokio::task::spawn_blocking(move || {
+        Command::new(aiperf_binary())
+            .arg("profile")
+            .args(&argv)
+            .args(["--ui-type", "none"])
+            .env("HF_HOME", &hf_home)
+            .env("HF_HUB_OFFLINE", "1")
+            .env_remove("HF_HUB_CACHE")
+            .output()
+            .expect("aiperf runs")
+    })
+    .await
+    .expect("the blocking task finishes")
+}
+
 /// A command line's words (split on whitespace) as owned strings.
 pub(crate) fn args(line: &str) -> Vec<String> {
     line.split_whitespace().map(str::to_owned).collect()
