@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use aiperf_metrics::export::console::render_console;
-use aiperf_runner::merge::{merge_runs, MergeError, MergeOptions, MergeReport};
+use aiperf_runner::merge::{merge_runs, shard_list, MergeError, MergeOptions, MergeReport};
 
 use crate::args::MergeArgs;
 
@@ -60,7 +60,7 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
 fn print_report(report: &MergeReport) {
     println!(
         "Merged shards {} of {} ({} records) of run {} into {}",
-        list(&report.merged),
+        shard_list(&report.merged),
         report.count,
         report.records,
         report.run_id,
@@ -69,7 +69,7 @@ fn print_report(report: &MergeReport) {
     if !report.missing.is_empty() {
         eprintln!(
             "warning: shards {} are missing: this is not the whole benchmark",
-            list(&report.missing)
+            shard_list(&report.missing)
         );
     }
     for note in &report.left_out {
@@ -85,9 +85,4 @@ fn default_output(dirs: &[PathBuf]) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_default();
     parent.join("merged")
-}
-
-fn list(indices: &[u32]) -> String {
-    let items: Vec<String> = indices.iter().map(u32::to_string).collect();
-    items.join(", ")
 }

@@ -135,7 +135,7 @@ pub enum MergeError {
     /// Shards are missing and [`MergeOptions::allow_missing`] is off.
     #[error(
         "shards {} of {count} are missing; merge them too, or pass --allow-missing to merge \
-         the others alone", list(.missing)
+         the others alone", shard_list(.missing)
     )]
     MissingShards {
         /// The missing indices.
@@ -171,7 +171,8 @@ pub enum MergeError {
     },
 }
 
-fn list(indices: &[u32]) -> String {
+/// Shard indices as text: `0, 1, 3`.
+pub fn shard_list(indices: &[u32]) -> String {
     let items: Vec<String> = indices.iter().map(u32::to_string).collect();
     items.join(", ")
 }
