@@ -49,6 +49,7 @@ pub(crate) fn run_spec(
     spec.slos = slos(args)?;
     spec.command_line = Some(command_line);
     spec.start_at = args.load.start_at;
+    spec.clock_reference.clone_from(&args.load.clock_reference);
     spec.sweep = sweep_points(argv, args)?;
     if let Some(first) = spec.sweep.as_ref().and_then(|sweep| sweep.points.first()) {
         // The shared set-up (tokenizer, readiness, the sweep's directory) is the first

@@ -444,6 +444,7 @@ const SPEC_FLAGS: &[&str] = &[
     "no_set_consistent_seed",
     "slo",
     "start_at",
+    "clock_reference",
 ];
 
 /// Flags about the console and the process, not the benchmark: they apply as usual.
@@ -550,6 +551,9 @@ pub(crate) fn run_spec(
     }
     if is_given(&["start_at"]) {
         spec.start_at = args.load.start_at;
+    }
+    if is_given(&["clock_reference"]) {
+        spec.clock_reference.clone_from(&args.load.clock_reference);
     }
     spec.command_line = Some(command_line);
     Ok(spec)

@@ -112,6 +112,7 @@ fn options(args: &KubeGenerateArgs, spec: &RunSpec) -> anyhow::Result<KubeOption
             memory: kube.memory_request.clone().unwrap_or(sized.memory),
         }),
         merge_wait_secs: kube.merge_wait,
+        clock_reference: spec.clock_reference.clone(),
         ..defaults
     })
 }

@@ -32,6 +32,10 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
             for dir in &merged.aggregates {
                 println!("Aggregated the merged runs into {}", dir.display());
             }
+            if let Some((sweep, dir)) = &merged.sweep {
+                print!("{}", sweep.render_table());
+                println!("Rebuilt the sweep summary in {}", dir.display());
+            }
             let mut slos_met = true;
             for report in merged.runs.iter().filter_map(|r| r.slo_report.as_ref()) {
                 print!("{}", report.render());
@@ -74,6 +78,9 @@ fn print_report(report: &MergeReport) {
     }
     for note in &report.left_out {
         eprintln!("note: not merged: {note}");
+    }
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
     }
 }
 

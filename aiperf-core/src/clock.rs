@@ -57,6 +57,16 @@ impl Clock {
         }
     }
 
+    /// The same clock with wall times `offset_ns` later (earlier when negative): wall
+    /// times in another clock's time, e.g. a shard's in its clock reference's.
+    #[must_use]
+    pub fn shifted(self, offset_ns: i64) -> Self {
+        Self {
+            anchor: self.anchor,
+            anchor_wall_ns: self.anchor_wall_ns.saturating_add_signed(offset_ns),
+        }
+    }
+
     /// The monotonic anchor.
     pub fn anchor(&self) -> Instant {
         self.anchor
@@ -145,5 +155,15 @@ mod tests {
             ),
             0
         );
+    }
+
+    #[test]
+    fn a_shifted_clock_moves_wall_times_only() {
+        let clock = Clock::start();
+        let later = clock.anchor() + Duration::from_millis(5);
+        let ahead = clock.shifted(250_000_000);
+        assert_eq!(ahead.wall_ns(later), clock.wall_ns(later) + 250_000_000);
+        assert_eq!(ahead.perf_ns(later), clock.perf_ns(later));
+        assert_eq!(clock.shifted(-7).wall_ns(later), clock.wall_ns(later) - 7);
     }
 }

@@ -14,6 +14,9 @@
 //! `cl100k_base` and the Qwen3 tokenizer. Prompt tokens are counted with a `tokenizer.json`
 //! when one is configured, otherwise as whitespace-separated words (at least 1).
 //!
+//! [`SntpServer`] is a time server whose clock is off by a known amount, for tests of
+//! the clock-offset measurement of sharded runs.
+//!
 //! In accuracy mode ([`AccuracyConfig`]) chat and completions replies answer benchmark
 //! questions instead, right with a seeded probability ([`answers_correctly`]), so a test
 //! knows the exact accuracy its client must report.
@@ -51,6 +54,7 @@ mod form;
 mod record;
 mod routes;
 mod server;
+mod sntp;
 mod state;
 mod stats;
 mod timing;
@@ -70,5 +74,6 @@ pub use routes::metrics::KV_CACHE_TOKENS;
 pub use routes::rankings::logit as ranking_logit;
 pub use routes::videos::VIDEO_BYTES;
 pub use server::{MockServer, SHUTDOWN_GRACE};
+pub use sntp::SntpServer;
 pub use stats::MockStats;
 pub use tokens::{count_words, output_text, PromptTokenCounter, CORPUS, MAX_DEFAULT_OUTPUT};

@@ -107,10 +107,10 @@ async fn concurrent_streams_do_not_drift() {
     }
     drift.sort_by(f64::total_cmp);
     let median = drift[drift.len() / 2];
-    assert!(
-        median.abs() < 15.0,
-        "median drift {median:.1} ms over 59 tokens"
-    );
+    // One-sided: a drifting schedule only makes later tokens later. A negative value is a
+    // first token delayed by a machine too busy to start 32 streams at once (seen at load
+    // 19 on 2 cores), not drift; the last token's bound above still holds it.
+    assert!(median < 15.0, "median drift {median:.1} ms over 59 tokens");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,6 +69,9 @@ pub enum RunError {
     /// The multi-run aggregate could not be computed.
     #[error(transparent)]
     Aggregate(#[from] AggregateError),
+    /// The clock reference (`RunSpec::clock_reference`) did not give an offset.
+    #[error(transparent)]
+    ClockReference(#[from] crate::clock_reference::ClockReferenceError),
 }
 
 impl RunError {

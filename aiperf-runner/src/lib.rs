@@ -36,6 +36,7 @@
 //! the `template` endpoint type.
 
 pub mod chat;
+pub mod clock_reference;
 pub mod config_file;
 mod descriptors;
 mod error;

@@ -28,14 +28,19 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use aiperf_core::{Clock, Phase, PhaseStats, RunInfo};
+use aiperf_metrics::aggregate::ConfidenceAggregate;
 use aiperf_metrics::digest::DIGEST_FILE;
 use aiperf_metrics::export::{export_paths, write_results_ready, write_summary_files};
 use aiperf_metrics::merge::absorb_digests;
 use aiperf_metrics::slo::SloReport;
+use aiperf_metrics::sweep::SweepSummary;
 use aiperf_metrics::{MetricsError, MetricsSink, Summary};
 use serde::Serialize;
 
-use crate::shard::{ShardManifest, ShardResults, MANIFEST_FILE};
+use crate::clock_reference::ClockOffset;
+use crate::report::Outcome;
+use crate::sequence::summary_point;
+use crate::shard::{ShardManifest, ShardResults, SweepPlan, MANIFEST_FILE, SWEEP_PLAN_FILE};
 
 /// The merged run's own manifest, beside its artifacts.
 pub const MERGE_MANIFEST_FILE: &str = "merge.json";
@@ -73,6 +78,11 @@ pub struct MergeReport {
     pub left_out: Vec<String>,
     /// The merged run checked against the benchmark's run-level SLOs, if it has any.
     pub slo_report: Option<SloReport>,
+    /// What the merge could not make exact, one sentence each (shards on different
+    /// time axes).
+    pub warnings: Vec<String>,
+    /// How the merged run ended, judged as one process judges its run.
+    pub outcome: Outcome,
 }
 
 /// Why shard directories could not be merged.
@@ -191,6 +201,8 @@ pub struct MergedRuns {
     pub runs: Vec<MergeReport>,
     /// The `aggregate` folders written from merged `--num-profile-runs` runs.
     pub aggregates: Vec<PathBuf>,
+    /// A sharded sweep's summary rebuilt from the merged points, and its folder.
+    pub sweep: Option<(SweepSummary, PathBuf)>,
 }
 
 /// Merges shard directories that are runs themselves (see [`merge`]) or hold runs below
@@ -212,6 +224,7 @@ pub fn merge_runs(
         return Ok(MergedRuns {
             runs: vec![merge(dirs, output, options)?],
             aggregates: Vec::new(),
+            sweep: None,
         });
     }
     relative.sort();
@@ -221,7 +234,77 @@ pub fn merge_runs(
         runs.push(merge(&shard_dirs, &output.join(rel), options)?);
     }
     let aggregates = aggregate_profile_runs(first, output, &relative, &runs)?;
-    Ok(MergedRuns { runs, aggregates })
+    let sweep = match SweepPlan::read(first) {
+        Some(plan) => Some(rebuild_sweep(
+            &plan,
+            first,
+            output,
+            &relative,
+            &runs,
+            &aggregates,
+        )?),
+        None => None,
+    };
+    Ok(MergedRuns {
+        runs,
+        aggregates: aggregates.into_values().map(|(dir, _)| dir).collect(),
+        sweep,
+    })
+}
+
+/// The sweep summary of the merged points, written to `output/sweep_aggregate` as one
+/// process writes it: each point's aggregate of its merged runs (a point estimate for a
+/// point run once, written into its `aggregate` folder too); no aggregate for a point
+/// that failed.
+fn rebuild_sweep(
+    plan: &SweepPlan,
+    first: &Path,
+    output: &Path,
+    relative: &[PathBuf],
+    runs: &[MergeReport],
+    aggregates: &BTreeMap<PathBuf, (PathBuf, ConfidenceAggregate)>,
+) -> Result<(SweepSummary, PathBuf), MergeError> {
+    let mut points = Vec::with_capacity(plan.points.len());
+    for planned in &plan.points {
+        let point = Path::new(&planned.label);
+        let merged: Vec<&MergeReport> = relative
+            .iter()
+            .zip(runs)
+            .filter(|(rel, _)| rel.starts_with(point))
+            .map(|(_, run)| run)
+            .collect();
+        let aggregate = if let Some((_, aggregate)) = aggregates.get(point) {
+            Some(aggregate.clone())
+        } else if let [run] = merged[..] {
+            run.outcome.succeeded().then(|| {
+                let (confidence, cooldown) = aggregate_settings(first, point);
+                ConfidenceAggregate::from_single_run(
+                    "run_0001".into(),
+                    &run.summary,
+                    confidence,
+                    cooldown,
+                )
+            })
+        } else {
+            None
+        };
+        if let (Some(aggregate), [_]) = (&aggregate, &merged[..]) {
+            aggregate.write_files(&output.join(point).join("aggregate"))?;
+        }
+        points.push(summary_point(
+            &planned.label,
+            &planned.parameters,
+            aggregate,
+        ));
+    }
+    let summary = SweepSummary {
+        sweep_type: plan.sweep_type.clone(),
+        points,
+    };
+    let dir = output.join("sweep_aggregate");
+    summary.write_files(&dir)?;
+    copy_if_present(&first.join(SWEEP_PLAN_FILE), &output.join(SWEEP_PLAN_FILE))?;
+    Ok((summary, dir))
 }
 
 /// The folders below `dir` (up to `depth` levels) that hold a shard's run, relative to
@@ -252,12 +335,15 @@ fn find_runs(dir: &Path, rel: &Path, depth: u32, found: &mut Vec<PathBuf>) {
 /// For every `…/profile_runs` folder among `relative`: the confidence aggregate of its
 /// merged runs, written to the sibling `aggregate` folder under `output` with the
 /// confidence level and cool-down the shards' own aggregate recorded.
+///
+/// Returns each aggregate with its folder, by the point (folder relative to the top) it
+/// belongs to.
 fn aggregate_profile_runs(
     first: &Path,
     output: &Path,
     relative: &[PathBuf],
     runs: &[MergeReport],
-) -> Result<Vec<PathBuf>, MergeError> {
+) -> Result<BTreeMap<PathBuf, (PathBuf, ConfidenceAggregate)>, MergeError> {
     let mut groups: BTreeMap<PathBuf, Vec<(String, &Summary)>> = BTreeMap::new();
     for (rel, run) in relative.iter().zip(runs) {
         let Some(parent) = rel.parent().filter(|p| p.ends_with("profile_runs")) else {
@@ -269,33 +355,37 @@ fn aggregate_profile_runs(
             .or_default()
             .push((file_name(rel), &run.summary));
     }
-    let mut written = Vec::new();
+    let mut written = BTreeMap::new();
     for (point, labelled) in groups {
         if labelled.len() < 2 {
             continue;
         }
-        let shard_aggregate = first
-            .join(&point)
-            .join("aggregate")
-            .join(aiperf_metrics::aggregate::AGGREGATE_JSON);
-        let metadata = std::fs::read_to_string(&shard_aggregate)
-            .ok()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-            .map(|json| json["metadata"].clone())
-            .unwrap_or_default();
-        let confidence = metadata["confidence_level"].as_f64().unwrap_or(0.95);
-        let cooldown = metadata["cooldown_seconds"].as_f64().unwrap_or(0.0);
-        let aggregate = aiperf_metrics::aggregate::ConfidenceAggregate::from_runs(
-            &labelled,
-            Vec::new(),
-            confidence,
-            cooldown,
-        )?;
+        let (confidence, cooldown) = aggregate_settings(first, &point);
+        let aggregate =
+            ConfidenceAggregate::from_runs(&labelled, Vec::new(), confidence, cooldown)?;
         let dir = output.join(&point).join("aggregate");
         aggregate.write_files(&dir)?;
-        written.push(dir);
+        written.insert(point, (dir, aggregate));
     }
     Ok(written)
+}
+
+/// The confidence level and cool-down a shard's own aggregate of `point` recorded (0.95
+/// and 0 s when it has none).
+fn aggregate_settings(first: &Path, point: &Path) -> (f64, f64) {
+    let shard_aggregate = first
+        .join(point)
+        .join("aggregate")
+        .join(aiperf_metrics::aggregate::AGGREGATE_JSON);
+    let metadata = std::fs::read_to_string(&shard_aggregate)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .map(|json| json["metadata"].clone())
+        .unwrap_or_default();
+    (
+        metadata["confidence_level"].as_f64().unwrap_or(0.95),
+        metadata["cooldown_seconds"].as_f64().unwrap_or(0.0),
+    )
 }
 
 /// Merges the shard run directories `dirs` into `output` (see the module documentation).
@@ -382,7 +472,10 @@ pub fn merge(
     write_results_ready(output, summary.was_cancelled, &failed)?;
     let slos = &first.results.slos;
     let slo_report = (!slos.is_empty()).then(|| summary.check_slos(slos));
+    let slos_met = slo_report.as_ref().is_none_or(SloReport::passed);
     Ok(MergeReport {
+        warnings: clock_warnings(&shards),
+        outcome: crate::session::outcome(&summary, slos_met),
         slo_report,
         dir: output.to_path_buf(),
         run_id: first.manifest.run_id.clone(),
@@ -393,6 +486,28 @@ pub fn merge(
         summary,
         left_out,
     })
+}
+
+/// A sentence when the shards' wall-clock stamps are not on one time axis: some measured
+/// against a clock reference and some not, or against different references.
+fn clock_warnings(shards: &[ShardDir]) -> Vec<String> {
+    let references: Vec<Option<&str>> = shards
+        .iter()
+        .map(|s| s.manifest.clock.as_ref().map(|c| c.reference.as_str()))
+        .collect();
+    if references.windows(2).all(|w| w[0] == w[1]) {
+        return Vec::new();
+    }
+    let described: Vec<String> = shards
+        .iter()
+        .zip(&references)
+        .map(|(s, r)| format!("shard {}: {}", s.manifest.index, r.unwrap_or("none")))
+        .collect();
+    vec![format!(
+        "the shards stamped their records against different clock references ({}): \
+         their times may be off against each other by the difference of those clocks",
+        described.join(", ")
+    )]
 }
 
 /// Returns once every directory of `dirs` holds a finished shard, or fails after `wait`.
@@ -571,6 +686,7 @@ fn write_merge_manifest(
         start_at_ns: Option<u64>,
         started_ns: u64,
         late_ms: f64,
+        clock: Option<&'a ClockOffset>,
     }
     #[derive(Serialize)]
     struct Manifest<'a> {
@@ -593,6 +709,7 @@ fn write_merge_manifest(
                 start_at_ns: s.manifest.start_at_ns,
                 started_ns: s.manifest.started_ns,
                 late_ms: s.manifest.late_ms,
+                clock: s.manifest.clock.as_ref(),
             })
             .collect(),
     };

@@ -21,6 +21,7 @@ use crate::error::ErrorKind;
 use crate::hooks::{Notice, RunHooks};
 use crate::report::{AggregateReport, Outcome, Report, SweepReport};
 use crate::session::Session;
+use crate::shard::{PlannedPoint, SweepPlan};
 use crate::spec::{RunSpec, CONSISTENT_SEED};
 use crate::RunError;
 
@@ -65,6 +66,9 @@ pub(crate) async fn run(
 
     // One directory holds every point of a sweep.
     let root = resolve_sweep_artifact_dir(&benchmark);
+    if benchmark.load.shard.is_some() {
+        sweep_plan(sweep).write(&root)?;
+    }
     let total = sweep.points.len();
     let mut outcomes = Vec::with_capacity(total);
     let mut summary_points = Vec::with_capacity(total);
@@ -118,18 +122,7 @@ pub(crate) async fn run(
             aggregate
         };
         outcomes.push(outcome);
-        summary_points.push(SweepSummaryPoint {
-            label: point.label.clone(),
-            parameters: point
-                .parameters
-                .iter()
-                .map(|(name, value)| SweepParameter {
-                    name: name.clone(),
-                    value: value.parse().unwrap_or(f64::NAN),
-                })
-                .collect(),
-            aggregate,
-        });
+        summary_points.push(summary_point(&point.label, &point.parameters, aggregate));
     }
     let summary = SweepSummary {
         sweep_type: sweep.sweep_type.name().into(),
@@ -293,5 +286,40 @@ fn describe_failure(outcome: Outcome) -> &'static str {
         Outcome::Cancelled => "cancelled by Ctrl-C",
         Outcome::TooManyFailures => "more requests failed than the failed-request threshold allows",
         _ => "every request failed",
+    }
+}
+
+/// What `aiperf merge` needs to rebuild a sharded sweep's summary.
+fn sweep_plan(sweep: &crate::spec::Sweep) -> SweepPlan {
+    SweepPlan {
+        sweep_type: sweep.sweep_type.name().into(),
+        points: sweep
+            .points
+            .iter()
+            .map(|point| PlannedPoint {
+                label: point.label.clone(),
+                parameters: point.parameters.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// A point of the sweep summary: its swept values as numbers, and its aggregate (`None`
+/// when it failed).
+pub(crate) fn summary_point(
+    label: &str,
+    parameters: &[(String, String)],
+    aggregate: Option<ConfidenceAggregate>,
+) -> SweepSummaryPoint {
+    SweepSummaryPoint {
+        label: label.to_owned(),
+        parameters: parameters
+            .iter()
+            .map(|(name, value)| SweepParameter {
+                name: name.clone(),
+                value: value.parse().unwrap_or(f64::NAN),
+            })
+            .collect(),
+        aggregate,
     }
 }

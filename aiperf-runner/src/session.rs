@@ -23,6 +23,7 @@ use aiperf_metrics::export::{
 use aiperf_metrics::live::LiveStats;
 use aiperf_metrics::{MetricsSink, Summary};
 
+use crate::clock_reference::{self, ClockOffset};
 use crate::hooks::{Notice, PhaseTargets, RunHooks, RunWatch};
 use crate::report::{Outcome, RunFiles, RunReport};
 use crate::shard::{self, ShardManifest, ShardResults};
@@ -50,6 +51,8 @@ pub(crate) struct Session {
     streaming: bool,
     /// The shared start instant, until the first run has waited for it.
     start_barrier: Mutex<Option<SystemTime>>,
+    /// This machine's clock against `RunSpec::clock_reference`, when one is given.
+    clock_offset: Option<ClockOffset>,
 }
 
 impl Session {
@@ -107,7 +110,21 @@ impl Session {
                 endpoint: endpoint.info().name,
             });
         }
+        let clock_offset = match &spec.clock_reference {
+            Some(reference) => {
+                let offset = clock_reference::measure(reference).await?;
+                tracing::info!(
+                    "This clock is {:+.3} ms off the clock reference {reference} (± {:.3} ms); \
+                     the start instant and wall-clock stamps are in the reference's time",
+                    -offset.offset_ms(),
+                    offset.round_trip_ms() / 2.0
+                );
+                Some(offset)
+            }
+            None => None,
+        };
         let session = Self {
+            clock_offset,
             cancel,
             transport,
             tokenizer,
@@ -154,6 +171,13 @@ impl Session {
     }
 
     /// The start instant the first run waits for; later runs get `None`.
+    /// `local` in the clock reference's time (itself without a reference).
+    fn reference_time(&self, local: SystemTime) -> SystemTime {
+        self.clock_offset
+            .as_ref()
+            .map_or(local, |c| c.to_reference(local))
+    }
+
     fn take_start_barrier(&self) -> Option<SystemTime> {
         self.start_barrier
             .lock()
@@ -317,10 +341,13 @@ impl Session {
             .conversations(conversations, workload.sampling)
             .cancel_token(stop)
             .progress(Arc::clone(&progress))
+            .wall_clock_offset(self.clock_offset.as_ref().map_or(0, |c| c.offset_ns))
             .sink(sink)?;
 
         let start_at = self.take_start_barrier();
         if let Some(at) = start_at {
+            // The instant is the reference's time; this clock reaches it at another.
+            let at = self.clock_offset.as_ref().map_or(at, |c| c.to_local(at));
             if let Ok(wait) = at.duration_since(SystemTime::now()) {
                 hooks.notice(&Notice::WaitingForStart {
                     shard: config.load.shard,
@@ -336,7 +363,7 @@ impl Session {
                 None => tracing::warn!("Cancelled while waiting for the start instant"),
             }
         }
-        let started = SystemTime::now();
+        let started = self.reference_time(SystemTime::now());
         hooks.sending(&RunWatch {
             progress: Arc::clone(&progress),
             live,
@@ -388,6 +415,7 @@ impl Session {
         }
         if let Some(shard) = config.load.shard {
             let mut manifest = ShardManifest::new(&config, shard, start_at, started);
+            manifest.clock.clone_from(&self.clock_offset);
             manifest.results = Some(ShardResults::of(
                 &summary,
                 spec.records.slice_duration,
@@ -464,7 +492,7 @@ async fn watch_long_waits<T>(
     }
 }
 
-fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
+pub(crate) fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
     if summary.export_failure.is_some() {
         Outcome::ExportFailed
     } else if summary.failure_threshold_exceeded.is_some() {

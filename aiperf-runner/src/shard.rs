@@ -23,10 +23,14 @@ use aiperf_metrics::{MetricsContext, Summary, SummaryAdditions};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::clock_reference::ClockOffset;
 use crate::RunError;
 
 /// The manifest's file name in a shard's artifact directory.
 pub const MANIFEST_FILE: &str = "shard.json";
+
+/// The sweep plan's file name in a sharded sweep's directory.
+pub const SWEEP_PLAN_FILE: &str = "sweep_plan.json";
 
 /// A shard that starts later than this after the shared instant says so: its first
 /// arrivals are late against the other shards'.
@@ -113,6 +117,11 @@ pub struct ShardManifest {
     pub started_ns: u64,
     /// How late after the shared instant it began, ms (0 when on time or without one).
     pub late_ms: f64,
+    /// This machine's clock against the clock reference (`--clock-reference`), when one
+    /// was given: the times above and the records' wall-clock stamps are then the
+    /// reference's. Without one, shards are assumed to have synchronised clocks (NTP).
+    #[serde(default)]
+    pub clock: Option<ClockOffset>,
     /// What the shard's run came to, for `aiperf merge`; `None` until it finished.
     pub results: Option<ShardResults>,
 }
@@ -188,6 +197,7 @@ impl ShardManifest {
             start_at_ns: start_at.map(unix_ns),
             started_ns: unix_ns(started),
             late_ms: late.as_secs_f64() * 1e3,
+            clock: None,
             results: None,
         }
     }
@@ -204,6 +214,43 @@ impl ShardManifest {
         let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other);
         json.and_then(|json| std::fs::write(&path, json))
             .map_err(RunError::write(path))
+    }
+}
+
+/// `sweep_plan.json`: the points a sharded sweep runs, written beside them so that
+/// `aiperf merge` can rebuild `sweep_aggregate/` from the merged points (its JSON keeps
+/// neither the point directories nor the parameters of failed points).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPlan {
+    /// `grid` or `zip`.
+    pub sweep_type: String,
+    /// The points in the order they run.
+    pub points: Vec<PlannedPoint>,
+}
+
+/// One point of a [`SweepPlan`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedPoint {
+    /// The point's directory name, e.g. `concurrency_8`.
+    pub label: String,
+    /// Each swept flag (underscored) with its value as given.
+    pub parameters: Vec<(String, String)>,
+}
+
+impl SweepPlan {
+    /// Writes it as `dir/sweep_plan.json`.
+    pub(crate) fn write(&self, dir: &Path) -> Result<(), RunError> {
+        std::fs::create_dir_all(dir).map_err(RunError::write(dir.to_path_buf()))?;
+        let path = dir.join(SWEEP_PLAN_FILE);
+        let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other);
+        json.and_then(|json| std::fs::write(&path, json))
+            .map_err(RunError::write(path))
+    }
+
+    /// Reads `dir/sweep_plan.json`; `None` when `dir` holds no sharded sweep.
+    pub fn read(dir: &Path) -> Option<Self> {
+        let text = std::fs::read_to_string(dir.join(SWEEP_PLAN_FILE)).ok()?;
+        serde_json::from_str(&text).ok()
     }
 }
 

@@ -58,6 +58,12 @@ pub struct RunSpec {
     /// start together. Later runs of a multi-run or sweep do not wait again.
     #[serde(default)]
     pub start_at: Option<std::time::SystemTime>,
+    /// An SNTP server (`host[:port]`) to measure this machine's clock against before the
+    /// first run (`--clock-reference`): the start instant is then the reference's time,
+    /// and records and `shard.json` stamp wall-clock times in it
+    /// ([`crate::clock_reference`]). Measured once per session.
+    #[serde(default)]
+    pub clock_reference: Option<String>,
 }
 
 /// The default of [`RunSpec::long_wait`].
@@ -84,6 +90,7 @@ impl RunSpec {
             command_line: None,
             long_wait: DEFAULT_LONG_WAIT,
             start_at: None,
+            clock_reference: None,
         }
     }
 }

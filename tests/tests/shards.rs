@@ -14,8 +14,11 @@ use common::{args, assert_exit, profile, read_json, read_jsonl, recorded_body, s
 use parquet::file::reader::FileReader;
 use serde_json::Value;
 
-const BENCHMARK: &str = "-m mock-model --random-seed 7 --concurrency 3 --request-count 12 \
-     --isl 24 --osl 3 --warmup-request-count 3 --no-server-metrics --no-gpu-telemetry";
+const BENCHMARK: &str = "-m mock-model --random-seed 7 --concurrency 4 --request-count 16 \
+     --isl 24 --osl 3 --warmup-request-count 4 --no-server-metrics --no-gpu-telemetry";
+
+/// The shards of the main test, as many as the issue's proof on one machine runs.
+const SHARDS: u32 = 4;
 
 async fn recording_mock(dir: &Path) -> (MockServer, std::path::PathBuf) {
     let record = dir.join("requests.jsonl");
@@ -43,7 +46,7 @@ fn bodies(requests: &[Value]) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_shard_processes_send_what_one_process_sends_from_one_instant() {
+async fn four_shard_processes_send_what_one_process_sends_from_one_instant() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("a")).unwrap();
     let (whole_server, whole_record) = recording_mock(&dir.path().join("a")).await;
@@ -51,18 +54,18 @@ async fn three_shard_processes_send_what_one_process_sends_from_one_instant() {
     assert_exit(&whole, 0);
     whole_server.shutdown().await;
     let whole_requests = read_jsonl(&whole_record);
-    assert_eq!(whole_requests.len(), 15, "12 requests and 3 warmup");
+    assert_eq!(whole_requests.len(), 20, "16 requests and 4 warmup");
 
     let (server, record) = recording_mock(dir.path()).await;
     let start_at = SystemTime::now() + Duration::from_secs(3);
     let start_secs = start_at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
-    let shard_runs: Vec<_> = (0..3)
+    let shard_runs: Vec<_> = (0..SHARDS)
         .map(|k| {
             let dir = dir.path().join(format!("shard-{k}"));
             tokio::spawn(profile(run_args(
                 &server,
                 &dir,
-                &format!("--shard {k}/3 --start-at {start_secs:.3}"),
+                &format!("--shard {k}/{SHARDS} --start-at {start_secs:.3}"),
             )))
         })
         .collect();
@@ -84,11 +87,11 @@ async fn three_shard_processes_send_what_one_process_sends_from_one_instant() {
         "a request before the start instant"
     );
 
-    for k in 0..3u32 {
+    for k in 0..SHARDS {
         let artifacts = dir.path().join(format!("shard-{k}"));
         let manifest = read_json(&artifacts.join("shard.json"));
         assert_eq!(manifest["index"], k);
-        assert_eq!(manifest["count"], 3);
+        assert_eq!(manifest["count"], SHARDS);
         assert_eq!(
             manifest["run_id"],
             read_json(&dir.path().join("shard-0/shard.json"))["run_id"]
@@ -97,7 +100,7 @@ async fn three_shard_processes_send_what_one_process_sends_from_one_instant() {
         let summary = read_json(&artifacts.join("profile_export_aiperf.json"));
         assert_eq!(
             summary["request_count"]["avg"], 4.0,
-            "12 requests over 3 shards"
+            "16 requests over 4 shards"
         );
         // A shard's run_config.json says which shard it ran.
         let run_config = read_json(&artifacts.join("run_config.json"));
@@ -118,7 +121,7 @@ fn aiperf(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-/// `aiperf merge` of the three shards: the whole benchmark's counts, statistics from the
+/// `aiperf merge` of the four shards: the whole benchmark's counts, statistics from the
 /// union of the shards' records, records in end-time order with unique session numbers;
 /// and the refusals.
 fn check_merge(dir: &Path, whole: &Value) {
@@ -128,6 +131,7 @@ fn check_merge(dir: &Path, whole: &Value) {
         "merge",
         &shard(2),
         &shard(0),
+        &shard(3),
         &shard(1),
         "-o",
         merged.to_str().unwrap(),
@@ -135,7 +139,7 @@ fn check_merge(dir: &Path, whole: &Value) {
     assert_exit(&out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("Merged shards 0, 1, 2 of 3 (12 records)"),
+        stdout.contains("Merged shards 0, 1, 2, 3 of 4 (16 records)"),
         "{stdout}"
     );
 
@@ -147,21 +151,21 @@ fn check_merge(dir: &Path, whole: &Value) {
     assert_eq!(summary["total_isl"]["avg"], whole["total_isl"]["avg"]);
     assert_eq!(summary["total_osl"]["avg"], whole["total_osl"]["avg"]);
     // Statistics of the union of the shards' records, not averages of shard statistics.
-    let mut latencies: Vec<f64> = (0..3)
+    let mut latencies: Vec<f64> = (0..SHARDS)
         .flat_map(|k| read_jsonl(&dir.join(format!("shard-{k}/profile_export.jsonl"))))
         .map(|r| r["metrics"]["request_latency"]["value"].as_f64().unwrap())
         .collect();
     latencies.sort_by(f64::total_cmp);
-    assert_eq!(latencies.len(), 12);
+    assert_eq!(latencies.len(), 16);
     for (name, p) in [("p50", 50.0), ("p90", 90.0), ("p99", 99.0)] {
         let expected = aiperf_metrics::stats::percentile_sorted(&latencies, p).unwrap();
         let got = stat(&summary, "request_latency", name);
         assert!((got - expected).abs() < 1e-9, "{name}: {got} vs {expected}");
     }
-    assert_eq!(stat(&summary, "request_latency", "max"), latencies[11]);
+    assert_eq!(stat(&summary, "request_latency", "max"), latencies[15]);
 
     let records = read_jsonl(&merged.join("profile_export.jsonl"));
-    assert_eq!(records.len(), 12);
+    assert_eq!(records.len(), 16);
     let ends: Vec<u64> = records
         .iter()
         .map(|r| r["metadata"]["request_end_ns"].as_u64().unwrap())
@@ -172,16 +176,16 @@ fn check_merge(dir: &Path, whole: &Value) {
         .map(|r| r["metadata"]["session_num"].as_u64().unwrap())
         .collect();
     sessions.sort_unstable();
-    assert_eq!(sessions, (0..12).collect::<Vec<u64>>());
+    assert_eq!(sessions, (0..16).collect::<Vec<u64>>());
     let parquet = std::fs::File::open(merged.join("profile_export.parquet")).unwrap();
     let rows = parquet::file::reader::SerializedFileReader::new(parquet).unwrap();
-    assert_eq!(rows.metadata().file_metadata().num_rows(), 12);
+    assert_eq!(rows.metadata().file_metadata().num_rows(), 16);
     assert_eq!(
         std::fs::read(merged.join("inputs.json")).unwrap(),
         std::fs::read(dir.join("shard-0/inputs.json")).unwrap()
     );
     let manifest = read_json(&merged.join("merge.json"));
-    assert_eq!(manifest["records"], 12);
+    assert_eq!(manifest["records"], 16);
     assert_eq!(manifest["missing"], serde_json::json!([]));
 
     let refused = |args: &[&str], message: &str| {
@@ -193,8 +197,8 @@ fn check_merge(dir: &Path, whole: &Value) {
     let elsewhere = dir.join("elsewhere");
     let elsewhere = elsewhere.to_str().unwrap();
     refused(
-        &["merge", &shard(0), &shard(1), "-o", elsewhere],
-        "shards 2 of 3 are missing; merge them too, or pass --allow-missing",
+        &["merge", &shard(0), &shard(1), &shard(3), "-o", elsewhere],
+        "shards 2 of 4 are missing; merge them too, or pass --allow-missing",
     );
     refused(
         &["merge", &shard(0), &shard(1), &shard(0), "-o", elsewhere],
@@ -219,7 +223,7 @@ fn check_merge(dir: &Path, whole: &Value) {
     assert_eq!(partial["request_count"]["avg"], 8.0);
     assert_eq!(
         read_json(&dir.join("elsewhere/merge.json"))["missing"],
-        serde_json::json!([2])
+        serde_json::json!([2, 3])
     );
 
     // The benchmark's run-level SLOs (run_config.json's `slos`, which each shard records)
@@ -235,6 +239,7 @@ fn check_merge(dir: &Path, whole: &Value) {
         &shard(0),
         &shard(1),
         &shard(2),
+        &shard(3),
         "-o",
         gated.to_str().unwrap(),
     ]);
@@ -317,7 +322,7 @@ async fn shards_of_repeated_runs_merge_run_by_run_and_aggregate_again() {
                 .join(run)
                 .join("profile_export_aiperf.json"),
         );
-        assert_eq!(summary["request_count"]["avg"], 12.0, "{run}");
+        assert_eq!(summary["request_count"]["avg"], 16.0, "{run}");
     }
     let aggregate = read_json(&merged.join("aggregate/profile_export_aiperf_aggregate.json"));
     assert_eq!(aggregate["metadata"]["num_profile_runs"], 2);
@@ -326,4 +331,134 @@ async fn shards_of_repeated_runs_merge_run_by_run_and_aggregate_again() {
         stdout.contains("Aggregated the merged runs into"),
         "{stdout}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_of_a_sweep_merge_point_by_point_and_rebuild_the_sweep_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start(MockConfig::with_timing(5.0, 1.0))
+        .await
+        .unwrap();
+    let sweep = "--concurrency 2,4 --num-requests 8,16 --sweep-type zip \
+                 --profile-run-cooldown-seconds 0 --no-sweep-table";
+    let shard_runs: Vec<_> = (0..2)
+        .map(|k| {
+            let argv = args(&format!(
+                "-m mock-model --random-seed 7 --isl 24 --osl 3 --no-server-metrics \
+                 --no-gpu-telemetry --url {} {sweep} --shard {k}/2 --artifact-dir {}",
+                server.url(),
+                dir.path().join(format!("shard-{k}")).display()
+            ));
+            tokio::spawn(profile(argv))
+        })
+        .collect();
+    for run in shard_runs {
+        assert_exit(&run.await.unwrap(), 0);
+    }
+    server.shutdown().await;
+
+    let shard = |k: u32| dir.path().join(format!("shard-{k}")).display().to_string();
+    let merged = dir.path().join("merged");
+    let out = aiperf(&[
+        "merge",
+        &shard(0),
+        &shard(1),
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Parameter Sweep Summary"), "{stdout}");
+    assert!(stdout.contains("Rebuilt the sweep summary in"), "{stdout}");
+    for (label, requests) in [
+        ("concurrency_2_request_count_8", 8.0),
+        ("concurrency_4_request_count_16", 16.0),
+    ] {
+        let summary = read_json(&merged.join(label).join("profile_export_aiperf.json"));
+        assert_eq!(stat(&summary, "request_count", "avg"), requests, "{label}");
+        let aggregate = read_json(
+            &merged
+                .join(label)
+                .join("aggregate/profile_export_aiperf_aggregate.json"),
+        );
+        assert_eq!(aggregate["metrics"]["request_count_avg"]["mean"], requests);
+    }
+    let json = read_json(&merged.join("sweep_aggregate/profile_export_aiperf_sweep.json"));
+    assert_eq!(json["metadata"]["sweep_type"], "zip");
+    assert_eq!(json["metadata"]["num_combinations"], 2);
+    let combinations = json["per_combination_metrics"].as_array().unwrap();
+    assert_eq!(combinations.len(), 2);
+    assert_eq!(combinations[0]["parameters"]["concurrency"], 2.0);
+    assert_eq!(
+        combinations[1]["metrics"]["request_count_avg"]["mean"], 16.0,
+        "the merged point's count, not a shard's 8"
+    );
+}
+
+/// A shard measured against a time server 250 ms ahead waits for the start instant in the
+/// server's time and stamps its records in it: 250 ms later than the mock's own clock
+/// says the requests arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_with_a_clock_reference_starts_and_stamps_in_the_reference_time() {
+    const AHEAD_NS: i64 = 250_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let reference = aiperf_mock_server::SntpServer::start(AHEAD_NS)
+        .await
+        .unwrap();
+    let (server, record) = recording_mock(dir.path()).await;
+    let start_at = SystemTime::now() + Duration::from_secs(5);
+    let start_ns = start_at.duration_since(UNIX_EPOCH).unwrap().as_nanos() as i64;
+    let artifacts = dir.path().join("shard-0");
+    let argv = args(&format!(
+        "-m mock-model --random-seed 7 --concurrency 1 --request-count 3 --isl 24 --osl 3 \
+         --no-server-metrics --no-gpu-telemetry --url {} --shard 0/1 --start-at {:.3} \
+         --clock-reference {} --artifact-dir {}",
+        server.url(),
+        start_ns as f64 / 1e9,
+        reference.addr(),
+        artifacts.display()
+    ));
+    assert_exit(&profile(argv).await, 0);
+    server.shutdown().await;
+
+    let manifest = read_json(&artifacts.join("shard.json"));
+    let clock = &manifest["clock"];
+    assert_eq!(clock["reference"], reference.addr().to_string());
+    let offset = clock["offset_ns"].as_i64().unwrap();
+    let bound = clock["round_trip_ns"].as_i64().unwrap() / 2 + 1_000_000;
+    assert!((offset - AHEAD_NS).abs() <= bound, "{clock}");
+    assert!(manifest["started_ns"].as_i64().unwrap() >= start_ns - 1_000_000);
+
+    let received: Vec<i64> = read_jsonl(&record)
+        .iter()
+        .map(|r| r["timestamp_ns"].as_i64().unwrap())
+        .collect();
+    let records = read_jsonl(&artifacts.join("profile_export.jsonl"));
+    assert_eq!((received.len(), records.len()), (3, 3));
+    // The mock's clock is this machine's: the start instant, in the reference's time,
+    // came 250 ms early by it (unless a saturated machine started the shard late).
+    if manifest["late_ms"].as_f64().unwrap() < 50.0 {
+        assert!(
+            received[0] < start_ns - 150_000_000,
+            "{received:?} vs {start_ns}"
+        );
+    }
+    for (record, received) in records.iter().zip(&received) {
+        let stamped = record["metadata"]["request_start_ns"].as_i64().unwrap();
+        let shift = stamped - received;
+        assert!(
+            (shift - offset).abs() < 50_000_000,
+            "stamped {stamped}, received {received}: {shift} ns apart"
+        );
+    }
+
+    let out = aiperf(&[
+        "merge",
+        artifacts.to_str().unwrap(),
+        "-o",
+        dir.path().join("merged").to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    let merged = read_json(&dir.path().join("merged/merge.json"));
+    assert_eq!(merged["shards"][0]["clock"]["offset_ns"], offset);
 }

@@ -193,6 +193,17 @@ pub(crate) struct LoadArgs {
     #[arg(long = "start-at", value_name = "TIME", value_parser = parse_start_at_arg,
           help_heading = "Scale-out")]
     pub start_at: Option<SystemTime>,
+
+    /// Measure this machine's clock against the SNTP time server HOST[:PORT] (port 123 by
+    /// default) before the run, so that shards on machines whose clocks disagree still
+    /// start together and stamp their records on one time axis: --start-at is then the
+    /// server's time, and shard.json records the offset. Give every shard the same server.
+    #[arg(
+        long = "clock-reference",
+        value_name = "HOST[:PORT]",
+        help_heading = "Scale-out"
+    )]
+    pub clock_reference: Option<String>,
 }
 
 /// `K/N` with K below N.

@@ -185,6 +185,8 @@ pub struct Benchmark<S: RecordSink> {
     sink: S,
     cancel: CancellationToken,
     progress: Arc<Progress>,
+    /// See [`BenchmarkBuilder::wall_clock_offset`].
+    wall_offset_ns: i64,
 }
 
 impl<S: RecordSink> std::fmt::Debug for Benchmark<S> {
@@ -223,6 +225,7 @@ pub struct BenchmarkBuilder {
     phases: Vec<PhasePlan>,
     cancel: CancellationToken,
     progress: Arc<Progress>,
+    wall_offset_ns: i64,
 }
 
 impl std::fmt::Debug for BenchmarkBuilder {
@@ -246,6 +249,7 @@ impl Benchmark<crate::sink::CollectRecords> {
             phases: Vec::new(),
             cancel: CancellationToken::new(),
             progress: Arc::new(Progress::default()),
+            wall_offset_ns: 0,
         }
     }
 }
@@ -308,6 +312,15 @@ impl BenchmarkBuilder {
         self
     }
 
+    /// Wall-clock times in the records read `offset_ns` later than this machine's clock
+    /// ([`Clock::shifted`]): the shards of one benchmark stamp in the time of a common
+    /// reference so that they merge on one time axis. Durations are unaffected.
+    #[must_use]
+    pub fn wall_clock_offset(mut self, offset_ns: i64) -> Self {
+        self.wall_offset_ns = offset_ns;
+        self
+    }
+
     /// Finishes the builder with the sink that receives the records. Resolves what the
     /// configuration and the endpoint decide together: streaming only where the endpoint
     /// streams, the request URL of each base URL, the API-key header.
@@ -362,6 +375,7 @@ impl BenchmarkBuilder {
             sink,
             cancel: self.cancel,
             progress: self.progress,
+            wall_offset_ns: self.wall_offset_ns,
         })
     }
 }
@@ -398,7 +412,7 @@ enum Outcome {
 impl<S: RecordSink> Benchmark<S> {
     /// Runs every phase and returns what the sink made of the records.
     pub async fn run(self) -> Result<S::Output, EngineError> {
-        let clock = Clock::start();
+        let clock = Clock::start().shifted(self.wall_offset_ns);
         let mut sink = self.sink;
         sink.start(&RunContext {
             config: &self.config,

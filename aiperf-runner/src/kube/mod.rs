@@ -77,6 +77,8 @@ pub struct KubeOptions {
     /// How long the merge Job waits for every shard to finish (from its own start, which
     /// is about when the shards' pods start) before it gives up.
     pub merge_wait_secs: u64,
+    /// The SNTP server every shard measures its clock against (`--clock-reference`).
+    pub clock_reference: Option<String>,
 }
 
 impl KubeOptions {
@@ -95,6 +97,7 @@ impl KubeOptions {
             api_key_secret: None,
             resources: None,
             merge_wait_secs: DEFAULT_MERGE_WAIT_SECS,
+            clock_reference: None,
         }
     }
 }
@@ -301,7 +304,7 @@ fn run_dir(options: &KubeOptions) -> String {
 }
 
 fn shard_job(options: &KubeOptions, resources: &Resources) -> Value {
-    let args = json!([
+    let mut args = json!([
         "profile",
         "-f",
         format!("{CONFIG_MOUNT}/run_config.json"),
@@ -314,6 +317,9 @@ fn shard_job(options: &KubeOptions, resources: &Resources) -> Value {
         // Indexed Job puts JOB_COMPLETION_INDEX.
         format!("{}/shard-$(JOB_COMPLETION_INDEX)", run_dir(options)),
     ]);
+    if let (Some(reference), Some(args)) = (&options.clock_reference, args.as_array_mut()) {
+        args.extend([json!("--clock-reference"), json!(reference)]);
+    }
     let mut container = json!({
         "name": "aiperf",
         "image": options.image,

@@ -25,6 +25,7 @@ fn example_options() -> KubeOptions {
         namespace: "bench".into(),
         image: "registry.example.com/aiperf-rs:0.1.0".into(),
         api_key_secret: Some("inference-key".into()),
+        clock_reference: Some("time.google.com".into()),
         ..KubeOptions::new(4, START)
     }
 }
