@@ -67,13 +67,8 @@ fn run_trace(args: &SynthesizeArgs) -> Result<PathBuf, Failure> {
 
 fn run_agentic_code(args: &SynthesizeArgs) -> Result<PathBuf, Failure> {
     let (config, config_name) = match &args.config {
-        Some(path) => {
-            let config =
-                AgenticCodeConfig::from_file(path).map_err(|e| Failure::Usage(e.into()))?;
-            let name = path
-                .file_stem()
-                .map_or_else(|| "config".into(), |s| s.to_string_lossy().into_owned());
-            (config, name)
+        Some(path_or_name) => {
+            AgenticCodeConfig::resolve(path_or_name).map_err(|e| Failure::Usage(e.into()))?
         }
         None => (AgenticCodeConfig::default(), "default".to_owned()),
     };

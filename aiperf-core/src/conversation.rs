@@ -1,5 +1,7 @@
 //! The workload: conversations made of turns.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// One conversation (a "session"): an ordered list of turns sent one after another.
@@ -21,9 +23,10 @@ pub struct Conversation {
     #[serde(default, skip_serializing_if = "ContextMode::is_default")]
     pub context_mode: ContextMode,
     /// Sessions started in the background before the first turn is sent, never waited
-    /// for by this one (a `dag_jsonl` line's `pre_session_spawns`).
+    /// for by this one (a `dag_jsonl` line's `pre_session_spawns`). Shared, so that
+    /// starting one is a pointer copy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pre_session_spawns: Vec<Conversation>,
+    pub pre_session_spawns: Vec<Arc<Conversation>>,
 }
 
 /// What a request for turn `k > 0` of a conversation carries
@@ -108,8 +111,9 @@ pub struct Turn {
 pub struct Branch {
     /// What the children start from.
     pub mode: BranchMode,
-    /// The child sessions (each may start branches of its own).
-    pub children: Vec<Conversation>,
+    /// The child sessions (each may start branches of its own). Shared, so that
+    /// starting one is a pointer copy rather than a copy of its turns.
+    pub children: Vec<Arc<Conversation>>,
     /// The parent's later turn that is sent only once every child ended; `None` when
     /// the parent never waits for them (a fork, or a spawn from the last turn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,9 +153,10 @@ impl Conversation {
         let mut all = vec![self];
         let mut next = 0;
         while let Some(conversation) = all.get(next).copied() {
-            all.extend(conversation.pre_session_spawns.iter());
+            all.extend(conversation.pre_session_spawns.iter().map(Arc::as_ref));
             for turn in &conversation.turns {
-                all.extend(turn.branches.iter().flat_map(|b| b.children.iter()));
+                let children = turn.branches.iter().flat_map(|b| b.children.iter());
+                all.extend(children.map(Arc::as_ref));
             }
             next += 1;
         }
@@ -159,15 +164,16 @@ impl Conversation {
     }
 
     /// This conversation and every session it may start, mutably, parents before
-    /// children (a loader or an adjustment changing them all).
+    /// children (a loader or an adjustment changing them all). A child shared with
+    /// another parent is copied first, so only this conversation's copy changes.
     pub fn for_each_session_mut(&mut self, visit: &mut impl FnMut(&mut Conversation)) {
         visit(self);
         for child in &mut self.pre_session_spawns {
-            child.for_each_session_mut(visit);
+            Arc::make_mut(child).for_each_session_mut(visit);
         }
         for branch in self.turns.iter_mut().flat_map(|t| t.branches.iter_mut()) {
             for child in &mut branch.children {
-                child.for_each_session_mut(visit);
+                Arc::make_mut(child).for_each_session_mut(visit);
             }
         }
     }

@@ -306,18 +306,73 @@ impl Default for AgenticCodeConfig {
     }
 }
 
+/// The configs 0.13 bundles, by the name `--config` takes instead of a path. 0.13's
+/// `default.json` is not its built-in defaults (which a run without `--config` uses):
+/// shorter turns, a 167 000-token context and no group layer.
+pub const BUNDLED_CONFIGS: [(&str, &str); 1] = [(
+    "default",
+    r#"{
+  "new_tokens_per_turn": {"mean": 6000, "median": 6000, "max": 10000, "bias": 1.1},
+  "generation_length": {"mean": 1000, "median": 1000, "max": 1500},
+  "inter_turn_delay": {
+    "agentic_fraction": 0.7,
+    "agentic_delay": {"mean": 2500, "median": 1800, "max": 10000},
+    "human_delay": {"mean": 40000, "median": 25000, "max": 120000},
+    "max": null
+  },
+  "reset": {"base_probability": 0.01, "context_scaling": 1.5},
+  "max_prompt_tokens": 167000,
+  "block_size": 512,
+  "cache": {
+    "layer1_tokens": 32000,
+    "layer1_5_tokens": 0,
+    "layer2": {"mean": 15000, "median": 5000, "max": 30000},
+    "layer1_5_groups": {"num_groups": 1, "zipf_alpha": 0.6}
+  }
+}"#,
+)];
+
 impl AgenticCodeConfig {
+    /// The config `--config` names, as 0.13 resolves it: a [bundled](BUNDLED_CONFIGS)
+    /// name first, else a config JSON or `manifest.json` path. Returns it with the name
+    /// its run directory starts with (the bundled name, or the file's stem).
+    pub fn resolve(path_or_name: &str) -> Result<(Self, String), AgenticCodeError> {
+        if let Some((name, text)) = BUNDLED_CONFIGS.iter().find(|(n, _)| *n == path_or_name) {
+            return Ok((Self::parse(text, name)?, (*name).to_owned()));
+        }
+        let path = Path::new(path_or_name);
+        if !path.is_file() {
+            let names: Vec<&str> = BUNDLED_CONFIGS.iter().map(|(name, _)| *name).collect();
+            return Err(AgenticCodeError::Config {
+                path: path_or_name.to_owned(),
+                message: format!(
+                    "no such file, nor a bundled config (bundled: {})",
+                    names.join(", ")
+                ),
+            });
+        }
+        let name = path
+            .file_stem()
+            .map_or_else(|| "config".into(), |s| s.to_string_lossy().into_owned());
+        Ok((Self::from_file(path)?, name))
+    }
+
     /// Reads a config JSON, or the `generation_params` of a `manifest.json`.
     pub fn from_file(path: &Path) -> Result<Self, AgenticCodeError> {
         let text = std::fs::read_to_string(path).map_err(|source| AgenticCodeError::Io {
             path: path.to_owned(),
             source,
         })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// A config JSON, or a `manifest.json`'s `generation_params`, read from `source`.
+    fn parse(text: &str, source: &str) -> Result<Self, AgenticCodeError> {
         let invalid = |message: String| AgenticCodeError::Config {
-            path: path.display().to_string(),
+            path: source.to_owned(),
             message,
         };
-        let mut value: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        let mut value: Value = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
         if let Some(params) = value.get_mut("generation_params") {
             value = params.take();
         }
@@ -678,6 +733,28 @@ pub fn write_dataset(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bundled_default_is_0_13_s_default_json_not_the_built_in_defaults() {
+        let (config, name) =
+            AgenticCodeConfig::resolve("default").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(name, "default");
+        assert_ne!(config, AgenticCodeConfig::default());
+        assert_eq!(config.max_prompt_tokens, 167_000);
+        assert_eq!(config.new_tokens_per_turn.max, Some(10_000.0));
+        assert_eq!(config.new_tokens_per_turn.bias, Some(1.1));
+        assert_eq!(config.inter_turn_delay.agentic_fraction, 0.7);
+        assert_eq!(config.cache.layer1_5_tokens, 0);
+        assert_eq!(config.cache.layer2.median, 5_000.0);
+
+        let error = AgenticCodeConfig::resolve("/no/such/spec.json")
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            error.as_deref(),
+            Some("/no/such/spec.json: no such file, nor a bundled config (bundled: default)")
+        );
+    }
 
     #[test]
     fn a_python_manifest_loads_with_its_recorded_mu_and_sigma() {

@@ -140,10 +140,12 @@ mod tests {
 
     #[test]
     fn the_sessions_a_conversation_starts_get_models_after_its_own_turns() {
-        let child = |id: &str, turns: Vec<Turn>| Conversation {
-            session_id: id.into(),
-            turns,
-            ..Conversation::default()
+        let child = |id: &str, turns: Vec<Turn>| {
+            std::sync::Arc::new(Conversation {
+                session_id: id.into(),
+                turns,
+                ..Conversation::default()
+            })
         };
         let mut first = Turn::text("1");
         first.branches.push(Branch {

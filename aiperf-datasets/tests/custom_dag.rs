@@ -241,3 +241,19 @@ fn each_malformed_line_names_its_line_and_field() {
         assert_eq!(load(&lines).unwrap_err(), expected, "{lines:?}");
     }
 }
+
+#[test]
+fn a_child_two_parents_start_is_one_shared_session() {
+    let lines = [
+        line("p1", &[&turn(r#""spawns": ["shared"]"#)]),
+        line("p2", &[&turn(r#""spawns": ["shared"]"#)]),
+        line("shared", &[&turn(""), &turn("")]),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let roots = load(&lines).unwrap();
+    let child = |root: &Conversation| std::sync::Arc::clone(&root.turns[0].branches[0].children[0]);
+    let (first, second) = (child(&roots[0]), child(&roots[1]));
+    assert_eq!(first.session_id, "shared");
+    assert_eq!(first.turns.len(), 2);
+    assert!(std::sync::Arc::ptr_eq(&first, &second));
+}

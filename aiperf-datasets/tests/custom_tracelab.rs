@@ -184,3 +184,152 @@ fn malformed_rows_name_the_line_and_field() {
         )
     );
 }
+
+/// A row of `session` at minute 12:00, seconds `input`..`output`, with `tools`.
+fn timed_row(
+    session: &str,
+    user: &str,
+    input: u32,
+    output: u32,
+    tools: serde_json::Value,
+) -> String {
+    json!({
+        "session_id": session, "user": user, "project": "x", "provider": "claude",
+        "input_tokens_total": 8, "prefix_tokens": 0, "newly_append_tokens": 8,
+        "output_tokens": 2,
+        "timing_events": [
+            event("user_message", &format!("2025-01-31T12:00:{input:02}Z")),
+            event("text", &format!("2025-01-31T12:00:{output:02}Z"))
+        ],
+        "tools": tools
+    })
+    .to_string()
+}
+
+/// A spawning tool call from second `from` to `to` with its wall latency.
+fn tool(name: &str, from: u32, to: u32, latency_ms: u32) -> serde_json::Value {
+    json!([{
+        "tool_name": name,
+        "emitted_at": format!("2025-01-31T12:00:{from:02}Z"),
+        "result_at": format!("2025-01-31T12:00:{to:02}Z"),
+        "tool_wall_latency_ms": latency_ms
+    }])
+}
+
+#[test]
+fn a_subagent_session_inside_a_spawning_call_runs_as_a_child_joined_after_the_call() {
+    let rows = [
+        // p spawns an agent for 30 s from 1 s; its 5 s Task at 41 s is too short.
+        timed_row("p", "u", 0, 1, tool("Agent", 1, 31, 30_000)),
+        timed_row("p", "u", 31, 32, json!([])),
+        timed_row("p", "u", 40, 41, tool("Task", 41, 46, 5_000)),
+        // c runs inside p's call (3 s to 20 s) and spawns g for 10 s itself.
+        timed_row("c", "u", 3, 5, tool("Agent", 5, 15, 10_000)),
+        timed_row("c", "u", 10, 20, json!([])),
+        // Another user's session inside p's window, one inside the short Task, and c's
+        // own subagent (0.13 nests one level): each replayed on its own.
+        timed_row("other", "v", 4, 6, json!([])),
+        timed_row("s2", "u", 42, 44, json!([])),
+        timed_row("g", "u", 6, 8, json!([])),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    std::fs::write(&path, rows.join("\n")).unwrap();
+    let loaded = load(&path).unwrap();
+    let roots: Vec<&str> = loaded
+        .conversations
+        .iter()
+        .map(|c| c.session_id.as_str())
+        .collect();
+    assert_eq!(roots, ["p", "other", "s2", "g"]);
+    let parent = &loaded.conversations[0];
+    let delays: Vec<Option<f64>> = parent.turns.iter().map(|t| t.delay_ms).collect();
+    assert_eq!(delays, [None, Some(30_000.0), Some(8_000.0)]);
+    let spawns: Vec<(usize, usize, Option<usize>)> = parent
+        .turns
+        .iter()
+        .enumerate()
+        .flat_map(|(k, t)| {
+            t.branches
+                .iter()
+                .map(move |b| (k, b.children.len(), b.join_at))
+        })
+        .collect();
+    // Spawned once round 0 has its reply; round 1 (at 31 s, the call's end) joins it.
+    assert_eq!(spawns, [(0, 1, Some(1))]);
+    let branch = &parent.turns[0].branches[0];
+    assert_eq!(branch.mode, aiperf_core::BranchMode::Spawn);
+    let child = &branch.children[0];
+    assert_eq!(child.session_id, "p::sa:c");
+    assert_eq!(child.context_mode, ContextMode::MessageArrayWithResponses);
+    // First round 2 s after the spawn at 1 s; the next 5 s after its reply ended.
+    let child_delays: Vec<Option<f64>> = child.turns.iter().map(|t| t.delay_ms).collect();
+    assert_eq!(child_delays, [Some(2_000.0), Some(5_000.0)]);
+    assert!(child.turns.iter().all(|t| t.branches.is_empty()));
+}
+
+#[test]
+fn a_codex_session_spawns_within_its_first_spawn_to_its_last_wait() {
+    let codex = |session: &str, input: u32, output: u32, tools: serde_json::Value| {
+        let mut row: serde_json::Value =
+            serde_json::from_str(&timed_row(session, "u", input, output, tools)).unwrap();
+        row["provider"] = json!("codex");
+        row.to_string()
+    };
+    let rows = [
+        // spawn_agent returns at once; the window runs to the last wait_agent result.
+        codex("p", 0, 1, tool("spawn_agent", 1, 1, 5)),
+        codex("p", 2, 3, tool("wait_agent", 3, 20, 17_000)),
+        codex("p", 25, 26, json!([])),
+        codex("c", 4, 9, json!([])),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    std::fs::write(&path, rows.join("\n")).unwrap();
+    let loaded = load(&path).unwrap();
+    assert_eq!(loaded.conversations.len(), 1);
+    let spawns: Vec<(usize, Vec<&str>, Option<usize>)> = loaded.conversations[0]
+        .turns
+        .iter()
+        .enumerate()
+        .flat_map(|(k, t)| {
+            t.branches.iter().map(move |b| {
+                (
+                    k,
+                    b.children.iter().map(|c| c.session_id.as_str()).collect(),
+                    b.join_at,
+                )
+            })
+        })
+        .collect();
+    // Window [1 s, 20 s]: spawned after round 0, joined by round 2 (25 s), not 1 (2 s).
+    assert_eq!(spawns, [(0, vec!["p::sa:c"], Some(2))]);
+}
+
+#[test]
+fn malformed_tool_calls_name_the_line_and_field() {
+    assert_eq!(
+        error_of(r#"{"session_id": "a", "tools": {}}"#),
+        (
+            "FILE:2: tools: expected a list, got an object".into(),
+            DatasetFileErrorKind::WrongType
+        )
+    );
+    assert_eq!(
+        error_of(r#"{"session_id": "a", "tools": [{"tool_name": "Agent", "emitted_at": "now"}]}"#),
+        (
+            "FILE:2: tools[0].emitted_at: expected an ISO 8601 time such as \
+             2025-01-31T12:00:00.123Z, got \"now\""
+                .into(),
+            DatasetFileErrorKind::WrongType
+        )
+    );
+    assert_eq!(
+        error_of(r#"{"session_id": "a", "tools": [{"tool_name": "Agent", "tool_wall_latency_ms": "long"}]}"#),
+        (
+            "FILE:2: tools[0].tool_wall_latency_ms: expected a number of milliseconds, got a string"
+                .into(),
+            DatasetFileErrorKind::WrongType
+        )
+    );
+}

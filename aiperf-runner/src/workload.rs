@@ -537,6 +537,8 @@ fn average_turns(conversations: &[Conversation]) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use aiperf_core::{Branch, BranchMode, Turn};
 
     use super::*;
@@ -546,7 +548,7 @@ mod tests {
         let mut parent = Turn::text("parent");
         parent.branches.push(Branch {
             mode: BranchMode::Spawn,
-            children: vec![Conversation {
+            children: vec![Arc::new(Conversation {
                 session_id: "child".into(),
                 turns: vec![
                     Turn::text("child 1"),
@@ -556,7 +558,7 @@ mod tests {
                     },
                 ],
                 ..Conversation::default()
-            }],
+            })],
             join_at: None,
         });
         let mut conversations = vec![Conversation {

@@ -244,3 +244,37 @@ async fn profile_sends_the_synthesized_trace() {
     // The 90-token request is over --synthesis-max-isl; the others ask for twice as much.
     assert_eq!(sent, vec![8, 18]);
 }
+
+#[test]
+fn agentic_code_takes_0_13_s_bundled_default_config_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = agentic_code(
+        &dir.path().join("a"),
+        "--num-sessions 5 --seed 1 --config default",
+    );
+    let run_dir = dataset.parent().unwrap();
+    let name = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("default_5s_seed1_"), "{name}");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("manifest.json")).unwrap()).unwrap();
+    let params = &manifest["generation_params"];
+    assert_eq!(params["max_prompt_tokens"], 167_000);
+    assert_eq!(params["cache"]["layer1_5_tokens"], 0);
+    // No group layer: every opener is the 63 shared L1 blocks, then its own.
+    for row in read_jsonl(&dataset)
+        .iter()
+        .filter(|r| r.get("timestamp").is_some())
+    {
+        let ids = row["hash_ids"].as_array().unwrap();
+        assert_eq!(ids[62], 62, "{row}");
+    }
+
+    let missing = synthesize("agentic-code --config nonesuch --num-sessions 1");
+    assert_exit(&missing, 2);
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("nonesuch: no such file, nor a bundled config (bundled: default)"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+}

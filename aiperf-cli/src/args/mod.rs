@@ -809,9 +809,10 @@ pub(crate) struct SynthesizeArgs {
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub output: PathBuf,
 
-    /// Distribution config JSON, or the manifest.json of an earlier run (agentic-code).
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
+    /// A bundled config name (`default`), a distribution config JSON, or the
+    /// manifest.json of an earlier run (agentic-code).
+    #[arg(long, value_name = "NAME|PATH")]
+    pub config: Option<String>,
 
     /// Random seed: the same seed and options give the same file.
     #[arg(long, default_value_t = 42)]

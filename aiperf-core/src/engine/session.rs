@@ -218,7 +218,7 @@ impl PhaseRunner {
     /// `inherited` history.
     fn child(
         &self,
-        conversation: &Conversation,
+        conversation: &Arc<Conversation>,
         inherited: Vec<Turn>,
         url: &Arc<str>,
         state: &Arc<PhaseState>,
@@ -226,7 +226,7 @@ impl PhaseRunner {
         let runner = self.clone_for_task();
         let state = Arc::clone(state);
         let run = SessionRun {
-            conversation: Arc::new(conversation.clone()),
+            conversation: Arc::clone(conversation),
             correlation_id: random_uuid(),
             url: Arc::clone(url),
             max_turns: None,

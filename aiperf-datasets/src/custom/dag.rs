@@ -24,6 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use aiperf_core::{Branch, BranchMode, ContextMode, Conversation, Turn};
 use serde_json::Value;
@@ -114,10 +115,15 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Conversation>, DatasetFileError> {
         .flat_map(Session::references)
         .map(|r| r.id.as_str())
         .collect();
-    let mut built: HashMap<usize, Conversation> = HashMap::new();
+    let mut built: HashMap<usize, Arc<Conversation>> = HashMap::new();
     Ok((0..sessions.len())
         .filter(|&index| !started.contains(sessions[index].conversation.session_id.as_str()))
-        .map(|index| graph.build(index, &mut built))
+        .map(|index| {
+            let root = graph.build(index, &mut built);
+            // No session starts a root: dropping its entry leaves `root` the only owner.
+            built.remove(&index);
+            Arc::unwrap_or_clone(root)
+        })
         .collect())
 }
 
@@ -588,10 +594,14 @@ impl Graph<'_> {
     }
 
     /// The conversation of session `index` with its children built in (acyclic:
-    /// checked before). A child started by several parents is built once and copied.
-    fn build(&self, index: usize, built: &mut HashMap<usize, Conversation>) -> Conversation {
+    /// checked before). A child started by several parents is built once and shared.
+    fn build(
+        &self,
+        index: usize,
+        built: &mut HashMap<usize, Arc<Conversation>>,
+    ) -> Arc<Conversation> {
         if let Some(done) = built.get(&index) {
-            return done.clone();
+            return Arc::clone(done);
         }
         let session = &self.sessions[index];
         let mut conversation = session.conversation.clone();
@@ -608,7 +618,8 @@ impl Graph<'_> {
                 })
                 .collect();
         }
-        built.insert(index, conversation.clone());
+        let conversation = Arc::new(conversation);
+        built.insert(index, Arc::clone(&conversation));
         conversation
     }
 }

@@ -9,13 +9,23 @@
 //! blocks of the round before it and gets fresh blocks for the rest — so the server's
 //! KV cache sees the prefix reuse the corpus recorded. Every round carries its whole
 //! context, so each turn is sent on its own.
+//!
+//! A subagent's rounds are a session of their own in the corpus, with no link to the
+//! session that spawned it. As 0.13 does, the link is recovered by timing containment:
+//! a session of the same `user` and `project` whose whole span lies inside a spawning
+//! tool call's window (a Claude `Agent`/`Task` call of at least [`MIN_SPAWN_MS`], or a
+//! Codex session's first `spawn_agent` to its last `wait_agent` result) is that call's
+//! subagent (the tightest window wins). It becomes a child session of its parent, nested
+//! as `weka_trace` nests subagents.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
 
-use aiperf_core::{ContextMode, Conversation, Turn};
+use aiperf_core::{Branch, BranchMode, ContextMode, Conversation, Turn};
+use serde_json::Value;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
@@ -28,6 +38,14 @@ const INPUT_EVENTS: [&str; 2] = ["user_message", "tool_result"];
 const OUTPUT_EVENTS: [&str; 3] = ["text", "reasoning", "tool_call"];
 /// The first bytes of a gzip stream.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Claude Code's blocking tools that run a subagent for their whole duration.
+const CLAUDE_SPAWN_TOOLS: [&str; 2] = ["Agent", "Task"];
+/// The shortest spawning tool call taken for a subagent's run (0.13's default): shorter
+/// ones are mostly no-ops or errors, and their windows would catch unrelated sessions.
+const MIN_SPAWN_MS: f64 = 10_000.0;
+/// How close (in ms) a later round may start before a subagent's end and still count
+/// as sent after it (0.13 rounds recorded times to the microsecond).
+const JOIN_EPSILON_MS: f64 = 1e-3;
 
 /// One dated round of a session.
 #[derive(Debug)]
@@ -43,53 +61,267 @@ struct Round {
     output_tokens: u64,
 }
 
-/// The sessions of a TraceLab file, in order of first appearance; rounds with no
-/// timestamped event are left out (nothing says when to send them).
+/// A window of time in which a session ran a subagent, in Unix ms.
+#[derive(Debug, Clone, Copy)]
+struct SpawnWindow {
+    start: f64,
+    end: f64,
+    /// How long the subagent ran (ms): the tool's recorded wall latency (Claude), else
+    /// the window's length.
+    duration: f64,
+}
+
+/// The subagents one parent round spawns that the same later round joins.
+struct SpawnGroup {
+    spawner: usize,
+    join_at: Option<usize>,
+    /// The earliest spawn of the group, in Unix ms.
+    spawned_at: f64,
+    /// Each child (session index) with when its first round was submitted.
+    children: Vec<(usize, f64)>,
+}
+
+/// Everything read from the rows of one session.
+#[derive(Debug, Default)]
+struct SessionRows {
+    id: String,
+    rounds: Vec<Round>,
+    /// `user` and `project` of its first row: a subagent runs for the same ones.
+    owner: (Option<Value>, Option<Value>),
+    /// Its first row's `provider` is `codex`.
+    codex: bool,
+    /// The earliest and latest of every event and tool time of its rows.
+    span: Option<(f64, f64)>,
+    /// Its Claude spawning tool calls.
+    claude_windows: Vec<SpawnWindow>,
+    /// When its Codex `spawn_agent` calls were emitted.
+    codex_spawns: Vec<f64>,
+    /// When its Codex `wait_agent` calls returned.
+    codex_waits: Vec<f64>,
+}
+
+impl SessionRows {
+    fn stamp(&mut self, at: f64) {
+        self.span = Some(match self.span {
+            Some((first, last)) => (first.min(at), last.max(at)),
+            None => (at, at),
+        });
+    }
+
+    /// Its spawn windows: one per long Claude spawning call, or for a Codex session one
+    /// from its first `spawn_agent` to its last `wait_agent` result (the corpus strips
+    /// the handles that would pair each spawn with its wait).
+    fn windows(&self) -> Vec<SpawnWindow> {
+        if !self.codex {
+            return self.claude_windows.clone();
+        }
+        let start = self.codex_spawns.iter().copied().reduce(f64::min);
+        let end = self.codex_waits.iter().copied().reduce(f64::max);
+        match (start, end) {
+            (Some(start), Some(end)) if end > start => vec![SpawnWindow {
+                start,
+                end,
+                duration: (end - start).trunc(),
+            }],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The sessions of a TraceLab file: every session no other spawned, in order of first
+/// appearance, each carrying its subagents; rounds with no timestamped event are left
+/// out (nothing says when to send them). A subagent that cannot be nested (its parent
+/// has no round at or before its spawn) is replayed as a session of its own after them.
 pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
     block_size: u32,
 ) -> Result<Vec<Conversation>, DatasetFileError> {
-    let mut sessions: Vec<(String, Vec<Round>)> = Vec::new();
+    let mut sessions: Vec<SessionRows> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
     for_each_row(path, |mut record| {
         let session_id = record
             .take_id("session_id")?
             .ok_or_else(|| record.missing("session_id"))?;
-        let round = parse_round(&mut record)?;
+        let first_row = !by_id.contains_key(&session_id);
         let index = *by_id.entry(session_id.clone()).or_insert_with(|| {
-            sessions.push((session_id, Vec::new()));
+            sessions.push(SessionRows {
+                id: session_id,
+                ..SessionRows::default()
+            });
             sessions.len() - 1
         });
-        if let Some(round) = round {
-            sessions[index].1.push(round);
-        }
-        Ok(())
+        parse_row(&mut record, &mut sessions[index], first_row)
     })?;
     let mut next_block_id = 0;
-    let mut conversations = Vec::new();
-    for (session_id, mut rounds) in sessions {
-        if rounds.is_empty() {
-            continue;
-        }
-        rounds.sort_by(|a, b| {
+    let mut turns: Vec<Vec<Turn>> = Vec::with_capacity(sessions.len());
+    for session in &mut sessions {
+        session.rounds.sort_by(|a, b| {
             a.submitted_ms
                 .total_cmp(&b.submitted_ms)
                 .then(a.index.cmp(&b.index))
         });
-        let turns =
-            session_turns(&rounds, block_size, &mut next_block_id, prompts).map_err(|message| {
-                DatasetFileError::file(path, DatasetFileErrorKind::Invalid, message)
-                    .in_field(format!("session {session_id}"))
-            })?;
-        conversations.push(Conversation {
-            session_id,
-            turns,
-            context_mode: ContextMode::MessageArrayWithResponses,
-            ..Conversation::default()
+        turns.push(
+            session_turns(&session.rounds, block_size, &mut next_block_id, prompts).map_err(
+                |message| {
+                    DatasetFileError::file(path, DatasetFileErrorKind::Invalid, message)
+                        .in_field(format!("session {}", session.id))
+                },
+            )?,
+        );
+    }
+    let parents = subagent_parents(&sessions);
+    let mut nested: HashSet<usize> = HashSet::new();
+    let mut roots = Vec::new();
+    for (index, session) in sessions.iter().enumerate() {
+        if parents[index].is_some() || session.rounds.is_empty() {
+            continue;
+        }
+        let children = (0..sessions.len()).filter_map(|child| match parents[child] {
+            Some((parent, window)) if parent == index => Some((child, window)),
+            _ => None,
+        });
+        let mut session_turns = std::mem::take(&mut turns[index]);
+        nest_subagents(
+            &sessions,
+            &mut turns,
+            index,
+            &mut session_turns,
+            children,
+            &mut nested,
+        );
+        roots.push(conversation(session.id.clone(), session_turns));
+    }
+    let unnested = (0..sessions.len()).filter(|&index| {
+        parents[index].is_some() && !nested.contains(&index) && !sessions[index].rounds.is_empty()
+    });
+    for index in unnested {
+        tracing::info!(
+            session = sessions[index].id,
+            "replaying a tracelab subagent on its own: its parent has no round before its spawn"
+        );
+        roots.push(conversation(
+            sessions[index].id.clone(),
+            std::mem::take(&mut turns[index]),
+        ));
+    }
+    Ok(roots)
+}
+
+fn conversation(session_id: String, turns: Vec<Turn>) -> Conversation {
+    Conversation {
+        session_id,
+        turns,
+        context_mode: ContextMode::MessageArrayWithResponses,
+        ..Conversation::default()
+    }
+}
+
+/// Each session's parent and the window it ran in, as 0.13 recovers them: the tightest
+/// spawn window (shortest, then earliest, then by parent id) of another session with the
+/// same owner that holds the session's whole span. A subagent of a subagent has no parent
+/// here: 0.13 nests one level and replays deeper ones on their own.
+fn subagent_parents(sessions: &[SessionRows]) -> Vec<Option<(usize, SpawnWindow)>> {
+    let windows: Vec<(usize, SpawnWindow)> = sessions
+        .iter()
+        .enumerate()
+        .flat_map(|(index, session)| session.windows().into_iter().map(move |w| (index, w)))
+        .collect();
+    let links: Vec<Option<(usize, SpawnWindow)>> = sessions
+        .iter()
+        .enumerate()
+        .map(|(index, child)| {
+            let (first, last) = child.span?;
+            windows
+                .iter()
+                .filter(|(parent, window)| {
+                    *parent != index
+                        && sessions[*parent].owner == child.owner
+                        && first >= window.start
+                        && last <= window.end
+                })
+                .min_by(|(pa, a), (pb, b)| {
+                    (a.end - a.start)
+                        .total_cmp(&(b.end - b.start))
+                        .then(a.start.total_cmp(&b.start))
+                        .then(sessions[*pa].id.cmp(&sessions[*pb].id))
+                })
+                .copied()
+        })
+        .collect();
+    links
+        .iter()
+        .map(|link| link.filter(|(parent, _)| links[*parent].is_none()))
+        .collect()
+}
+
+/// Adds the subagents `children` (session index, spawn window) of session `parent` to
+/// its `parent_turns`, as `weka_trace` nests a subagent entry placed after the parent's
+/// last round submitted at or before the spawn: spawned once that round has its reply,
+/// its first round after its offset from the earliest spawn of the children the same
+/// round spawns and the same later round joins, joined by the parent's first later round
+/// submitted at or after the subagent's end. Marks each nested child in `nested`.
+fn nest_subagents(
+    sessions: &[SessionRows],
+    turns: &mut [Vec<Turn>],
+    parent: usize,
+    parent_turns: &mut [Turn],
+    children: impl Iterator<Item = (usize, SpawnWindow)>,
+    nested: &mut HashSet<usize>,
+) {
+    let submitted: Vec<f64> = sessions[parent]
+        .rounds
+        .iter()
+        .map(|r| r.submitted_ms)
+        .collect();
+    let mut groups: Vec<SpawnGroup> = Vec::new();
+    for (child, window) in children {
+        let Some(first_round) = sessions[child].rounds.first() else {
+            continue;
+        };
+        let Some(spawner) = submitted.iter().rposition(|&t| t <= window.start) else {
+            continue;
+        };
+        let end = window.start + window.duration;
+        let join_at =
+            (spawner + 1..submitted.len()).find(|&k| submitted[k] + JOIN_EPSILON_MS >= end);
+        let first_at = first_round.submitted_ms.max(window.start);
+        nested.insert(child);
+        match groups
+            .iter_mut()
+            .find(|g| g.spawner == spawner && g.join_at == join_at)
+        {
+            Some(group) => {
+                group.spawned_at = group.spawned_at.min(window.start);
+                group.children.push((child, first_at));
+            }
+            None => groups.push(SpawnGroup {
+                spawner,
+                join_at,
+                spawned_at: window.start,
+                children: vec![(child, first_at)],
+            }),
+        }
+    }
+    for group in groups {
+        let children = group
+            .children
+            .into_iter()
+            .map(|(child, first_at)| {
+                let mut child_turns = std::mem::take(&mut turns[child]);
+                if let Some(first) = child_turns.first_mut() {
+                    first.delay_ms = Some((first_at - group.spawned_at).max(0.0));
+                }
+                let id = format!("{}::sa:{}", sessions[parent].id, sessions[child].id);
+                Arc::new(conversation(id, child_turns))
+            })
+            .collect();
+        parent_turns[group.spawner].branches.push(Branch {
+            mode: BranchMode::Spawn,
+            children,
+            join_at: group.join_at,
         });
     }
-    Ok(conversations)
 }
 
 /// The turns of one session's rounds (in replay order). Block ids are unique across the
@@ -136,9 +368,84 @@ fn session_turns(
     Ok(turns)
 }
 
-/// A row's round; `None` when none of its events has a timestamp. The corpus has many
-/// more fields (tools, models, costs): they do not change what is sent and are ignored.
-fn parse_round(record: &mut Record<'_>) -> Result<Option<Round>, DatasetFileError> {
+/// Reads one row into its session: its round (when one of its events has a timestamp),
+/// the times that make the session's span, and the spawning tool calls. The corpus has
+/// many more fields (models, costs, tool arguments): they do not change what is sent
+/// and are ignored.
+/// `first_row` tells the session's first row, whose owner and provider are the session's.
+fn parse_row(
+    record: &mut Record<'_>,
+    session: &mut SessionRows,
+    first_row: bool,
+) -> Result<(), DatasetFileError> {
+    let user = record.take("user");
+    let project = record.take("project");
+    let provider = record.take("provider");
+    if first_row {
+        session.owner = (user, project);
+        session.codex = provider.as_ref().and_then(Value::as_str) == Some("codex");
+    }
+    for (index, tool) in record
+        .take_array("tools")?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let mut tool = record.nested(&format!("tools[{index}]"), tool)?;
+        let name = tool.take_str("tool_name")?.unwrap_or_default();
+        let emitted = take_time(&mut tool, "emitted_at")?;
+        let result = take_time(&mut tool, "result_at")?;
+        let latency = match tool.take("tool_wall_latency_ms") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(value.as_f64().filter(|ms| ms.is_finite()).ok_or_else(|| {
+                tool.wrong_type("tool_wall_latency_ms", "a number of milliseconds", &value)
+            })?),
+        };
+        emitted
+            .into_iter()
+            .chain(result)
+            .for_each(|at| session.stamp(at));
+        match (name.as_str(), emitted, result) {
+            ("spawn_agent", Some(at), _) => session.codex_spawns.push(at),
+            ("wait_agent", _, Some(at)) => session.codex_waits.push(at),
+            (name, Some(start), Some(end)) if CLAUDE_SPAWN_TOOLS.contains(&name) => {
+                if let Some(latency) = latency.filter(|ms| *ms >= MIN_SPAWN_MS) {
+                    session.claude_windows.push(SpawnWindow {
+                        start,
+                        end,
+                        duration: latency.trunc(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(round) = parse_round(record, session)? {
+        session.rounds.push(round);
+    }
+    Ok(())
+}
+
+/// An optional ISO 8601 time field, in Unix ms.
+fn take_time(record: &mut Record<'_>, key: &str) -> Result<Option<f64>, DatasetFileError> {
+    let Some(time) = record.take_str(key)? else {
+        return Ok(None);
+    };
+    unix_ms(&time).map(Some).ok_or_else(|| {
+        record.error(
+            key,
+            DatasetFileErrorKind::WrongType,
+            format!("expected an ISO 8601 time such as 2025-01-31T12:00:00.123Z, got {time:?}"),
+        )
+    })
+}
+
+/// A row's round; `None` when none of its events has a timestamp. Every event time
+/// counts towards the session's span.
+fn parse_round(
+    record: &mut Record<'_>,
+    session: &mut SessionRows,
+) -> Result<Option<Round>, DatasetFileError> {
     let round_index = record.take_u64("round_index")?.unwrap_or(0);
     let input_tokens = record.take_u64("input_tokens_total")?.unwrap_or(0);
     let prefix_tokens = record.take_u64("prefix_tokens")?.unwrap_or(0);
@@ -155,16 +462,10 @@ fn parse_round(record: &mut Record<'_>) -> Result<Option<Round>, DatasetFileErro
     {
         let mut event = record.nested(&format!("timing_events[{index}]"), event)?;
         let kind = event.take_str("event_type")?.unwrap_or_default();
-        let Some(time) = event.take_str("timestamp")? else {
+        let Some(at) = take_time(&mut event, "timestamp")? else {
             continue;
         };
-        let at = unix_ms(&time).ok_or_else(|| {
-            event.error(
-                "timestamp",
-                DatasetFileErrorKind::WrongType,
-                format!("expected an ISO 8601 time such as 2025-01-31T12:00:00.123Z, got {time:?}"),
-            )
-        })?;
+        session.stamp(at);
         if INPUT_EVENTS.contains(&kind.as_str()) {
             inputs.push(at);
         } else if OUTPUT_EVENTS.contains(&kind.as_str()) {

@@ -15,6 +15,7 @@
 //! api_time`, at least 0), or its `think_time` with `--use-think-time-only`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
 use aiperf_core::{Branch, BranchMode, ContextMode, Conversation, Turn};
@@ -356,7 +357,7 @@ impl SessionBuilder<'_> {
                     if let Some(first) = child.turns.first_mut() {
                         first.delay_ms = Some(((first_t - group.spawned_at) * 1000.0).max(0.0));
                     }
-                    child
+                    Arc::new(child)
                 })
                 .collect();
             turns[group.spawner].branches.push(Branch {

@@ -600,6 +600,15 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 input.custom_dataset_type = Some(format);
             }
             read_trace_options(&mut r, config)?;
+            if let Some(synthesis) = r.take("synthesis") {
+                read_synthesis(&synthesis, config)?;
+            }
+            if let Some(f) = r.take("block_size") {
+                config.input.isl_block_size = Some(f.count()?);
+            }
+            if let Some(f) = r.take("max_context_length") {
+                config.input.trace.max_context_length = Some(f.count()?);
+            }
             read_system_prompt(&mut r, config)?;
             if let Some(prompts) = r.take("prompts") {
                 let mut p = prompts.map()?;
@@ -608,18 +617,15 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
             }
             r.finish(&[
                 "audio_batch_size",
-                "block_size",
                 "cache_bust",
                 "entries",
                 "image_batch_size",
-                "max_context_length",
                 "max_idle_gap_cap_seconds",
                 "open_loop_replay",
                 "open_loop_strict",
                 "osl",
                 "prompt_batch_size",
                 "records",
-                "synthesis",
                 "trace_idle_gap_cap_seconds",
                 "video_batch_size",
             ])
@@ -700,6 +706,40 @@ fn read_trace_options(
         trace.inter_turn_delay_cap_seconds = Some(f.number()?);
     }
     Ok(())
+}
+
+/// `synthesis:` of a file dataset: the `--synthesis-*` options (and
+/// `--allow-dataset-wrap`, which 0.13 keeps there). Their ranges are checked with the
+/// rest of the configuration.
+fn read_synthesis(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), ConfigFileError> {
+    let mut r = field.map()?;
+    let trace = &mut config.input.trace;
+    let synthesis = &mut trace.synthesis;
+    if let Some(f) = r.take("speedup_ratio") {
+        synthesis.speedup_ratio = f.number()?;
+    }
+    if let Some(f) = r.take("prefix_len_multiplier") {
+        synthesis.prefix_len_multiplier = f.number()?;
+    }
+    if let Some(f) = r.take("prefix_root_multiplier") {
+        synthesis.prefix_root_multiplier = f.count()?;
+    }
+    if let Some(f) = r.take("prompt_len_multiplier") {
+        synthesis.prompt_len_multiplier = f.number()?;
+    }
+    if let Some(f) = r.take("output_len_multiplier") {
+        synthesis.output_len_multiplier = f.number()?;
+    }
+    if let Some(f) = r.take("max_isl") {
+        synthesis.max_isl = Some(f.count()?);
+    }
+    if let Some(f) = r.take("max_osl") {
+        synthesis.max_osl = Some(f.count()?);
+    }
+    if let Some(f) = r.take("allow_dataset_wrap") {
+        trace.allow_dataset_wrap = f.boolean()?;
+    }
+    r.finish(&[])
 }
 
 /// `isl`/`osl`: a number, or `{mean, stddev}`.

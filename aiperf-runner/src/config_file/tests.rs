@@ -604,3 +604,61 @@ fn the_prompt_corpus_and_its_style_map_from_the_dataset_prompts() {
         "bench.yaml:6: benchmark.dataset.prompts.isl: unknown key"
     );
 }
+
+#[test]
+fn a_file_dataset_s_synthesis_block_size_and_context_limit_map_onto_the_trace_options() {
+    let file = parse(
+        r"
+benchmark:
+  model: m
+  dataset:
+    type: file
+    path: trace.jsonl
+    format: mooncake_trace
+    blockSize: 32
+    maxContextLength: 9000
+    synthesis:
+      speedupRatio: 2.5
+      prefixLenMultiplier: 1.5
+      prefixRootMultiplier: 3
+      promptLenMultiplier: 0.5
+      outputLenMultiplier: 2
+      maxIsl: 8192
+      maxOsl: 2048
+      allowDatasetWrap: true
+",
+    )
+    .unwrap();
+    let input = &file.benchmark.input;
+    assert_eq!(input.isl_block_size, Some(32));
+    assert_eq!(input.trace.max_context_length, Some(9000));
+    assert!(input.trace.allow_dataset_wrap);
+    assert_eq!(
+        input.trace.synthesis,
+        aiperf_core::config::TraceSynthesis {
+            speedup_ratio: 2.5,
+            prefix_len_multiplier: 1.5,
+            prefix_root_multiplier: 3,
+            prompt_len_multiplier: 0.5,
+            output_len_multiplier: 2.0,
+            max_isl: Some(8192),
+            max_osl: Some(2048),
+        }
+    );
+    assert_eq!(
+        error(
+            "benchmark:\n  model: m\n  dataset:\n    type: file\n    path: t.jsonl\n    \
+             synthesis:\n      prefixRootMultiplier: 1.5\n"
+        ),
+        "bench.yaml:7: benchmark.dataset.synthesis.prefixRootMultiplier: expected a whole \
+         number, got \"1.5\""
+    );
+    assert_eq!(
+        error(
+            "benchmark:\n  model: m\n  dataset:\n    type: file\n    path: t.jsonl\n    \
+             synthesis:\n      speedupRatoi: 2\n"
+        ),
+        "bench.yaml:7: benchmark.dataset.synthesis.speedupRatoi: unknown key; did you mean \
+         `speedup_ratio`?"
+    );
+}
