@@ -145,10 +145,15 @@ section_5() {
 }
 
 section_6() {
-    echo "== 6. memory: ${MILLION} non-streaming requests against the --fast mock, concurrency 64"
+    echo "== 6. memory: ${MILLION} and $((MILLION / 10)) non-streaming requests against the --fast mock, concurrency 64"
+    start_mock --fast
     run_aiperf million --concurrency 64 --request-count "$MILLION" --isl 32 --osl 8
+    run_aiperf million_tenth --concurrency 64 --request-count "$((MILLION / 10))" --isl 32 --osl 8
     requests=$(json million 'int(s["request_count"]["avg"])')
-    echo "$requests requests in $(awk '{print $1}' "$WORK/million.time") s, peak RSS $(peak_rss_mb million) MB"
+    python3 -c "
+big, small = $(awk '{print $4}' "$WORK/million.time"), $(awk '{print $4}' "$WORK/million_tenth.time")
+per_request = (big - small) * 1024 / ($MILLION - $MILLION // 10)
+print(f'$requests requests in $(awk '{print $1}' "$WORK/million.time") s, peak RSS {big / 1024:.0f} MB ($((MILLION / 10)) requests: {small / 1024:.0f} MB; {per_request:.0f} bytes per request)')"
 }
 
 section_7() {

@@ -44,7 +44,8 @@
 //!             let at = std::time::Instant::now();
 //!             RawExchange {
 //!                 started_at, head_at: Some(at), status: Some(200), content_type: None,
-//!                 headers: Vec::new(), chunks: vec![Chunk { at, bytes: request.body }], ended_at: at, error: None,
+//!                 headers: Vec::new(), chunks: [Chunk { at, bytes: &request.body }].into_iter().collect(),
+//!                 ended_at: at, error: None,
 //!                 trace: None,
 //!                 retries: 0,
 //!             }
@@ -122,8 +123,8 @@ pub use sink::{CollectRecords, RecordSink, RunContext, Tee};
 pub use tokens::TokenCounter;
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{
-    BoxFuture, Chunk, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl, SessionKey,
-    Transport, TransportError, CLIENT_RESOURCE_ERROR, REQUEST_CANCELLATION_ERROR,
+    BodyChunks, BoxFuture, Chunk, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl,
+    SessionKey, Transport, TransportError, CLIENT_RESOURCE_ERROR, REQUEST_CANCELLATION_ERROR,
 };
 
 /// What happened in a run, phase by phase (filled by the engine).

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Clock;
 use crate::conversation::Conversation;
 use crate::endpoint::ParsedResponse;
-use crate::transport::{Chunk, TransportError};
+use crate::transport::{BodyChunks, TransportError};
 
 /// The phase a request belongs to. Warmup records never reach the metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -149,7 +149,7 @@ pub struct RawCapture {
     pub content_type: Option<String>,
     /// The response body chunks with their arrival stamps (convert with
     /// [`RequestRecord::clock`]).
-    pub chunks: Vec<Chunk>,
+    pub chunks: BodyChunks,
 }
 
 /// What the connection layer saw of a request, in perf nanoseconds: the inputs of the

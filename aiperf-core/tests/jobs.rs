@@ -64,10 +64,12 @@ impl Transport for JobServer {
                 status: Some(200),
                 content_type: None,
                 headers: Vec::new(),
-                chunks: vec![Chunk {
+                chunks: [Chunk {
                     at,
-                    bytes: format!("job {n}").into(),
-                }],
+                    bytes: format!("job {n}").as_bytes(),
+                }]
+                .into_iter()
+                .collect(),
                 ended_at: at,
                 error: None,
                 trace: Some(HttpTrace {

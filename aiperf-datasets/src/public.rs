@@ -79,24 +79,19 @@ pub async fn fetch_sharegpt(
         None => return Err(failed("no response from the server".to_string())),
     }
     // A proxy's HTML page must not be cached as the dataset.
-    let first_byte = exchange
-        .chunks
-        .iter()
-        .flat_map(|chunk| chunk.bytes.iter())
-        .find(|b| !b.is_ascii_whitespace());
+    let first_byte = exchange.body().iter().find(|b| !b.is_ascii_whitespace());
     if first_byte != Some(&b'[') {
         return Err(failed("the response is not a JSON array".to_string()));
     }
-    // Written chunk by chunk: the file is ~650 MB, so no second copy in memory.
+    // Written from the received body as is: the file is ~650 MB, so no second copy in
+    // memory.
     let partial = dest.with_extension("json.part");
     let write = || -> std::io::Result<()> {
         if let Some(parent) = partial.parent() {
             std::fs::create_dir_all(parent)?;
         }
         let mut file = std::io::BufWriter::new(File::create(&partial)?);
-        for chunk in &exchange.chunks {
-            file.write_all(&chunk.bytes)?;
-        }
+        file.write_all(exchange.body())?;
         file.into_inner()
             .map_err(std::io::IntoInnerError::into_error)?
             .sync_all()?;

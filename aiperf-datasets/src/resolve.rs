@@ -567,14 +567,14 @@ async fn download_tokenizer(
         Some(status) => {
             return Err(download_error(format!(
                 "{}{}",
-                status_reason(status, &body, hub, revision),
+                status_reason(status, body, hub, revision),
                 fetched.redirect_note()
             )))
         }
         None => return Err(download_error("no response from the server".to_string())),
     }
     // Validate before storing anything: a proxy's HTML page must not poison the cache.
-    let check = Tokenizer::from_json_bytes(&body, repo)
+    let check = Tokenizer::from_json_bytes(body, repo)
         .map_err(|e| download_error(format!("the response is not a valid tokenizer.json ({e})")))?;
     drop(check);
 
@@ -592,7 +592,7 @@ async fn download_tokenizer(
         .join("snapshots")
         .join(&commit)
         .join(TOKENIZER_FILE);
-    write_atomically(&file, &body)?;
+    write_atomically(&file, body)?;
     if commit != revision {
         write_atomically(&repo_dir.join("refs").join(revision), commit.as_bytes())?;
     }
@@ -627,7 +627,7 @@ async fn resolve_commit(
         tracing::debug!(%repo, %revision, status = ?exchange.status, "could not resolve the revision's commit; naming the snapshot after the revision");
         return None;
     }
-    let value: serde_json::Value = serde_json::from_slice(&exchange.body()).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(exchange.body()).ok()?;
     let sha = value.get("sha")?.as_str()?;
     is_commit_sha(sha).then(|| sha.to_ascii_lowercase())
 }
@@ -886,7 +886,7 @@ mod tests {
     use std::time::Instant;
 
     use aiperf_core::transport::BoxFuture;
-    use aiperf_core::{Chunk, RawExchange, TransportError};
+    use aiperf_core::{BodyChunks, Chunk, RawExchange, TransportError};
 
     /// A tiny word-level tokenizer.json, built by the test.
     fn tiny_tokenizer_json() -> String {
@@ -1147,7 +1147,7 @@ mod tests {
                         status: None,
                         content_type: None,
                         headers: Vec::new(),
-                        chunks: Vec::new(),
+                        chunks: BodyChunks::new(),
                         ended_at: now,
                         error: Some(error.clone()),
                         trace: None,
@@ -1161,10 +1161,12 @@ mod tests {
                     status: Some(status),
                     content_type: Some("application/json".into()),
                     headers,
-                    chunks: vec![Chunk {
+                    chunks: [Chunk {
                         at: now,
-                        bytes: body.into(),
-                    }],
+                        bytes: &body,
+                    }]
+                    .into_iter()
+                    .collect(),
                     ended_at: now,
                     error: None,
                     trace: None,

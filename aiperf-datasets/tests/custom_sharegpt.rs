@@ -135,10 +135,12 @@ fn exchange(status: u16, headers: Vec<(String, String)>, body: &'static [u8]) ->
         status: Some(status),
         content_type: None,
         headers,
-        chunks: vec![Chunk {
+        chunks: [Chunk {
             at: now,
-            bytes: body.into(),
-        }],
+            bytes: body,
+        }]
+        .into_iter()
+        .collect(),
         ended_at: now,
         error: None::<TransportError>,
         trace: None,

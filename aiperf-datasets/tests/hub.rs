@@ -195,10 +195,12 @@ fn exchange(status: u16, headers: &[(&str, &str)], body: Vec<u8>) -> RawExchange
             .iter()
             .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
             .collect(),
-        chunks: vec![Chunk {
+        chunks: [Chunk {
             at: now,
-            bytes: body.into(),
-        }],
+            bytes: &body,
+        }]
+        .into_iter()
+        .collect(),
         ended_at: now,
         error: None::<TransportError>,
         trace: None,

@@ -143,7 +143,7 @@ fn is_plain_text(exchange: &RawExchange) -> bool {
 
 /// The whole body as the transcript.
 fn plain_transcript(exchange: &RawExchange) -> ParsedExchange {
-    let text = String::from_utf8_lossy(&exchange.body()).trim().to_owned();
+    let text = String::from_utf8_lossy(exchange.body()).trim().to_owned();
     let at = exchange.chunks.last().map_or(exchange.ended_at, |c| c.at);
     let responses = if text.is_empty() {
         Vec::new()

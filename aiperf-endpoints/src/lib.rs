@@ -67,10 +67,12 @@
 //!     status: Some(200),
 //!     content_type: Some("text/event-stream".into()),
 //!     headers: Vec::new(),
-//!     chunks: vec![Chunk {
+//!     chunks: [Chunk {
 //!         at: now,
-//!         bytes: "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n".into(),
-//!     }],
+//!         bytes: b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n",
+//!     }]
+//!     .into_iter()
+//!     .collect(),
 //!     ended_at: now,
 //!     error: None,
 //!     trace: None,

@@ -117,7 +117,7 @@ fn plain_text_answer(exchange: &RawExchange) -> Option<String> {
         return None;
     }
     let body = exchange.body();
-    let text = String::from_utf8_lossy(&body);
+    let text = String::from_utf8_lossy(body);
     (!text.trim().is_empty()).then(|| text.into_owned())
 }
 

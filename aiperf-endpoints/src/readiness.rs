@@ -254,7 +254,7 @@ async fn probe(
         if let Some(problem) = failure(&exchange) {
             return Some(format!("GET /v1/models: {problem}"));
         }
-        if !lists_model(&exchange.body(), target.model) {
+        if !lists_model(exchange.body(), target.model) {
             return Some(format!("GET /v1/models does not list {}", target.model));
         }
     }

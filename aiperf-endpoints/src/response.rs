@@ -107,10 +107,10 @@ pub(crate) fn parse_with(exchange: &RawExchange, format: impl Format) -> ParsedE
         parsed: ParsedExchange::default(),
     };
     if is_event_stream(exchange) {
-        reader.read_events(decode_chunks(&exchange.chunks));
+        reader.read_events(decode_chunks(exchange.chunks.iter()));
     } else {
         let at = exchange.chunks.last().map_or(exchange.ended_at, |c| c.at);
-        reader.read_body(&exchange.body(), at);
+        reader.read_body(exchange.body(), at);
     }
     let mut parsed = reader.parsed;
     if parsed.error.is_none() {
@@ -154,7 +154,7 @@ pub fn exchange_failure(exchange: &RawExchange) -> Option<ErrorDetails> {
                 .as_ref()
                 .map_or_else(no_response, ErrorDetails::from),
         ),
-        Some(status) if !(200..300).contains(&status) => Some(http_error(status, &exchange.body())),
+        Some(status) if !(200..300).contains(&status) => Some(http_error(status, exchange.body())),
         Some(_) => None,
     }
 }
@@ -234,9 +234,8 @@ fn is_event_stream(exchange: &RawExchange) -> bool {
         }
     }
     let first = exchange
-        .chunks
+        .body()
         .iter()
-        .flat_map(|chunk| chunk.bytes.iter())
         .find(|byte| !byte.is_ascii_whitespace());
     !matches!(first, Some(b'{' | b'['))
 }
@@ -251,7 +250,7 @@ fn unexpected_content_type(exchange: &RawExchange) -> Option<ErrorDetails> {
         return None;
     }
     let body = exchange.body();
-    let text = String::from_utf8_lossy(&body);
+    let text = String::from_utf8_lossy(body);
     let snippet = one_line_snippet(&text);
     let content_type = content_type.escape_debug();
     Some(ErrorDetails {

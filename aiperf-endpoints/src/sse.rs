@@ -215,11 +215,11 @@ impl SseDecoder {
 }
 
 /// Decodes the body chunks of one exchange, flushing a final unterminated event.
-pub fn decode_chunks(chunks: &[Chunk]) -> Vec<SseEvent> {
+pub fn decode_chunks<'a>(chunks: impl IntoIterator<Item = Chunk<'a>>) -> Vec<SseEvent> {
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();
     for chunk in chunks {
-        decoder.feed(&chunk.bytes, chunk.at, &mut events);
+        decoder.feed(chunk.bytes, chunk.at, &mut events);
     }
     decoder.finish(&mut events);
     events

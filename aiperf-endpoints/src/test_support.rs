@@ -42,7 +42,7 @@ pub(crate) fn exchange(status: u16, content_type: Option<&str>, chunks: &[&str])
             .enumerate()
             .map(|(i, text)| Chunk {
                 at: at(base, i),
-                bytes: text.to_string().into(),
+                bytes: text.as_bytes(),
             })
             .collect(),
         ended_at: base + Duration::from_secs(1),

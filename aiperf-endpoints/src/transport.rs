@@ -24,10 +24,9 @@ use std::time::{Duration, Instant};
 
 use aiperf_core::transport::BoxFuture;
 use aiperf_core::{
-    Chunk, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl, SessionKey, Transport,
-    TransportError,
+    BodyChunks, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl, SessionKey,
+    Transport, TransportError,
 };
-use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use http_body_util::BodyExt;
 use hyper_rustls::HttpsConnector;
@@ -39,24 +38,17 @@ pub use crate::tls::TransportBuildError;
 use crate::tls::{client_config, TlsOptions};
 use traced::{request_size, response_head_size, ConnectTiming, SentBody, TimedConnector};
 
-/// Frames smaller than this are copied out of hyper's read buffer (see [`compact`]).
-const COMPACT_BELOW: usize = 4096;
-
-/// A small frame is a slice of hyper's much larger read buffer and would keep all of it
-/// alive until the record is processed; a copy of a few hundred bytes costs less than
-/// pinning kilobytes per SSE event while records wait for the processing thread.
-fn compact(bytes: Bytes) -> Bytes {
-    if bytes.len() < COMPACT_BELOW {
-        Bytes::copy_from_slice(&bytes)
-    } else {
-        bytes
-    }
-}
-
 /// The most body bytes one response may hold (64 MiB): far above any real completion,
 /// embedding batch or generated image, and low enough that a server sending an endless
 /// body cannot exhaust the client's memory.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The most one HTTP/1 connection's read buffer holds (hyper's minimum; its default is
+/// ~400 KB). hyper grows the buffer whenever a read fills it, which a client that is behind
+/// thousands of streams does all the time, and keeps it for the connection's life; every
+/// frame is copied out of it at once, so a bigger buffer only saves read calls. It also
+/// bounds a response head: heads over 8 KiB fail (servers send a few hundred bytes).
+const READ_BUFFER_BYTES: usize = 8 * 1024;
 
 /// How long an idle pooled connection is kept (the Python AIPerf keeps them 300 s).
 const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -251,6 +243,7 @@ impl HttpTransportBuilder {
             .pool_timer(TokioTimer::new())
             .pool_max_idle_per_host(max_idle)
             .pool_idle_timeout(self.pool_idle_timeout)
+            .http1_max_buf_size(READ_BUFFER_BYTES)
             .build(connector)
     }
 }
@@ -347,7 +340,7 @@ impl HttpTransport {
             status: None,
             content_type: None,
             headers: Vec::new(),
-            chunks: Vec::new(),
+            chunks: BodyChunks::new(),
             ended_at: started_at,
             error: None,
             trace: None,
@@ -407,16 +400,17 @@ impl HttpTransport {
                         if body_bytes > limit {
                             // Nothing of it can be measured; holding it until the record is
                             // processed would cost the memory the limit protects.
-                            exchange.chunks = Vec::new();
+                            exchange.chunks.clear();
                             break Some(TransportError::ResponseTooLarge { limit });
                         }
                         if !bytes.is_empty() {
-                            let bytes = compact(bytes);
+                            // A copy, so the frame (a slice of hyper's read buffer) is
+                            // released at once and the buffer is reused for the next read.
+                            exchange.chunks.push(at, &bytes);
                             if let Some(tap) = &control.chunk_tap {
                                 // The reader may be gone; the exchange keeps the chunk.
-                                let _ = tap.send(bytes.clone());
+                                let _ = tap.send(bytes);
                             }
-                            exchange.chunks.push(Chunk { at, bytes });
                             if let Some(notify) = control.first_chunk.take() {
                                 notify.notify_one();
                             }
@@ -536,7 +530,7 @@ fn failed_before_sending(error: TransportError) -> RawExchange {
         status: None,
         content_type: None,
         headers: Vec::new(),
-        chunks: Vec::new(),
+        chunks: BodyChunks::new(),
         ended_at: now,
         error: Some(error),
         trace: None,

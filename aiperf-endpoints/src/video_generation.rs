@@ -129,8 +129,8 @@ impl Endpoint for VideoGenerationEndpoint {
             };
         }
         let body = exchange.body();
-        let Ok(job) = serde_json::from_slice::<Job>(&body) else {
-            let text = String::from_utf8_lossy(&body);
+        let Ok(job) = serde_json::from_slice::<Job>(body) else {
+            let text = String::from_utf8_lossy(body);
             let snippet: String = text.chars().take(200).collect();
             return error(format!("Invalid JSON in video response: {snippet}"));
         };
@@ -163,7 +163,7 @@ impl Endpoint for VideoGenerationEndpoint {
     }
 
     fn follow_up(&self, request_url: &str, followed: u32, exchange: &RawExchange) -> FollowUp {
-        let Ok(job) = serde_json::from_slice::<Job>(&exchange.body()) else {
+        let Ok(job) = serde_json::from_slice::<Job>(exchange.body()) else {
             return FollowUp::Done;
         };
         let Some(id) = job.id.as_deref().filter(|id| !id.is_empty()) else {

@@ -314,12 +314,7 @@ impl ChatSession {
         }
         let status = exchange.status.unwrap_or(0);
         if !(200..300).contains(&status) {
-            let body: Vec<u8> = exchange
-                .chunks
-                .iter()
-                .flat_map(|c| c.bytes.iter().copied())
-                .collect();
-            let detail: String = String::from_utf8_lossy(&body)
+            let detail: String = String::from_utf8_lossy(exchange.body())
                 .trim()
                 .chars()
                 .take(ERROR_BODY_CHARS)

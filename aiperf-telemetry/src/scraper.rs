@@ -201,7 +201,7 @@ impl PrometheusSampler {
             ));
         }
         let body = exchange.body();
-        let text = String::from_utf8_lossy(&body);
+        let text = String::from_utf8_lossy(body);
         let (families, errors) = parse_lenient(&text);
         if families.is_empty() && !errors.is_empty() {
             let first = errors.first().map(ToString::to_string).unwrap_or_default();

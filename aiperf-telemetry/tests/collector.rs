@@ -52,7 +52,7 @@ async fn chat(transport: &Arc<dyn Transport>, url: &str) -> f64 {
         })
         .await;
     assert_eq!(exchange.status, Some(200), "{:?}", exchange.error);
-    let json: Value = serde_json::from_slice(&exchange.body()).unwrap();
+    let json: Value = serde_json::from_slice(exchange.body()).unwrap();
     json["usage"]["completion_tokens"].as_f64().unwrap()
 }
 

@@ -32,7 +32,7 @@ async fn chat(transport: &Arc<dyn Transport>, url: &str) -> (f64, f64) {
         })
         .await;
     assert_eq!(exchange.status, Some(200), "{:?}", exchange.error);
-    let json: serde_json::Value = serde_json::from_slice(&exchange.body()).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(exchange.body()).unwrap();
     let usage = &json["usage"];
     (
         usage["prompt_tokens"].as_f64().unwrap(),
@@ -295,10 +295,12 @@ impl Transport for JsonFirst {
                 status: Some(200),
                 content_type: Some(content_type.into()),
                 headers: Vec::new(),
-                chunks: vec![aiperf_core::transport::Chunk {
+                chunks: [aiperf_core::transport::Chunk {
                     at: now,
-                    bytes: bytes::Bytes::from_static(body.as_bytes()),
-                }],
+                    bytes: body.as_bytes(),
+                }]
+                .into_iter()
+                .collect(),
                 ended_at: now,
                 error: None,
                 trace: None,

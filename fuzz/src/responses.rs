@@ -59,10 +59,7 @@ fn exchange(flags: u8, pieces: &[&[u8]], at: Instant) -> RawExchange {
             .unwrap_or_default(),
         chunks: pieces
             .iter()
-            .map(|piece| Chunk {
-                at,
-                bytes: piece.to_vec().into(),
-            })
+            .map(|piece| Chunk { at, bytes: piece })
             .collect(),
         ended_at: at,
         error: (flags & 16 != 0).then(|| TransportError::Timeout(Duration::from_secs(1))),

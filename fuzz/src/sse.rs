@@ -38,12 +38,9 @@ fn main() {
 
         let chunks: Vec<Chunk> = pieces
             .iter()
-            .map(|piece| Chunk {
-                at,
-                bytes: piece.to_vec().into(),
-            })
+            .map(|piece| Chunk { at, bytes: piece })
             .collect();
-        assert_eq!(decode_chunks(&chunks), whole);
+        assert_eq!(decode_chunks(chunks), whole);
 
         for event in &whole {
             assert!(!event.data.contains('\r'), "CR in data: {event:?}");

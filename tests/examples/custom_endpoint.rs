@@ -66,7 +66,7 @@ impl Endpoint for Generate {
                 error: Some(error),
             };
         }
-        let body: Value = serde_json::from_slice(&exchange.body()).unwrap_or(Value::Null);
+        let body: Value = serde_json::from_slice(exchange.body()).unwrap_or(Value::Null);
         let text = body["text"].as_str().unwrap_or_default().to_owned();
         ParsedExchange {
             responses: vec![ParsedResponse {

@@ -597,7 +597,7 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
                 response_head_bytes: trace.response_head_bytes,
             });
             record.chunk_count = exchange.chunks.len();
-            record.body_bytes = exchange.chunks.iter().map(|c| c.bytes.len()).sum();
+            record.body_bytes = exchange.chunks.bytes().len();
             let parsed = endpoint.parse(&exchange);
             record.responses = parsed
                 .responses

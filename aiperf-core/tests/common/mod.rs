@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use aiperf_core::{
-    ApiKeyHeader, BenchmarkConfig, BoxFuture, BuiltRequest, Chunk, Conversation, Endpoint,
+    ApiKeyHeader, BenchmarkConfig, BodyChunks, BoxFuture, BuiltRequest, Conversation, Endpoint,
     EndpointError, EndpointInfo, HttpRequest, ParsedExchange, ParsedResponse, RawExchange,
     RequestInput, SendControl, Transport, TransportError, Turn, ValidatedConfig,
 };
@@ -64,7 +64,7 @@ impl Endpoint for Echo {
                 .iter()
                 .map(|c| ParsedResponse {
                     at: c.at,
-                    text: String::from_utf8_lossy(&c.bytes).into_owned(),
+                    text: String::from_utf8_lossy(c.bytes).into_owned(),
                     reasoning: String::new(),
                     has_other_data: false,
                     usage: None,
@@ -102,7 +102,7 @@ impl Endpoint for Transcript {
         })
     }
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
-        let body = String::from_utf8_lossy(&exchange.body()).into_owned();
+        let body = String::from_utf8_lossy(exchange.body()).into_owned();
         let last = body.rsplit('|').next().unwrap_or_default();
         ParsedExchange {
             responses: vec![ParsedResponse {
@@ -142,7 +142,7 @@ impl SlowEcho {
             status: None,
             content_type: None,
             headers: Vec::new(),
-            chunks: Vec::new(),
+            chunks: BodyChunks::new(),
             ended_at: started_at,
             error: None,
             trace: None,
@@ -163,10 +163,7 @@ impl SlowEcho {
             self.in_prefill.fetch_sub(1, Ordering::SeqCst);
             let at = Instant::now();
             exchange.head_at = Some(at);
-            exchange.chunks.push(Chunk {
-                at,
-                bytes: body.split_to(body.len().min(1)),
-            });
+            exchange.chunks.push(at, &body.split_to(body.len().min(1)));
             if let Some(notify) = &control.first_chunk {
                 notify.notify_one();
             }
@@ -177,7 +174,7 @@ impl SlowEcho {
         exchange.head_at.get_or_insert(at);
         exchange.status = Some(200);
         if !body.is_empty() {
-            exchange.chunks.push(Chunk { at, bytes: body });
+            exchange.chunks.push(at, &body);
         }
         exchange.ended_at = at;
         exchange

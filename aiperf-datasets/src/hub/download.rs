@@ -177,7 +177,7 @@ impl Download<'_> {
             return Err(self.error(url, error.to_string()));
         }
         match exchange.status {
-            Some(200) => serde_json::from_slice(&exchange.body())
+            Some(200) => serde_json::from_slice(exchange.body())
                 .map(Some)
                 .map_err(|e| self.error(url, format!("the answer is not the expected JSON: {e}"))),
             Some(401 | 403) => Err(self.error(url, access_hint(self.options))),
@@ -380,9 +380,7 @@ impl Download<'_> {
             File::create(partial)
         }
         .map_err(io_error)?;
-        for chunk in &exchange.chunks {
-            out.write_all(&chunk.bytes).map_err(io_error)?;
-        }
+        out.write_all(exchange.body()).map_err(io_error)?;
         out.sync_all().map_err(io_error)?;
         let now = std::fs::metadata(partial).map_err(io_error)?.len();
         if let Some(error) = &exchange.error {

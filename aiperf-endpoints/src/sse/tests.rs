@@ -174,14 +174,14 @@ fn decode_chunks_uses_each_chunks_stamp() {
     let chunks = vec![
         Chunk {
             at: base,
-            bytes: bytes::Bytes::from_static(b"data: a\n\nda"),
+            bytes: b"data: a\n\nda",
         },
         Chunk {
             at: base + Duration::from_millis(5),
-            bytes: bytes::Bytes::from_static(b"ta: b\n\n"),
+            bytes: b"ta: b\n\n",
         },
     ];
-    let events = decode_chunks(&chunks);
+    let events = decode_chunks(chunks);
     assert_eq!(data_of(&events), ["a", "b"]);
     assert_eq!(events[0].at, base);
     assert_eq!(events[1].at, base + Duration::from_millis(5));

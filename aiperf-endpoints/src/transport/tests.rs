@@ -3,6 +3,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use aiperf_core::Chunk;
+use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -23,6 +25,8 @@ enum Behaviour {
     Silent,
     /// A chunked body that never ends: 1 KiB chunks until the client goes away.
     Endless,
+    /// `200` with a Content-Length body of [`LARGE_BODY_BYTES`], written at once.
+    Large,
     /// Promises 100 body bytes, sends 5 and closes.
     Truncated,
     /// Answers anything (even a TLS ClientHello) with plain HTTP and closes.
@@ -97,6 +101,10 @@ async fn connection(mut stream: TcpStream, behaviour: Behaviour, seen: Arc<Mutex
                       Content-Length: 2\r\n\r\nok",
                 )
                 .await,
+            Behaviour::Large => {
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {LARGE_BODY_BYTES}\r\n\r\n");
+                stream.write_all(&[head.as_bytes(), &large_body()].concat()).await
+            }
             Behaviour::ServerError => {
                 let body = br#"{"error":{"message":"boom"}}"#;
                 let head = format!(
@@ -130,6 +138,15 @@ async fn connection(mut stream: TcpStream, behaviour: Behaviour, seen: Arc<Mutex
             return;
         }
     }
+}
+
+/// The size of the `Large` answer's body: many times the read buffer.
+const LARGE_BODY_BYTES: usize = 1024 * 1024;
+
+/// The `Large` answer's body: bytes that differ from their neighbours, so a chunk
+/// misplaced or lost changes it.
+fn large_body() -> Vec<u8> {
+    (0..LARGE_BODY_BYTES).map(|i| (i % 251) as u8).collect()
 }
 
 async fn slow_stream(stream: &mut TcpStream) -> std::io::Result<()> {
@@ -211,12 +228,15 @@ async fn chunks_are_stamped_on_arrival() {
     assert_eq!(exchange.status, Some(200));
     assert_eq!(exchange.content_type.as_deref(), Some("text/event-stream"));
     assert_eq!(exchange.body(), b"data: a\n\ndata: b\n\n");
-    assert_eq!(exchange.chunks.len(), 2, "{:?}", exchange.chunks);
+    let chunks: Vec<Chunk> = exchange.chunks.iter().collect();
+    assert_eq!(chunks.len(), 2, "{chunks:?}");
+    assert_eq!(chunks[0].bytes, b"data: a\n\n");
+    assert_eq!(chunks[1].bytes, b"data: b\n\n");
     let head_at = exchange.head_at.unwrap();
     assert!(exchange.started_at <= head_at);
-    assert!(head_at <= exchange.chunks[0].at);
-    assert!(exchange.chunks[1].at <= exchange.ended_at);
-    let gap = exchange.chunks[1].at - exchange.chunks[0].at;
+    assert!(head_at <= chunks[0].at);
+    assert!(chunks[1].at <= exchange.ended_at);
+    let gap = chunks[1].at - chunks[0].at;
     // 150 ms apart at the server; a late first read on a busy machine eats into it,
     // but stamping at the end of the body would make it near zero.
     assert!(gap >= Duration::from_millis(100), "gap {gap:?}");
@@ -311,9 +331,10 @@ async fn the_first_chunk_is_signalled_once_it_is_stamped() {
         _ = &mut send => panic!("the exchange ended before the first chunk was signalled"),
     };
     let exchange = send.await;
-    assert!(signalled_at >= exchange.chunks[0].at);
+    let stamps: Vec<_> = exchange.chunks.iter().map(|chunk| chunk.at).collect();
+    assert!(signalled_at >= stamps[0]);
     assert!(
-        signalled_at < exchange.chunks[1].at,
+        signalled_at < stamps[1],
         "signalled before the second event"
     );
 }
@@ -485,6 +506,21 @@ async fn an_endless_body_ends_at_the_response_limit_and_closes_the_connection() 
         .send(post(&server.url, Some(Duration::from_secs(5))))
         .await;
     assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_large_body_is_read_through_a_bounded_buffer_and_kept_whole() {
+    let server = server(Behaviour::Large).await;
+    let exchange = transport()
+        .send(post(&server.url, Some(Duration::from_secs(20))))
+        .await;
+    assert_eq!(exchange.error, None);
+    assert!(exchange.body() == large_body(), "the body arrived changed");
+    // hyper's default buffer grows to ~400 KB under a fast sender; the bounded one never
+    // yields more than it holds.
+    let largest = exchange.chunks.iter().map(|chunk| chunk.bytes.len()).max();
+    assert_eq!(largest, Some(READ_BUFFER_BYTES));
+    assert!(exchange.chunks.len() >= LARGE_BODY_BYTES / READ_BUFFER_BYTES);
 }
 
 #[test]

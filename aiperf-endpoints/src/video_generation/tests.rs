@@ -244,7 +244,7 @@ async fn the_mock_accepts_the_form_and_answers_with_a_queued_job() {
     else {
         panic!(
             "a queued job is polled: {:?}",
-            String::from_utf8_lossy(&exchange.body())
+            String::from_utf8_lossy(exchange.body())
         );
     };
     assert!(url.starts_with("http://mock/v1/videos/video_"), "{url}");

@@ -179,7 +179,7 @@ fn write_line(
 
 /// A response body in one piece, with where each chunk ended and when it arrived.
 struct Body<'a> {
-    bytes: Cow<'a, [u8]>,
+    bytes: &'a [u8],
     /// (end offset in `bytes`, perf ns of arrival) per chunk.
     chunk_ends: Vec<(usize, u64)>,
 }
@@ -188,21 +188,14 @@ impl<'a> Body<'a> {
     fn of(raw: &'a RawCapture, record: &RequestRecord) -> Self {
         let mut chunk_ends = Vec::with_capacity(raw.chunks.len());
         let mut end = 0;
-        for chunk in &raw.chunks {
+        for chunk in raw.chunks.iter() {
             end += chunk.bytes.len();
             chunk_ends.push((end, record.clock.perf_ns(chunk.at)));
         }
-        let bytes = match raw.chunks.as_slice() {
-            [only] => Cow::Borrowed(&only.bytes[..]),
-            chunks => {
-                let mut bytes = Vec::with_capacity(end);
-                for chunk in chunks {
-                    bytes.extend_from_slice(&chunk.bytes);
-                }
-                Cow::Owned(bytes)
-            }
-        };
-        Self { bytes, chunk_ends }
+        Self {
+            bytes: raw.chunks.bytes(),
+            chunk_ends,
+        }
     }
 }
 
@@ -218,14 +211,14 @@ fn responses<'a>(raw: &'a RawCapture, body: &'a Body<'_>) -> Vec<Response<'a>> {
             .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/event-stream"))
     });
     if event_stream {
-        return split_sse(&body.bytes, &body.chunk_ends)
+        return split_sse(body.bytes, &body.chunk_ends)
             .into_iter()
             .map(Response::Sse)
             .collect();
     }
     vec![Response::Body {
         perf_ns: last_perf_ns,
-        text: String::from_utf8_lossy(&body.bytes),
+        text: String::from_utf8_lossy(body.bytes),
         content_type,
     }]
 }
@@ -310,7 +303,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, piece)| Chunk {
                     at: anchor + Duration::from_millis(i as u64 + 1),
-                    bytes: piece.as_bytes().to_vec().into(),
+                    bytes: piece.as_bytes(),
                 })
                 .collect(),
         }));
