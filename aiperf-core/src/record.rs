@@ -23,12 +23,19 @@ pub enum Phase {
     Profiling,
 }
 
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Phase {
+    /// The phase's name as artifacts spell it (`warmup`, `profiling`).
+    pub fn as_str(self) -> &'static str {
+        match self {
             Phase::Warmup => "warmup",
             Phase::Profiling => "profiling",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -2,7 +2,9 @@
 //!
 //! A benchmark sends the same dataset prompts over and over (100 synthetic prompts by
 //! default), and re-tokenizing an identical prompt is most of the cost of a record.
-//! Hashing the text is two orders of magnitude cheaper than encoding it.
+//! Hashing the text is two orders of magnitude cheaper than encoding it, and with
+//! foldhash rather than the standard SipHash, cheaper again (every record hashes its
+//! prompt and its reply).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -17,14 +19,14 @@ const CAPACITY: usize = 16_384;
 /// A [`TokenCounter`] that remembers the counts of the texts it has seen.
 pub(crate) struct MemoizedCounter {
     inner: Arc<dyn TokenCounter>,
-    counts: Mutex<HashMap<String, usize>>,
+    counts: Mutex<HashMap<String, usize, foldhash::fast::RandomState>>,
 }
 
 impl MemoizedCounter {
     pub(crate) fn new(inner: Arc<dyn TokenCounter>) -> Self {
         Self {
             inner,
-            counts: Mutex::new(HashMap::new()),
+            counts: Mutex::new(HashMap::default()),
         }
     }
 }

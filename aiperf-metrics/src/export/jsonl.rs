@@ -39,11 +39,11 @@ pub(crate) struct Metadata<'a> {
     request_end_ns: u64,
     worker_id: &'static str,
     record_processor_id: &'static str,
-    benchmark_phase: String,
+    benchmark_phase: &'static str,
     phase_index: u32,
     profiling_index: u32,
-    phase_name: String,
-    phase_kind: String,
+    phase_name: &'static str,
+    phase_kind: &'static str,
     was_cancelled: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     cancellation_time_ns: Option<u64>,
@@ -63,7 +63,7 @@ impl<'a> Metadata<'a> {
     /// phase run).
     pub(crate) fn of(record: &'a RequestRecord, phase_index: u32) -> Self {
         let clock = record.clock;
-        let phase = record.credit.phase.to_string();
+        let phase = record.credit.phase.as_str();
         let request_end_ns = clock.wall_of_perf(record.end_ns);
         let was_cancelled = record
             .error
@@ -81,10 +81,10 @@ impl<'a> Metadata<'a> {
             request_end_ns,
             worker_id: WORKER_ID,
             record_processor_id: RECORD_PROCESSOR_ID,
-            benchmark_phase: phase.clone(),
+            benchmark_phase: phase,
             phase_index,
             profiling_index: 0,
-            phase_name: phase.clone(),
+            phase_name: phase,
             phase_kind: phase,
             was_cancelled,
             // The client cancels when the request fails, so the failure is the moment.
@@ -224,6 +224,20 @@ pub fn record_line(
     phase_index: u32,
     http_trace: bool,
 ) -> Result<String, MetricsError> {
+    with_line(record, metrics, phase_index, http_trace, |line| {
+        Ok(serde_json::to_string(line)?)
+    })
+}
+
+/// Calls `use_line` with the line of `record` (see [`record_line`]), so a writer can
+/// serialise it straight into its buffer.
+fn with_line<T>(
+    record: &RequestRecord,
+    metrics: &RecordMetrics,
+    phase_index: u32,
+    http_trace: bool,
+    use_line: impl FnOnce(&Line<'_>) -> T,
+) -> T {
     let invalid;
     let error = if metrics.valid {
         None
@@ -240,14 +254,13 @@ pub fn record_line(
             message: &e.message,
         })
     };
-    let line = Line {
+    use_line(&Line {
         metadata: Metadata::of(record, phase_index),
         metrics: Metrics(metrics),
         error,
         trace_data: http_trace.then(|| TraceData::of(record)).flatten(),
         accuracy: metrics.grade.as_ref(),
-    };
-    Ok(serde_json::to_string(&line)?)
+    })
 }
 
 /// Appends record lines to a file, flushing every [`FLUSH_EVERY`] records.
@@ -294,8 +307,10 @@ impl RecordWriter for JsonlWriter {
             return Ok(());
         }
         let http_trace = self.http_trace.load(Ordering::Relaxed);
-        let line = record_line(record, metrics, phase_index, http_trace)?;
-        self.file.append(line.as_bytes())
+        let file = &mut self.file;
+        with_line(record, metrics, phase_index, http_trace, |line| {
+            file.append_json(line)
+        })
     }
 
     /// Flushes and closes the file.

@@ -45,6 +45,25 @@ impl LineFile {
     /// Appends `line` and its newline.
     pub(crate) fn append(&mut self, line: &[u8]) -> Result<(), MetricsError> {
         self.buffer.extend_from_slice(line);
+        self.end_line()
+    }
+
+    /// Appends `value` serialised as JSON, and its newline, without an intermediate
+    /// string. A value that fails to serialise leaves nothing behind.
+    pub(crate) fn append_json(
+        &mut self,
+        value: &impl serde::Serialize,
+    ) -> Result<(), MetricsError> {
+        let line_start = self.buffer.len();
+        if let Err(error) = serde_json::to_writer(&mut self.buffer, value) {
+            self.buffer.truncate(line_start);
+            return Err(error.into());
+        }
+        self.end_line()
+    }
+
+    /// Ends the line just buffered; flushes every `flush_every` lines.
+    fn end_line(&mut self) -> Result<(), MetricsError> {
         self.buffer.push(b'\n');
         self.pending += 1;
         if self.pending >= self.flush_every {
@@ -57,11 +76,13 @@ impl LineFile {
     /// and the buffered lines are dropped.
     fn flush(&mut self) -> Result<(), MetricsError> {
         let result = self.file.write_all(&self.buffer);
-        let lines = std::mem::take(&mut self.buffer);
+        let written = self.buffer.len() as u64;
+        // Cleared, not replaced: the next lines reuse the allocation.
+        self.buffer.clear();
         self.pending = 0;
         match result {
             Ok(()) => {
-                self.written += lines.len() as u64;
+                self.written += written;
                 Ok(())
             }
             Err(error) => {
@@ -104,6 +125,24 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n"
+        );
+    }
+
+    #[test]
+    fn a_value_that_cannot_be_serialised_leaves_no_partial_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let mut file = LineFile::create(&path, 100).unwrap();
+        file.append_json(&serde_json::json!({"a": 1})).unwrap();
+        // serde_json starts the object, then refuses the key.
+        let unkeyable = std::collections::BTreeMap::from([((1, 2), 3)]);
+        let error = file.append_json(&unkeyable).unwrap_err().to_string();
+        assert!(error.contains("key must be a string"), "{error}");
+        file.append_json(&serde_json::json!({"a": 2})).unwrap();
+        file.finish().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"a\":2}\n"
         );
     }
 
