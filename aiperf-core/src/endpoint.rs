@@ -197,6 +197,20 @@ pub struct VideoReport {
 }
 
 impl ParsedResponse {
+    /// A response carrying `text` and nothing else, read at `at`. Endpoints outside this
+    /// workspace build responses from it (`ParsedResponse { usage, ..ParsedResponse::text(at,
+    /// text) }`), so a field added here later does not break them.
+    pub fn text(at: Instant, text: impl Into<String>) -> Self {
+        Self {
+            at,
+            text: text.into(),
+            reasoning: String::new(),
+            has_other_data: false,
+            usage: None,
+            video: None,
+        }
+    }
+
     /// Whether this response counts as content (TTFT, latency): text, reasoning or data.
     /// Usage-only chunks, role-only deltas and `[DONE]` do not.
     pub fn has_content(&self) -> bool {

@@ -27,10 +27,7 @@
 //!     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {
 //!         let text = String::from_utf8_lossy(&exchange.body()).into_owned();
 //!         let at = exchange.ended_at;
-//!         let responses = vec![ParsedResponse {
-//!             at, text, reasoning: String::new(), has_other_data: false, usage: None,
-//!             video: None,
-//!         }];
+//!         let responses = vec![ParsedResponse::text(at, text)];
 //!         ParsedExchange { responses, error: None }
 //!     }
 //! }

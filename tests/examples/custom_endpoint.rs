@@ -69,14 +69,7 @@ impl Endpoint for Generate {
         let body: Value = serde_json::from_slice(exchange.body()).unwrap_or(Value::Null);
         let text = body["text"].as_str().unwrap_or_default().to_owned();
         ParsedExchange {
-            responses: vec![ParsedResponse {
-                at: exchange.ended_at,
-                text,
-                reasoning: String::new(),
-                has_other_data: false,
-                usage: None,
-                video: None,
-            }],
+            responses: vec![ParsedResponse::text(exchange.ended_at, text)],
             error: None,
         }
     }
