@@ -163,6 +163,9 @@ mod metrics_text {
         osl_mismatch: Option<bool>,
         tokens: TokenCounts,
         values: V,
+        /// In accuracy mode, the grade (`aiperf merge` tallies the merged run's accuracy).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grade: Option<crate::accuracy::TaskGrade>,
     }
 
     struct Values<'a>(&'a [(&'static MetricDef, MetricValue)]);
@@ -235,6 +238,7 @@ mod metrics_text {
             osl_mismatch: m.osl_mismatch,
             tokens: m.tokens,
             values: Values(&m.values),
+            grade: m.grade.clone(),
         }
         .serialize(s)
     }
@@ -247,8 +251,7 @@ mod metrics_text {
             usage_discrepancy: text.usage_discrepancy,
             osl_mismatch: text.osl_mismatch,
             tokens: text.tokens,
-            // Accuracy grades are not digested: a merged run has no accuracy section.
-            grade: None,
+            grade: text.grade,
         })
     }
 }

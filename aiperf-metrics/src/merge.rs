@@ -157,8 +157,17 @@ pub fn absorb_digests(
     Ok((credits.len() as u64, SessionNumbers::by_issue_time(credits)))
 }
 
+/// What the merge reads of a line: its `session_num` and end time, and how to write the
+/// line with another `session_num`.
+trait MergedLine: serde::de::DeserializeOwned {
+    fn session_num(&self) -> u64;
+    fn end_ns(&self) -> u64;
+    fn renumbered(line: &str, old: u64, new: u64) -> Result<String, MetricsError>;
+}
+
+/// A `profile_export.jsonl` line.
 #[derive(Deserialize)]
-struct LineHead {
+struct RecordLine {
     metadata: LineMetadata,
 }
 
@@ -168,6 +177,56 @@ struct LineMetadata {
     request_end_ns: u64,
 }
 
+impl MergedLine for RecordLine {
+    fn session_num(&self) -> u64 {
+        self.metadata.session_num
+    }
+
+    fn end_ns(&self) -> u64 {
+        self.metadata.request_end_ns
+    }
+
+    /// Lines this crate writes start with `{"metadata":{"session_num":…`, so the number
+    /// is replaced in place; any other line is re-serialised.
+    fn renumbered(line: &str, old: u64, new: u64) -> Result<String, MetricsError> {
+        let prefix = format!("{{\"metadata\":{{\"session_num\":{old},");
+        if let Some(rest) = line.strip_prefix(&prefix) {
+            return Ok(format!("{{\"metadata\":{{\"session_num\":{new},{rest}"));
+        }
+        let mut value: serde_json::Value = serde_json::from_str(line)?;
+        value["metadata"]["session_num"] = new.into();
+        Ok(serde_json::to_string(&value)?)
+    }
+}
+
+/// An `accuracy_export.jsonl` line.
+#[derive(Deserialize)]
+struct GradeLine {
+    session_num: u64,
+    timestamp_ns: u64,
+}
+
+impl MergedLine for GradeLine {
+    fn session_num(&self) -> u64 {
+        self.session_num
+    }
+
+    fn end_ns(&self) -> u64 {
+        self.timestamp_ns
+    }
+
+    /// Lines this crate writes start with `{"session_num":…`.
+    fn renumbered(line: &str, old: u64, new: u64) -> Result<String, MetricsError> {
+        let prefix = format!("{{\"session_num\":{old},");
+        if let Some(rest) = line.strip_prefix(&prefix) {
+            return Ok(format!("{{\"session_num\":{new},{rest}"));
+        }
+        let mut value: serde_json::Value = serde_json::from_str(line)?;
+        value["session_num"] = new.into();
+        Ok(serde_json::to_string(&value)?)
+    }
+}
+
 /// Merges the `profile_export.jsonl` files `inputs` into `output` (see the module
 /// documentation) and returns how many lines it wrote.
 pub fn merge_jsonl(
@@ -175,49 +234,57 @@ pub fn merge_jsonl(
     numbers: &SessionNumbers,
     output: &Path,
 ) -> Result<u64, MetricsError> {
+    merge_lines::<RecordLine>(inputs, numbers, output)
+}
+
+/// Merges the `accuracy_export.jsonl` files `inputs` (a line per graded reply, stamped
+/// with the reply's end) into `output` as [`merge_jsonl`] merges records, and returns how
+/// many lines it wrote.
+pub fn merge_grades_jsonl(
+    inputs: &[PathBuf],
+    numbers: &SessionNumbers,
+    output: &Path,
+) -> Result<u64, MetricsError> {
+    merge_lines::<GradeLine>(inputs, numbers, output)
+}
+
+fn merge_lines<L: MergedLine>(
+    inputs: &[PathBuf],
+    numbers: &SessionNumbers,
+    output: &Path,
+) -> Result<u64, MetricsError> {
     let mut readers = inputs
         .iter()
-        .map(|p| LineInput::<LineHead>::open(p))
+        .map(|p| LineInput::<L>::open(p))
         .collect::<Result<Vec<_>, _>>()?;
     let file = File::create(output).map_err(|e| MetricsError::io(output, e))?;
     let mut out = BufWriter::new(file);
     let mut heads = Heads::new();
     for (i, reader) in readers.iter().enumerate() {
         if let Some((_, head)) = &reader.next {
-            heads.push(head.metadata.request_end_ns, i);
+            heads.push(head.end_ns(), i);
         }
     }
     let mut written = 0;
     while let Some(i) = heads.pop() {
         let reader = &mut readers[i];
-        let Some((line, LineHead { metadata: meta })) = reader.next.take() else {
+        let Some((line, head)) = reader.next.take() else {
             continue;
         };
-        let new = numbers.renumber(i, meta.session_num, &reader.path, reader.line_no)?;
-        let line = with_session_num(&line, meta.session_num, new)?;
+        let old = head.session_num();
+        let new = numbers.renumber(i, old, &reader.path, reader.line_no)?;
+        let line = L::renumbered(&line, old, new)?;
         out.write_all(line.as_bytes())
             .and_then(|()| out.write_all(b"\n"))
             .map_err(|e| MetricsError::io(output, e))?;
         written += 1;
         reader.advance()?;
         if let Some((_, head)) = &reader.next {
-            heads.push(head.metadata.request_end_ns, i);
+            heads.push(head.end_ns(), i);
         }
     }
     out.flush().map_err(|e| MetricsError::io(output, e))?;
     Ok(written)
-}
-
-/// `line` with its `metadata.session_num` set to `new`. Lines this crate writes start
-/// with that key, so the number is replaced in place; any other line is re-serialised.
-fn with_session_num(line: &str, old: u64, new: u64) -> Result<String, MetricsError> {
-    let prefix = format!("{{\"metadata\":{{\"session_num\":{old},");
-    if let Some(rest) = line.strip_prefix(&prefix) {
-        return Ok(format!("{{\"metadata\":{{\"session_num\":{new},{rest}"));
-    }
-    let mut value: serde_json::Value = serde_json::from_str(line)?;
-    value["metadata"]["session_num"] = new.into();
-    Ok(serde_json::to_string(&value)?)
 }
 
 #[cfg(feature = "parquet")]

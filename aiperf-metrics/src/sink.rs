@@ -587,6 +587,22 @@ impl MetricsSink {
     /// [`MetricsSink::for_digests`].
     pub fn absorb_digest(&mut self, digest: &RecordDigest) {
         self.absorb_sliced(&digest.facts(), &digest.metrics);
+        if let (Some(grading), Some(graded)) = (self.grading.as_deref_mut(), &digest.metrics.grade)
+        {
+            grading.tally.add(&graded.task, &graded.grade);
+        }
+    }
+
+    /// Accuracy mode for digests ([`MetricsSink::for_digests`]): the grades they carry,
+    /// given by `grader` in the processes that digested them, are tallied into
+    /// [`Summary::accuracy`] as [`MetricsSink::grade_answers`] tallies its own.
+    #[must_use]
+    pub fn tally_digested_grades(self, grader: aiperf_core::config::AccuracyGrader) -> Self {
+        self.grade_answers(AnswerSheet {
+            grader,
+            verbose: false,
+            keys: std::collections::HashMap::new(),
+        })
     }
 
     /// A sink for records digested by other processes ([`MetricsSink::absorb_digest`]),

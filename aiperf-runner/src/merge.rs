@@ -412,6 +412,9 @@ pub fn merge(
     config.output.artifact_dir = Some(output.to_path_buf());
     let window = union_window(&shards);
     let mut sink = MetricsSink::for_digests(&config, first.results.context)?;
+    if let Some(accuracy) = &config.accuracy {
+        sink = sink.tally_digested_grades(accuracy.effective_grader());
+    }
     if let Some(cli) = &first.results.cli_command {
         sink = sink.with_cli_command(cli.clone());
     }
@@ -451,6 +454,13 @@ pub fn merge(
         }
     }
     copy_if_present(&shard_paths[0].inputs_json, &paths.inputs_json)?;
+    let graded: Vec<PathBuf> = shard_paths
+        .iter()
+        .map(|p| p.accuracy_jsonl.clone())
+        .collect();
+    if graded.iter().all(|p| p.exists()) {
+        aiperf_metrics::merge::merge_grades_jsonl(&graded, &numbers, &paths.accuracy_jsonl)?;
+    }
     copy_telemetry_files(&first.dir, output)?;
     for (file, why) in [
         (

@@ -436,3 +436,67 @@ fn gsm8k_cache(hf_home: &Path, rows: &[Value]) {
     writer.write(&batch).unwrap();
     writer.close().unwrap();
 }
+
+/// Two shards of a GSM8K run, merged: the merged run reports the accuracy of all twenty
+/// questions (the one-process figures of the test above at p = 0.5), not a shard's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_of_an_accuracy_run_merge_into_the_whole_run_s_accuracy() {
+    let (rows, answers, questions) = gsm8k_fixture(20);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("test.jsonl");
+    write_jsonl(&file, &rows);
+    assert_eq!(expected_right(&questions, 0.5), 11);
+    let server = answering_mock(dir.path(), &answers, 0.5, "#### {answer}").await;
+    let shard_dir = |k: u32| dir.path().join(format!("shard-{k}"));
+    let shards: Vec<_> = (0..2)
+        .map(|k| {
+            tokio::spawn(profile(args(&format!(
+                "-m mock-model --url {} --endpoint-type completions --streaming \
+                 --concurrency 2 --artifact-dir {} --accuracy-benchmark gsm8k --input-file {} \
+                 --random-seed 5 --shard {k}/2",
+                server.url(),
+                shard_dir(k).display(),
+                file.display()
+            ))))
+        })
+        .collect();
+    for shard in shards {
+        assert_exit(&shard.await.unwrap(), 0);
+    }
+    server.shutdown().await;
+    let merged = dir.path().join("merged");
+    let output = std::process::Command::new(common::aiperf_binary())
+        .args(["merge", "-o", merged.to_str().unwrap()])
+        .arg(shard_dir(0))
+        .arg(shard_dir(1))
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    let overall = "OVERALL,11,20,0,0.5500,0.3421,0.7418\n";
+    assert_eq!(
+        std::fs::read_to_string(merged.join("accuracy_results.csv")).unwrap(),
+        format!(
+            "task,correct,total,unparsed,accuracy,ci95_low,ci95_high\n{overall}{}",
+            overall.replacen("OVERALL", "gsm8k", 1)
+        )
+    );
+    let summary = read_json(&merged.join("profile_export_aiperf.json"));
+    assert_eq!(summary["accuracy"]["overall"]["correct"], 11);
+    // Every grade, in end-time order, numbered as the merged records are.
+    let graded = read_jsonl(&merged.join("accuracy_export.jsonl"));
+    assert_eq!(graded.len(), 20);
+    assert_eq!(graded.iter().filter(|r| r["passed"] == true).count(), 11);
+    let ends: Vec<u64> = graded
+        .iter()
+        .map(|r| r["timestamp_ns"].as_u64().unwrap())
+        .collect();
+    assert!(ends.windows(2).all(|w| w[0] <= w[1]), "{ends:?}");
+    let records = read_jsonl(&merged.join("profile_export.jsonl"));
+    for grade in &graded {
+        let record = records
+            .iter()
+            .find(|r| r["metadata"]["session_num"] == grade["session_num"])
+            .unwrap();
+        assert_eq!(record["metadata"]["x_request_id"], grade["x_request_id"]);
+    }
+}

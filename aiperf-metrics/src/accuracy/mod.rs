@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use aiperf_core::config::AccuracyGrader;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 mod choice;
 mod gsm8k;
@@ -23,7 +23,7 @@ pub use report::{
 };
 
 /// How one reply was graded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Grade {
     /// The reply gave the expected answer.
     pub correct: bool,
@@ -42,7 +42,7 @@ pub struct Grade {
 
 /// A graded reply and the task of its question: the `accuracy` object of a
 /// `profile_export.jsonl` line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskGrade {
     /// The question's task.
     pub task: String,
