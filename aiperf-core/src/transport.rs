@@ -35,7 +35,8 @@ pub enum HttpMethod {
 /// A body chunk as it came off the wire, stamped when it was read.
 #[derive(Debug, Clone)]
 pub struct Chunk {
-    /// When the chunk was read, before anything looked at it.
+    /// When its bytes reached the socket (the kernel's receive stamp, where the transport
+    /// has it), else when they were read; before anything looked at them.
     pub at: Instant,
     /// The bytes.
     pub bytes: Bytes,
@@ -45,7 +46,9 @@ pub struct Chunk {
 /// and stamps only, no parsing.
 #[derive(Debug, Clone)]
 pub struct RawExchange {
-    /// Taken immediately before the request was handed to the connection.
+    /// Taken immediately before the request was handed to the connection; on a reused
+    /// connection, a transport that sees its socket moves it to when the request's last
+    /// byte was written (the instant the server can start).
     pub started_at: Instant,
     /// When the response head arrived (`None` if it never did).
     pub head_at: Option<Instant>,
@@ -79,7 +82,8 @@ pub struct HttpTrace {
     pub connection_reused: bool,
     /// For a new connection: when connecting (DNS, TCP and TLS) started and ended.
     pub connect: Option<(Instant, Instant)>,
-    /// When the request body was handed to the connection; `None` for an empty body.
+    /// When the request's last byte was written to the socket; `None` when the transport
+    /// cannot tell.
     pub request_sent_at: Option<Instant>,
     /// Request bytes as written: request line, headers and body.
     pub request_bytes: u64,
