@@ -14,6 +14,8 @@ use aiperf_metrics::slo::Slo;
 use aiperf_telemetry::export::ServerMetricsFormat;
 use serde::{Deserialize, Serialize};
 
+use crate::Workers;
+
 /// The URL that starts the embedded mock server instead of addressing a real one
 /// (cargo feature `mock`).
 pub const MOCK_URL: &str = "mock";
@@ -58,6 +60,10 @@ pub struct RunSpec {
     /// start together. Later runs of a multi-run or sweep do not wait again.
     #[serde(default)]
     pub start_at: Option<std::time::SystemTime>,
+    /// The threads that send requests on [`RunSpec::runtime`] (`--workers-max`; default
+    /// automatic, as in the Python AIPerf).
+    #[serde(default)]
+    pub workers: Workers,
 }
 
 /// The default of [`RunSpec::long_wait`].
@@ -84,6 +90,7 @@ impl RunSpec {
             command_line: None,
             long_wait: DEFAULT_LONG_WAIT,
             start_at: None,
+            workers: Workers::Auto,
         }
     }
 }
