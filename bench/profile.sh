@@ -3,7 +3,10 @@
 # Both processes share the machine's cores. Prints one line per figure; bench/README.md
 # records a run. Usage: bash bench/profile.sh [seconds per timed run, default 10]
 # BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_MILLION sets the size of 6,
-# AIPERF_BENCH_STREAMS the concurrency of 8.
+# AIPERF_BENCH_STREAMS the concurrency of 8. AIPERF_BENCH_BIN measures another aiperf
+# binary (a build of an older commit, for before/after figures); with AIPERF_BENCH_MOCK
+# (a mock server binary) too, nothing is built. Sections 9 and 10 capture
+# loopback traffic with tcpdump (root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,12 +14,10 @@ SECONDS_PER_RUN=${1:-10}
 MILLION=${AIPERF_BENCH_MILLION:-1000000}
 STREAMS=${AIPERF_BENCH_STREAMS:-10000}
 
-cargo build --release -q -p aiperf-cli -p aiperf-mock-server
-AIPERF=target/release/aiperf
-MOCK=target/release/aiperf-mock-server
-if ! command -v oha >/dev/null; then
-    echo "installing oha (cargo install oha --locked)…"
-    cargo install oha --locked -q
+AIPERF=${AIPERF_BENCH_BIN:-target/release/aiperf}
+MOCK=${AIPERF_BENCH_MOCK:-target/release/aiperf-mock-server}
+if [ -z "${AIPERF_BENCH_BIN:-}" ] || [ -z "${AIPERF_BENCH_MOCK:-}" ]; then
+    cargo build --release -q -p aiperf-cli -p aiperf-mock-server
 fi
 
 WORK=$(mktemp -d)
@@ -69,6 +70,10 @@ peak_rss_mb() { awk '{printf "%.0f", $4 / 1024}' "$WORK/$1.time"; }
 mock_metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 section_1() {
+    if ! command -v oha >/dev/null; then
+        echo "installing oha (cargo install oha --locked)…"
+        cargo install oha --locked -q
+    fi
     echo "== 1. non-streaming chat, concurrency 64, ${SECONDS_PER_RUN} s (mock --fast)"
     start_mock --fast
     run_aiperf nonstream --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" --isl 128 --osl 128
@@ -179,6 +184,63 @@ per_stream = (big - small) / ($STREAMS - $STREAMS // 10)
 print(f'peak RSS {big / 1024:.0f} MB ({$STREAMS // 10} streams: {small / 1024:.0f} MB; {per_stream:.1f} KB per stream); request error rate $(json streams 's["request_error_rate"]["avg"]') %')"
 }
 
-for section in ${BENCH_SECTIONS:-1 2 3 4 5 6 7 8}; do
+# wire_run NAME CONCURRENCY REQUESTS [ARGS…]: streaming ISL 128 / OSL 32 against the running
+# mock while tcpdump captures the loopback; prints our TTFT and ITL (mean, p99) next to the
+# wire's (bench/pcap_truth.py: request's last packet → first content packet; first → last
+# content packet over the deltas between).
+wire_run() {
+    local name=$1 concurrency=$2 requests=$3 capture
+    shift 3
+    tcpdump -i lo -s 0 -B 131072 -w "$WORK/$name.pcap" "tcp port $PORT" 2>"$WORK/$name.tcpdump" &
+    capture=$!
+    sleep 1
+    run_aiperf "$name" --streaming --concurrency "$concurrency" --request-count "$requests" \
+        --isl 128 --osl 32 "$@"
+    sleep 0.5
+    kill -INT "$capture"
+    wait "$capture" || true
+    python3 - "$WORK/$name" "$(python3 bench/pcap_truth.py "$WORK/$name.pcap" "$PORT")" \
+        "$(grep -o '[0-9]* packets dropped by kernel' "$WORK/$name.tcpdump" | cut -d' ' -f1)" <<'EOF'
+import json, sys
+ours = json.load(open(sys.argv[1] + "/profile_export_aiperf.json"))
+wire, dropped = json.loads(sys.argv[2]), sys.argv[3] or "?"
+line = []
+for label, metric, key in (("TTFT", "time_to_first_token", "ttft"), ("ITL", "inter_token_latency", "itl")):
+    o, w = ours[metric], wire[key]
+    line.append(f"{label} ours {o['avg']:.3f} / {o['p99']:.3f} ms, wire {w['mean']:.3f} / {w['p99']:.3f} ms "
+                f"(mean {o['avg'] - w['mean']:+.3f}, p99 {o['p99'] - w['p99']:+.3f})")
+print("; ".join(line) + f"; {wire['ttft']['n']} requests on the wire, {dropped} packets dropped")
+EOF
+}
+
+section_9() {
+    echo "== 9. stamps against the wire: mock TTFT 20 ms / ITL 5 ms, streaming ISL 128 / OSL 32, mean / p99"
+    start_mock --ttft 20 --itl 5
+    for run in 1:100 64:2000 512:5120; do
+        printf 'concurrency %s: ' "${run%%:*}"
+        wire_run "wire${run%%:*}" "${run%%:*}" "${run##*:}"
+    done
+}
+
+section_10() {
+    local all
+    all=$(nproc)
+    echo "== 10. --workers-max 1, 2 and $all (all CPUs): capacity against the --fast mock, concurrency 64, ${SECONDS_PER_RUN} s; stamps against the wire at concurrency 64"
+    for threads in $(printf '%s\n' 1 2 "$all" | sort -nu); do
+        start_mock --fast
+        run_aiperf "plain$threads" --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" \
+            --isl 128 --osl 128 --workers-max "$threads"
+        run_aiperf "streamed$threads" --streaming --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" \
+            --isl 128 --osl 128 --workers-max "$threads"
+        printf '%s thread(s): non-streaming %.0f req/s (client CPU %.1f s), streaming %.0f req/s (client CPU %.1f s)\n' \
+            "$threads" "$(json "plain$threads" 's["request_throughput"]["avg"]')" "$(cpu_seconds "plain$threads")" \
+            "$(json "streamed$threads" 's["request_throughput"]["avg"]')" "$(cpu_seconds "streamed$threads")"
+        start_mock --ttft 20 --itl 5
+        printf '  stamps: '
+        wire_run "threads$threads" 64 2000 --workers-max "$threads"
+    done
+}
+
+for section in ${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10}; do
     "section_$section"
 done

@@ -23,6 +23,20 @@ pub fn instant_after(start: Instant, offset: Duration) -> Instant {
         .unwrap_or(start)
 }
 
+/// The [`Instant`] at which the system clock read `unix` (time since the Unix epoch, as
+/// the kernel stamps received packets): now, less how long ago that was by the system
+/// clock. The two clocks are read back to back, so the conversion errs by far less than a
+/// microsecond; a stamp from the future (the system clock stepped back since) is now.
+pub fn instant_of_unix_time(unix: Duration) -> Instant {
+    let now = Instant::now();
+    let age = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()
+        .and_then(|wall| wall.checked_sub(unix))
+        .unwrap_or(Duration::ZERO);
+    now.checked_sub(age).unwrap_or(now)
+}
+
 /// Converts monotonic [`Instant`]s into the two numbers artifacts need.
 ///
 /// The hot path stamps `Instant::now()` only; conversion to nanoseconds happens later,
@@ -136,6 +150,21 @@ mod tests {
         );
     }
     use std::time::Duration;
+
+    #[test]
+    fn a_unix_time_becomes_the_instant_that_long_ago() {
+        let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        let before = Instant::now();
+        let at = instant_of_unix_time(wall.saturating_sub(Duration::from_millis(50)));
+        let after = Instant::now();
+        // Within the clock reads around the call (plus a millisecond for the two clocks'
+        // different rates under NTP slewing).
+        assert!(at + Duration::from_millis(50) + Duration::from_millis(1) >= before);
+        assert!(at + Duration::from_millis(50) <= after + Duration::from_millis(1));
+        // A stamp from the future is now.
+        let future = instant_of_unix_time(wall + Duration::from_secs(3600));
+        assert!(future >= after && future <= Instant::now());
+    }
 
     #[test]
     fn wall_and_perf_differ_by_the_anchor() {

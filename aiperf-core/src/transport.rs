@@ -32,11 +32,11 @@ pub enum HttpMethod {
     Post,
 }
 
-/// One body chunk as it came off the wire, stamped when it was read: a view into
-/// [`BodyChunks`].
+/// One body chunk as it came off the wire: a view into [`BodyChunks`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Chunk<'a> {
-    /// When the chunk was read, before anything looked at it.
+    /// When its bytes reached the socket (the kernel's receive stamp, where the transport
+    /// has it), else when they were read; before anything looked at them.
     pub at: Instant,
     /// The bytes.
     pub bytes: &'a [u8],
@@ -159,7 +159,9 @@ impl<'a> FromIterator<Chunk<'a>> for BodyChunks {
 /// and stamps only, no parsing.
 #[derive(Debug, Clone)]
 pub struct RawExchange {
-    /// Taken immediately before the request was handed to the connection.
+    /// Taken immediately before the request was handed to the connection; on a reused
+    /// connection, a transport that sees its socket moves it to when the request's last
+    /// byte was written (the instant the server can start).
     pub started_at: Instant,
     /// When the response head arrived (`None` if it never did).
     pub head_at: Option<Instant>,
@@ -193,7 +195,8 @@ pub struct HttpTrace {
     pub connection_reused: bool,
     /// For a new connection: when connecting (DNS, TCP and TLS) started and ended.
     pub connect: Option<(Instant, Instant)>,
-    /// When the request body was handed to the connection; `None` for an empty body.
+    /// When the request's last byte was written to the socket; `None` when the transport
+    /// cannot tell.
     pub request_sent_at: Option<Instant>,
     /// Request bytes as written: request line, headers and body.
     pub request_bytes: u64,

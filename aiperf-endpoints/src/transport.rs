@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use aiperf_core::transport::BoxFuture;
@@ -27,8 +27,9 @@ use aiperf_core::{
     BodyChunks, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl, SessionKey,
     Transport, TransportError,
 };
+use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, Full};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::{capture_connection, CaptureConnection, HttpConnector};
 use hyper_util::client::legacy::Client;
@@ -36,7 +37,8 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 pub use crate::tls::TransportBuildError;
 use crate::tls::{client_config, TlsOptions};
-use traced::{request_size, response_head_size, ConnectTiming, SentBody, TimedConnector};
+use traced::{request_size, response_head_size, ConnectTiming, TimedConnector};
+use wire::{WireClock, WireConnector};
 
 /// The most body bytes one response may hold (64 MiB): far above any real completion,
 /// embedding batch or generated image, and low enough that a server sending an endless
@@ -92,8 +94,8 @@ pub struct HttpTransport {
     settings: HttpTransportBuilder,
 }
 
-type Connector = TimedConnector<HttpsConnector<HttpConnector>>;
-type HyperClient = Client<Connector, SentBody>;
+type Connector = TimedConnector<HttpsConnector<WireConnector>>;
+type HyperClient = Client<Connector, Full<Bytes>>;
 
 impl std::fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -222,6 +224,7 @@ impl HttpTransportBuilder {
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1();
+        let tcp = WireConnector::new(tcp);
         let connector = TimedConnector::new(if self.http2 {
             https.enable_http2().wrap_connector(tcp)
         } else {
@@ -319,7 +322,7 @@ impl HttpTransport {
         request: &HttpRequest,
         control: &mut SendControl,
     ) -> Attempt {
-        let (mut http_request, sent_at) = match to_hyper(request) {
+        let mut http_request = match to_hyper(request) {
             Ok(converted) => converted,
             Err(error) => return Attempt::Done(failed_before_sending(error)),
         };
@@ -361,17 +364,34 @@ impl HttpTransport {
             }
             Err(timeout) => return Attempt::Done(finish(exchange, Some(timeout))),
         };
-        exchange.head_at = Some(Instant::now());
         let (head, mut body) = response.into_parts();
+        let wire = head.extensions.get::<WireClock>().cloned();
+        let received_at = || {
+            wire.as_ref()
+                .map_or_else(Instant::now, WireClock::received_at)
+        };
+        exchange.head_at = Some(received_at());
         exchange.status = Some(head.status.as_u16());
         let connection = head.extensions.get::<ConnectTiming>().copied();
         let connection_reused = connection.is_some_and(|c| c.connected <= started_at);
+        let request_sent_at = wire
+            .as_ref()
+            .and_then(WireClock::written_at)
+            .filter(|written| *written >= started_at);
+        if connection_reused {
+            // The server starts when the request's last byte reaches it, not when a busy
+            // runtime got round to writing it; a new connection's set-up still counts, as
+            // in the Python AIPerf.
+            if let Some(written) = request_sent_at {
+                exchange.started_at = written;
+            }
+        }
         exchange.trace = Some(HttpTrace {
             connection_reused,
             connect: connection
                 .filter(|_| !connection_reused)
                 .map(|c| (c.started, c.connected)),
-            request_sent_at: sent_at.get().copied(),
+            request_sent_at,
             request_bytes,
             response_head_bytes: response_head_size(&head),
         });
@@ -394,7 +414,7 @@ impl HttpTransport {
         let error = loop {
             match within(deadline.as_ref(), body.frame()).await {
                 Ok(Some(Ok(frame))) => {
-                    let at = Instant::now();
+                    let at = received_at();
                     if let Ok(bytes) = frame.into_data() {
                         body_bytes = body_bytes.saturating_add(bytes.len() as u64);
                         if body_bytes > limit {
@@ -540,9 +560,7 @@ fn failed_before_sending(error: TransportError) -> RawExchange {
 
 /// Converts the request, checking the URL and headers (header values never appear in
 /// errors: they may hold secrets).
-fn to_hyper(
-    request: &HttpRequest,
-) -> Result<(http::Request<SentBody>, Arc<OnceLock<Instant>>), TransportError> {
+fn to_hyper(request: &HttpRequest) -> Result<http::Request<Full<Bytes>>, TransportError> {
     let invalid = |reason: String| TransportError::InvalidUrl {
         url: request.url.clone(),
         reason,
@@ -573,11 +591,9 @@ fn to_hyper(
         })?;
         builder = builder.header(header, value);
     }
-    let (body, sent_at) = SentBody::new(request.body.clone());
-    let request = builder
-        .body(body)
-        .map_err(|e| TransportError::InvalidRequest(e.to_string()))?;
-    Ok((request, sent_at))
+    builder
+        .body(Full::new(request.body.clone()))
+        .map_err(|e| TransportError::InvalidRequest(e.to_string()))
 }
 
 /// Maps a client error to the transport error it stands for.
@@ -645,6 +661,7 @@ fn causes<'a>(
 }
 
 mod traced;
+mod wire;
 
 #[cfg(test)]
 mod tests;

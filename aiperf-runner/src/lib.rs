@@ -45,6 +45,7 @@ mod inputs;
 pub mod kube;
 pub mod merge;
 mod report;
+mod runtime;
 mod sequence;
 mod session;
 pub mod shard;
@@ -59,6 +60,7 @@ use aiperf_core::{CancellationToken, DatasetSource, Endpoint};
 pub use error::{ErrorKind, RunError};
 pub use hooks::{NoHooks, Notice, PhaseTargets, RunHooks, RunWatch, StopCondition, LARGE_DATASET};
 pub use report::{AggregateReport, Outcome, Report, RunFiles, RunReport, SweepReport};
+pub use runtime::Workers;
 pub use spec::{
     ConnectionReuse, MultiRunOptions, ReadinessOptions, RecordOptions, RunSpec, Sweep, SweepPoint,
     SweepType, TelemetryOptions, TransportOptions, CONSISTENT_SEED, DEFAULT_LONG_WAIT, MOCK_URL,

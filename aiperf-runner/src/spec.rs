@@ -14,6 +14,8 @@ use aiperf_metrics::slo::Slo;
 use aiperf_telemetry::export::ServerMetricsFormat;
 use serde::{Deserialize, Serialize};
 
+use crate::Workers;
+
 /// The URL that starts the embedded mock server instead of addressing a real one
 /// (cargo feature `mock`).
 pub const MOCK_URL: &str = "mock";
@@ -64,6 +66,10 @@ pub struct RunSpec {
     /// ([`crate::clock_reference`]). Measured once per session.
     #[serde(default)]
     pub clock_reference: Option<String>,
+    /// The threads that send requests on [`RunSpec::runtime`] (`--workers-max`; default
+    /// automatic, as in the Python AIPerf).
+    #[serde(default)]
+    pub workers: Workers,
 }
 
 /// The default of [`RunSpec::long_wait`].
@@ -91,6 +97,7 @@ impl RunSpec {
             long_wait: DEFAULT_LONG_WAIT,
             start_at: None,
             clock_reference: None,
+            workers: Workers::Auto,
         }
     }
 }

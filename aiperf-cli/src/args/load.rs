@@ -82,10 +82,11 @@ pub(crate) struct LoadArgs {
     #[arg(long = "failed-request-threshold")]
     pub failed_request_threshold: Option<f64>,
 
-    /// Threads that send requests (default 1: exact stamps, ~30k requests/s on one core).
-    #[arg(long = "workers-max", visible_alias = "max-workers", default_value_t = 1,
+    /// Threads that send requests (default: 3/4 of the CPUs less one, 1–32, at most the
+    /// concurrency, as in the Python AIPerf). Stamps are the kernel's either way.
+    #[arg(long = "workers-max", visible_alias = "max-workers",
           value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub workers_max: u16,
+    pub workers_max: Option<u16>,
 
     /// Replay the input trace's timestamps (automatic for traces whose first entry has one).
     #[arg(long = "fixed-schedule", conflicts_with = "no_fixed_schedule")]

@@ -669,3 +669,44 @@ async fn an_enormous_timeout_means_no_timeout() {
     assert_eq!(exchange.error, None);
     assert_eq!(exchange.body(), b"ok");
 }
+
+/// The runtime is blocked while the second event arrives: its stamp is still its arrival
+/// (the kernel's receive time on Linux), not when the runtime got round to reading it.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_chunk_read_late_keeps_its_arrival_stamp() {
+    // The server runs on a runtime of its own, so blocking this one does not stop it.
+    let (url_tx, url_rx) = tokio::sync::oneshot::channel();
+    let (seen_tx, seen_rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let server = server(Behaviour::SlowStream).await;
+            url_tx.send(server.url.clone()).unwrap();
+            while server.requests.lock().unwrap().is_empty() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let _ = seen_tx.send(());
+            // Keep serving until the test ends.
+            std::future::pending::<()>().await;
+        });
+    });
+    let url = url_rx.await.unwrap();
+    let sending = tokio::spawn(async move {
+        transport()
+            .send(post(&format!("{url}/v1/chat/completions"), None))
+            .await
+    });
+    seen_rx.await.unwrap();
+    // Events go out 150 ms apart; this thread reads neither while it sleeps.
+    std::thread::sleep(Duration::from_secs(1));
+    let unblocked_at = Instant::now();
+    let exchange = sending.await.unwrap();
+    assert_eq!(exchange.chunks.len(), 2, "{:?}", exchange.chunks);
+    let second = exchange.chunks.get(1).unwrap().at;
+    assert!(
+        second + Duration::from_millis(500) < unblocked_at,
+        "stamped {:?} before the runtime could read",
+        unblocked_at.saturating_duration_since(second)
+    );
+}

@@ -1,18 +1,16 @@
 //! The connection-level stamps behind the `http_req_*` metrics: when a new connection
 //! started and finished connecting (carried on the connection, so every response on it
-//! knows whether it reused it), when the request body was handed over, and how many
-//! bytes the request and the response head took.
+//! knows whether it reused it) and how many bytes the request and the response head
+//! took. When bytes were written and read is [`super::wire`]'s.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
 use http::Uri;
-use hyper::body::{Body, Frame, SizeHint};
+use http_body_util::Full;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use tower_service::Service;
@@ -121,53 +119,9 @@ impl<T: Write + Unpin> Write for Timed<T> {
     }
 }
 
-/// A request body that stamps the moment the connection takes it (sending ends).
-#[derive(Debug)]
-pub(crate) struct SentBody {
-    data: Option<Bytes>,
-    sent_at: Arc<OnceLock<Instant>>,
-}
-
-impl SentBody {
-    /// The body and the cell its hand-over stamp lands in.
-    pub(crate) fn new(data: Bytes) -> (Self, Arc<OnceLock<Instant>>) {
-        let sent_at = Arc::new(OnceLock::new());
-        let body = Self {
-            data: Some(data).filter(|d| !d.is_empty()),
-            sent_at: Arc::clone(&sent_at),
-        };
-        (body, sent_at)
-    }
-}
-
-impl Body for SentBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let this = self.get_mut();
-        let frame = this.data.take().map(|data| Ok(Frame::data(data)));
-        if frame.is_some() {
-            let _ = this.sent_at.set(Instant::now());
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.data.is_none()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
-    }
-}
-
 /// The size of an HTTP/1.1 request as written: request line, the given headers plus
 /// `host` and `content-length`, the blank line and the body.
-pub(crate) fn request_size(request: &http::Request<SentBody>, body_len: usize) -> u64 {
+pub(crate) fn request_size(request: &http::Request<Full<Bytes>>, body_len: usize) -> u64 {
     let uri = request.uri();
     let target = uri.path_and_query().map_or("/", |p| p.as_str());
     let host = uri.authority().map_or("", |a| a.as_str());
@@ -197,10 +151,9 @@ mod tests {
 
     #[test]
     fn request_size_counts_line_headers_and_body() {
-        let (body, _) = SentBody::new(Bytes::from_static(b"{\"x\":1}"));
         let request = http::Request::post("http://127.0.0.1:8000/v1/chat")
             .header("content-type", "application/json")
-            .body(body)
+            .body(Full::new(Bytes::from_static(b"{\"x\":1}")))
             .unwrap();
         let expected = "POST /v1/chat HTTP/1.1\r\nhost: 127.0.0.1:8000\r\ncontent-length: 7\r\n\
                         content-type: application/json\r\n\r\n{\"x\":1}"
