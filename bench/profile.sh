@@ -3,7 +3,8 @@
 # Both processes share the machine's cores. Prints one line per figure; bench/README.md
 # records a run. Usage: bash bench/profile.sh [seconds per timed run, default 10]
 # BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_MILLION sets the size of 6,
-# AIPERF_BENCH_STREAMS the concurrency of 8.
+# AIPERF_BENCH_STREAMS the concurrency of 8; AIPERF_BENCH_BINARY another build of aiperf
+# to measure (e.g. main's, for a before/after comparison; nothing is built then).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,8 +12,8 @@ SECONDS_PER_RUN=${1:-10}
 MILLION=${AIPERF_BENCH_MILLION:-1000000}
 STREAMS=${AIPERF_BENCH_STREAMS:-10000}
 
-cargo build --release -q -p aiperf-cli -p aiperf-mock-server
-AIPERF=target/release/aiperf
+[ -n "${AIPERF_BENCH_BINARY:-}" ] || cargo build --release -q -p aiperf-cli -p aiperf-mock-server
+AIPERF=${AIPERF_BENCH_BINARY:-target/release/aiperf}
 MOCK=target/release/aiperf-mock-server
 if ! command -v oha >/dev/null; then
     echo "installing oha (cargo install oha --locked)…"
