@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::deferred::DeferredText;
+
 /// One conversation (a "session"): an ordered list of turns sent one after another.
 ///
 /// Single-turn datasets are conversations of one turn.
@@ -103,6 +105,11 @@ pub struct Turn {
     /// each other: `dag_jsonl`, agentic traces with subagents).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub branches: Vec<Branch>,
+    /// A prompt text made when the run needs it rather than when the dataset is loaded
+    /// (a long trace's prompts take seconds to make and gigabytes to hold); it belongs
+    /// after `texts` once [`Conversation::materialized`] made it. Never serialized.
+    #[serde(skip)]
+    pub deferred_text: Option<DeferredText>,
 }
 
 /// Child sessions a turn starts once its reply is back: every child runs on its own,

@@ -84,8 +84,19 @@ impl ConversationSampler {
         self.conversations.get(index).map(Arc::clone)
     }
 
+    /// Every conversation, in dataset order.
+    pub fn conversations(&self) -> &[Arc<Conversation>] {
+        &self.conversations
+    }
+
     /// The next conversation, or `None` for an empty dataset.
     pub fn next_conversation(&mut self) -> Option<Arc<Conversation>> {
+        self.next_index()
+            .map(|index| Arc::clone(&self.conversations[index]))
+    }
+
+    /// The dataset index of the next conversation, or `None` for an empty dataset.
+    pub fn next_index(&mut self) -> Option<usize> {
         let len = self.conversations.len();
         if len == 0 {
             return None;
@@ -103,7 +114,7 @@ impl ConversationSampler {
                 self.order[self.position - 1]
             }
         };
-        Some(Arc::clone(&self.conversations[index]))
+        Some(index)
     }
 }
 

@@ -86,6 +86,7 @@ pub mod clock;
 pub mod config;
 pub mod conversation;
 pub mod dataset;
+pub mod deferred;
 pub mod endpoint;
 pub mod engine;
 pub mod record;
@@ -100,6 +101,7 @@ pub use clock::Clock;
 pub use config::{BenchmarkConfig, ConfigError, ValidatedConfig};
 pub use conversation::{Branch, BranchMode, ContextMode, Conversation, Turn};
 pub use dataset::{ConversationSampler, Dataset, DatasetSource, SamplingStrategy};
+pub use deferred::DeferredText;
 pub use endpoint::{
     build_request, check_request_content_type, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError,
     EndpointInfo, FollowUp, ParsedExchange, ParsedResponse, RequestContentType, RequestInput,

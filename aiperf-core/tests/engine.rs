@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use aiperf_core::config::{ArrivalPattern, ExportLevel};
 use aiperf_core::sink::SinkError;
 use aiperf_core::{
-    Benchmark, CancellationToken, ClosedLoop, CollectRecords, Conversation, Phase, PhasePlan,
-    Progress, RateScheduler, RecordSink, RequestRecord, RunContext, RunInfo, SamplingStrategy,
-    Turn,
+    Benchmark, CancellationToken, ClosedLoop, CollectRecords, Conversation, DeferredText, Phase,
+    PhasePlan, Progress, RateScheduler, RecordSink, RequestRecord, RunContext, RunInfo,
+    SamplingStrategy, Turn,
 };
 
 mod common;
@@ -284,6 +284,51 @@ async fn later_turns_carry_the_history_with_the_servers_replies() {
             .collect::<Vec<_>>(),
         [0, 1, 2]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deferred_prompts_are_made_before_their_turns_are_sent() {
+    let deferred = |text: &'static str| Turn {
+        deferred_text: Some(DeferredText::new(move || text.to_string())),
+        ..Turn::default()
+    };
+    let conversations = vec![
+        Conversation {
+            session_id: "a".into(),
+            turns: vec![deferred("one"), deferred("two")],
+            ..Conversation::default()
+        },
+        Conversation {
+            session_id: "b".into(),
+            turns: vec![Turn::text("three")],
+            ..Conversation::default()
+        },
+    ];
+    let records = Benchmark::builder(&common::config())
+        .endpoint(Arc::new(Transcript))
+        .transport(Arc::new(SlowEcho::default()))
+        .conversations(conversations, SamplingStrategy::Sequential)
+        .phase(closed_loop(Phase::Profiling, 1, 3))
+        .sink(CollectRecords::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    let mut records: Vec<&RequestRecord> = records.iter().collect();
+    records.sort_by_key(|r| r.credit.id);
+    let payloads: Vec<String> = records
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.payload).into_owned())
+        .collect();
+    assert_eq!(
+        payloads,
+        [
+            "user=one",
+            "user=one|assistant=re:user=one|user=two",
+            "user=three"
+        ]
+    );
+    assert_eq!(records[0].input_text, "one");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

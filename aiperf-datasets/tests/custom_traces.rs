@@ -167,3 +167,49 @@ fn the_real_mooncake_trace_loads_one_conversation_per_line() {
     assert_eq!(first.max_tokens, Some(6));
     assert_eq!(first.timestamp_ms, Some(0.0));
 }
+
+#[test]
+fn deferred_prompts_are_made_as_the_same_text_as_at_load() {
+    // Block 9 is first a short final block, then needed whole; line 3 has no hash ids
+    // (made at load either way, from the same corpus stream).
+    let trace = "{\"timestamp\": 0, \"input_length\": 21, \"hash_ids\": [1, 9]}\n\
+                 {\"timestamp\": 5, \"input_length\": 40, \"hash_ids\": [1, 9, 2]}\n\
+                 {\"timestamp\": 9, \"input_length\": 7}\n\
+                 {\"timestamp\": 12, \"input_length\": 16, \"hash_ids\": [3]}\n";
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(trace.as_bytes()).unwrap();
+    let tokenizer = Tokenizer::builtin();
+    let load = |defer_prompts| {
+        let options = CustomDatasetOptions {
+            dataset_type: Some(CustomDatasetType::MooncakeTrace),
+            block_size: Some(16),
+            seed: 5,
+            defer_prompts,
+            ..CustomDatasetOptions::default()
+        };
+        load_custom_dataset(file.path(), &options, &tokenizer).unwrap()
+    };
+    let eager = load(false);
+    let deferred = load(true);
+    let turns = |loaded: &LoadedDataset| {
+        loaded
+            .conversations
+            .iter()
+            .map(|c| (c.turns[0].texts.len(), c.turns[0].deferred_text.is_some()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(turns(&eager), [(1, false); 4]);
+    assert_eq!(
+        turns(&deferred),
+        [(0, true), (0, true), (1, false), (0, true)]
+    );
+    // Made in any order (the last first), the same text.
+    let made: Vec<_> = deferred
+        .conversations
+        .iter()
+        .rev()
+        .map(aiperf_core::Conversation::materialized)
+        .collect();
+    let eager_reversed: Vec<_> = eager.conversations.iter().rev().cloned().collect();
+    assert_eq!(made, eager_reversed);
+}

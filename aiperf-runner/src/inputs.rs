@@ -1,50 +1,174 @@
 //! `inputs.json`: the exact body each conversation's turns are sent with.
+//!
+//! A dataset whose prompts are made as the run needs them (`Turn::deferred_text`: long
+//! traces) has its file written on a thread beside the run, each conversation's prompts
+//! made again and dropped once written, so neither the first request nor the memory of
+//! the run waits on it; any other dataset's file is written before the run, as it is
+//! quick.
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
-use aiperf_core::{build_request, BenchmarkConfig, Conversation, Endpoint, RequestInput};
+use aiperf_core::{
+    build_request, BenchmarkConfig, Conversation, Endpoint, RequestInput, ValidatedConfig,
+};
 use serde_json::{json, Value};
 
 use crate::RunError;
 
+/// `inputs.json` being written, or written already.
+pub(crate) struct InputsWriter(Option<JoinHandle<Result<(), RunError>>>);
+
+impl InputsWriter {
+    /// Writes the file of `conversations` to `path`: now, or on a thread of its own when
+    /// their prompts are deferred (see the module docs).
+    pub(crate) fn start(
+        path: &Path,
+        endpoint: &Arc<dyn Endpoint>,
+        config: &ValidatedConfig,
+        conversations: &[Conversation],
+    ) -> Result<Self, RunError> {
+        if !conversations.iter().any(Conversation::has_deferred_text) {
+            write(path, endpoint.as_ref(), config, conversations)?;
+            return Ok(Self(None));
+        }
+        // Without their prompts the conversations are small to copy.
+        let conversations = conversations.to_vec();
+        let (file, endpoint, config) = (path.to_path_buf(), Arc::clone(endpoint), config.clone());
+        let writer = std::thread::Builder::new()
+            .name("inputs-json".into())
+            .spawn(move || write(&file, endpoint.as_ref(), &config, &conversations))
+            .map_err(RunError::write(path))?;
+        Ok(Self(Some(writer)))
+    }
+
+    /// Waits until the file is written.
+    pub(crate) fn finish(self) -> Result<(), RunError> {
+        match self.0 {
+            None => Ok(()),
+            Some(writer) => writer
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        }
+    }
+}
+
 /// Writes the body of every turn of `conversations` and of the sessions they start
-/// (each after its parent), per session, to `path`. A body that is not JSON is kept as
-/// a string; a multipart form is written as its JSON view.
-pub(crate) fn write(
+/// (each after its parent), per session, to `path`, making deferred prompts one
+/// conversation at a time. A body that is not JSON is kept as a string; a multipart
+/// form is written as its JSON view.
+fn write(
     path: &Path,
     endpoint: &dyn Endpoint,
     config: &BenchmarkConfig,
     conversations: &[Conversation],
 ) -> Result<(), RunError> {
-    let mut data = Vec::with_capacity(conversations.len());
-    for conversation in conversations
-        .iter()
-        .flat_map(Conversation::with_descendants)
-    {
-        let mut payloads = Vec::with_capacity(conversation.turns.len());
-        for turn in conversation.turns.chunks(1) {
-            let built = build_request(
-                endpoint,
-                &RequestInput {
-                    model: turn[0].model.as_deref().unwrap_or(config.primary_model()),
-                    system_message: conversation.system_message.as_deref(),
-                    user_context_message: conversation.user_context_message.as_deref(),
-                    turns: turn,
-                    streaming: config.endpoint.streaming,
-                },
-            )?;
-            let recorded = built.recorded_payload();
-            let payload = serde_json::from_slice::<Value>(recorded)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(recorded).into_owned()));
-            payloads.push(payload);
-        }
-        data.push(json!({"session_id": conversation.session_id, "payloads": payloads}));
-    }
     let file = std::fs::File::create(path).map_err(RunError::write(path))?;
     let mut writer = std::io::BufWriter::new(file);
-    serde_json::to_writer_pretty(&mut writer, &json!({ "data": data }))
-        .map_err(std::io::Error::from)
+    let mut entries = 0;
+    for conversation in conversations {
+        let made;
+        let conversation = if conversation.has_deferred_text() {
+            made = conversation.materialized();
+            &made
+        } else {
+            conversation
+        };
+        for session in conversation.with_descendants() {
+            let entry = entry(endpoint, config, session)?;
+            write_entry(&mut writer, &entry, entries == 0).map_err(RunError::write(path))?;
+            entries += 1;
+        }
+    }
+    write_end(&mut writer, entries)
         .and_then(|()| writer.flush())
         .map_err(RunError::write(path))
+}
+
+/// One session's entry: its id and the body of each of its turns.
+fn entry(
+    endpoint: &dyn Endpoint,
+    config: &BenchmarkConfig,
+    conversation: &Conversation,
+) -> Result<Value, RunError> {
+    let mut payloads = Vec::with_capacity(conversation.turns.len());
+    for turn in conversation.turns.chunks(1) {
+        let built = build_request(
+            endpoint,
+            &RequestInput {
+                model: turn[0].model.as_deref().unwrap_or(config.primary_model()),
+                system_message: conversation.system_message.as_deref(),
+                user_context_message: conversation.user_context_message.as_deref(),
+                turns: turn,
+                streaming: config.endpoint.streaming,
+            },
+        )?;
+        let recorded = built.recorded_payload();
+        let payload = serde_json::from_slice::<Value>(recorded)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(recorded).into_owned()));
+        payloads.push(payload);
+    }
+    Ok(json!({"session_id": conversation.session_id, "payloads": payloads}))
+}
+
+/// Writes `entry` as an element of the file's `data` array, laid out as
+/// `serde_json::to_writer_pretty` lays out the whole `{"data": [...]}` object (two
+/// levels in: four spaces; JSON strings hold no raw line breaks).
+fn write_entry(writer: &mut impl Write, entry: &Value, first: bool) -> std::io::Result<()> {
+    writer.write_all(if first { b"{\n  \"data\": [\n" } else { b",\n" })?;
+    let pretty = serde_json::to_vec_pretty(entry).map_err(std::io::Error::from)?;
+    for (index, line) in pretty.split(|byte| *byte == b'\n').enumerate() {
+        if index > 0 {
+            writer.write_all(b"\n")?;
+        }
+        writer.write_all(b"    ")?;
+        writer.write_all(line)?;
+    }
+    Ok(())
+}
+
+/// Closes the `data` array and the object after `entries` entries.
+fn write_end(writer: &mut impl Write, entries: usize) -> std::io::Result<()> {
+    writer.write_all(if entries == 0 {
+        b"{\n  \"data\": []\n}"
+    } else {
+        b"\n  ]\n}"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file as one `to_writer_pretty` of the whole object lays it out.
+    fn whole(entries: &[Value]) -> Vec<u8> {
+        serde_json::to_vec_pretty(&json!({ "data": entries })).unwrap()
+    }
+
+    fn streamed(entries: &[Value]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            write_entry(&mut out, entry, index == 0).unwrap();
+        }
+        write_end(&mut out, entries.len()).unwrap();
+        out
+    }
+
+    #[test]
+    fn entries_written_one_by_one_are_laid_out_as_the_whole_object() {
+        let entries = [
+            json!({"session_id": "a", "payloads": [{"messages": [{"role": "user", "content": "x\ny"}], "n": 1}]}),
+            json!({"session_id": "b", "payloads": []}),
+            json!({"session_id": "c", "payloads": ["not json"]}),
+        ];
+        for n in 0..=entries.len() {
+            assert_eq!(
+                String::from_utf8(streamed(&entries[..n])).unwrap(),
+                String::from_utf8(whole(&entries[..n])).unwrap(),
+                "{n} entries"
+            );
+        }
+    }
 }

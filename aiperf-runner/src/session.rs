@@ -278,12 +278,8 @@ impl Session {
         hooks.artifacts_at(&artifact_dir);
         tracing::info!("Artifacts: {}", artifact_dir.display());
         let paths = export_paths(&artifact_dir, config.output.export_prefix.as_deref());
-        inputs::write(
-            &paths.inputs_json,
-            endpoint.as_ref(),
-            &config,
-            &conversations,
-        )?;
+        let inputs_json =
+            inputs::InputsWriter::start(&paths.inputs_json, endpoint, &config, &conversations)?;
 
         // Stops this run's sending at the first failed write of a record export, without
         // cancelling the whole invocation.
@@ -375,7 +371,14 @@ impl Session {
         let result = watch_long_waits(benchmark.run(), &progress, spec.long_wait, hooks).await;
         reserve.release();
         hooks.sending_ended();
+        let inputs_written = inputs_json.finish();
         let mut summary = result?;
+        if let Err(error) = inputs_written {
+            tracing::error!("{error}");
+            summary
+                .export_failure
+                .get_or_insert_with(|| error.to_string());
+        }
         if summary.connection_retries > 0 {
             tracing::info!(
                 "{} requests were sent again on a fresh connection after the server closed a \

@@ -302,3 +302,56 @@ async fn a_weka_parent_request_waits_for_the_subagent_it_joins() {
         .collect();
     assert_eq!(max_tokens, [5, 3, 4, 6]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mooncake_trace_sends_and_records_the_prompts_its_loader_makes() {
+    // Shared leading blocks, a block first seen short then whole, a line without hash
+    // ids: the run makes the prompts as it goes, inputs.json beside it.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"timestamp\": 0, \"input_length\": 30, \"output_length\": 3, \"hash_ids\": [1, 9]}\n\
+         {\"timestamp\": 20, \"input_length\": 50, \"output_length\": 3, \"hash_ids\": [1, 9, 2]}\n\
+         {\"timestamp\": 40, \"input_length\": 12, \"output_length\": 3}\n\
+         {\"timestamp\": 60, \"input_length\": 45, \"output_length\": 3, \"hash_ids\": [1, 9, 3]}\n",
+    )
+    .unwrap();
+    let bodies = recorded_bodies(
+        dir.path(),
+        &format!(
+            "--input-file {} --custom-dataset-type mooncake_trace --isl-block-size 20 \
+             --tokenizer builtin",
+            trace.display()
+        ),
+    )
+    .await;
+    let options = CustomDatasetOptions {
+        dataset_type: Some(CustomDatasetType::MooncakeTrace),
+        block_size: Some(20),
+        seed: 5,
+        ..CustomDatasetOptions::default()
+    };
+    let loaded = load_custom_dataset(&trace, &options, &Tokenizer::builtin()).unwrap();
+    let mut made: Vec<String> = loaded
+        .conversations
+        .iter()
+        .map(|c| c.turns[0].texts[0].clone())
+        .collect();
+    // Sends 20 ms apart may reach the mock out of order on a loaded machine.
+    let mut sent: Vec<String> = bodies.iter().map(last_text).collect();
+    made.sort();
+    sent.sort();
+    assert_eq!(sent, made);
+    let inputs = common::read_json(&dir.path().join("artifacts").join("inputs.json"));
+    let mut recorded: Vec<String> = inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| session["payloads"][0].to_string())
+        .collect();
+    let mut bodies: Vec<String> = bodies.iter().map(Value::to_string).collect();
+    recorded.sort();
+    bodies.sort();
+    assert_eq!(recorded, bodies);
+}

@@ -44,11 +44,13 @@ use crate::RunInfo;
 mod job;
 mod phase;
 mod plan;
+mod prompt_maker;
 mod session;
 
 pub use plan::{Cancellation, PhasePlan};
 
 use phase::PhaseRunner;
+use prompt_maker::PromptMaker;
 
 /// Most finished exchanges waiting for the processing thread (see the module docs). At
 /// ~40 KB for a 128-token stream this bounds the backlog near 40 MB.
@@ -210,6 +212,8 @@ struct Shared {
     timeout: Option<Duration>,
     keep_raw: bool,
     cache_bust: CacheBust,
+    /// Makes the deferred prompts ahead of the schedule, when the dataset has any.
+    prompt_maker: Option<PromptMaker>,
 }
 
 /// Builds a [`Benchmark`] of one configuration. The configuration decides everything it
@@ -348,6 +352,16 @@ impl BenchmarkBuilder {
         let (headers, _) =
             info.request_headers(endpoint_config.api_key.as_deref(), &endpoint_config.headers);
         let seed = config.input.random_seed.unwrap_or_else(rand::random);
+        let sampler = ConversationSampler::new(
+            self.conversations,
+            self.sampling,
+            derive_seed(seed, "dataset.sampling"),
+        );
+        let conversations = sampler.conversations();
+        let prompt_maker = conversations
+            .iter()
+            .any(|c| c.has_deferred_text())
+            .then(|| PromptMaker::start(conversations.to_vec()));
         let shared = Shared {
             urls,
             model: config.primary_model().to_owned(),
@@ -360,15 +374,12 @@ impl BenchmarkBuilder {
             timeout: Some(endpoint_config.request_timeout),
             keep_raw: config.output.export_level == ExportLevel::Raw,
             cache_bust: config.input.cache_bust,
+            prompt_maker,
             endpoint,
             transport,
         };
         Ok(Benchmark {
-            sampler: ConversationSampler::new(
-                self.conversations,
-                self.sampling,
-                derive_seed(seed, "dataset.sampling"),
-            ),
+            sampler,
             config,
             shared: Arc::new(shared),
             phases,

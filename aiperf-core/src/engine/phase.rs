@@ -198,13 +198,16 @@ impl PhaseRunner {
                 break;
             };
             let session_index = shard.map_or(local_index, |s| s.global_index(local_index));
-            let Some(conversation) = lock(&self.draws).conversation(session_index, None) else {
+            let Some((dataset_index, conversation)) =
+                lock(&self.draws).conversation(session_index, None)
+            else {
                 break;
             };
             let start = SessionStart {
                 credit_id,
                 session_index,
                 scheduled_at: Instant::now(),
+                dataset_index,
                 conversation,
                 planned: PlannedSession::default(),
             };
@@ -258,7 +261,7 @@ impl PhaseRunner {
                 let Some((credit_id, _)) = timer_state.reserve_session() else {
                     break;
                 };
-                let Some(conversation) =
+                let Some((dataset_index, conversation)) =
                     lock(&draws).conversation(session_index, planned.conversation)
                 else {
                     break;
@@ -267,6 +270,7 @@ impl PhaseRunner {
                     credit_id,
                     session_index,
                     scheduled_at: due,
+                    dataset_index,
                     conversation,
                     planned,
                 };
@@ -365,20 +369,26 @@ impl Draws {
         }
     }
 
-    /// The conversation of the phase's session `number`: the dataset's `index` when the
-    /// schedule names one, else the sampler's draw for that number (passing over the
-    /// draws of other shards' sessions).
-    fn conversation(&mut self, number: u64, index: Option<usize>) -> Option<Arc<Conversation>> {
-        if let Some(index) = index {
-            return self.sampler.get(index);
-        }
-        self.skip_to(self.phase_offset + number);
-        self.drawn += 1;
-        self.sampler.next_conversation()
+    /// The conversation of the phase's session `number` and its dataset index: the
+    /// dataset's `index` when the schedule names one, else the sampler's draw for that
+    /// number (passing over the draws of other shards' sessions).
+    fn conversation(
+        &mut self,
+        number: u64,
+        index: Option<usize>,
+    ) -> Option<(usize, Arc<Conversation>)> {
+        let index = if let Some(index) = index {
+            index
+        } else {
+            self.skip_to(self.phase_offset + number);
+            self.drawn += 1;
+            self.sampler.next_index()?
+        };
+        Some((index, self.sampler.get(index)?))
     }
 
     fn skip_to(&mut self, draws: u64) {
-        while self.drawn < draws && self.sampler.next_conversation().is_some() {
+        while self.drawn < draws && self.sampler.next_index().is_some() {
             self.drawn += 1;
         }
     }

@@ -73,6 +73,9 @@ pub(super) struct SessionStart {
     pub(super) session_index: u64,
     /// When the first request was meant to go.
     pub(super) scheduled_at: Instant,
+    /// Where the conversation is in the dataset (where its made prompts are).
+    pub(super) dataset_index: usize,
+    /// The conversation as the dataset holds it (prompts possibly not made yet).
     pub(super) conversation: Arc<Conversation>,
     /// Turn limit and correlation id fixed by the schedule, if any.
     pub(super) planned: PlannedSession,
@@ -93,9 +96,14 @@ impl PhaseRunner {
             credit_id,
             session_index,
             scheduled_at,
+            dataset_index,
             conversation,
             planned,
         } = start;
+        let conversation = match &self.shared.prompt_maker {
+            Some(maker) => maker.conversation(dataset_index).await,
+            None => conversation,
+        };
         let url: Arc<str> = self.shared.urls[session_index as usize % self.shared.urls.len()]
             .as_str()
             .into();

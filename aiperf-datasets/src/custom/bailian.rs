@@ -46,6 +46,7 @@ pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
     synthesis: Option<&TraceSynthesizer>,
+    defer: bool,
 ) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
     let mut pending = Vec::new();
     for_each_record(path, |mut record| {
@@ -103,7 +104,7 @@ pub(crate) fn load(
     let timestamped = pending
         .first()
         .is_some_and(|(request, _)| request.timestamp_ms.is_some());
-    let requests = finish_turns(path, pending, synthesis, prompts)?
+    let requests = finish_turns(path, pending, synthesis, prompts, defer)?
         .into_iter()
         .map(|(turn, link)| Request { link, turn })
         .collect();

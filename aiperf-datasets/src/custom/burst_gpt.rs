@@ -22,6 +22,7 @@ pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
     synthesis: Option<&TraceSynthesizer>,
+    defer: bool,
 ) -> Result<Vec<Conversation>, DatasetFileError> {
     let file = crate::text_file::open(path, 1 << 16).map_err(|e| DatasetFileError::io(path, e))?;
     let mut lines = file.lines().enumerate();
@@ -98,7 +99,7 @@ pub(crate) fn load(
         ));
     }
     let mut sessions = Sessions::new();
-    for (turn, ()) in finish_turns(path, pending, synthesis, prompts)? {
+    for (turn, ()) in finish_turns(path, pending, synthesis, prompts, defer)? {
         sessions.push(None, turn);
     }
     Ok(sessions.finish())

@@ -3,8 +3,10 @@
 //! token prefix (and the server's KV-cache blocks for it).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
+use aiperf_core::DeferredText;
 
 use crate::prompt::{BlockSeparator, PromptGenerator};
 use crate::seed::{derive_seed, PROMPT_CORPUS};
@@ -36,6 +38,14 @@ pub(super) const MAX_PROMPT_TOKENS: u64 = 1 << 24;
 pub struct HashIdPrompts {
     generator: PromptGenerator,
     block_size: usize,
+    /// Shared with the deferred prompts made of it (copied if it grows after that).
+    table: Arc<BlockTable>,
+}
+
+/// The token block of every hash id seen so far, and how to decode them.
+#[derive(Debug, Clone)]
+struct BlockTable {
+    tokenizer: Tokenizer,
     separator: Option<BlockSeparator>,
     blocks: HashMap<u64, Vec<u32>>,
 }
@@ -56,7 +66,11 @@ impl HashIdPrompts {
                 reason: "must be at least 1 token (--isl-block-size)".to_string(),
             });
         }
-        let separator = BlockSeparator::of(&tokenizer);
+        let table = BlockTable {
+            separator: BlockSeparator::of(&tokenizer),
+            tokenizer: tokenizer.clone(),
+            blocks: HashMap::new(),
+        };
         Ok(Self {
             generator: PromptGenerator::with_corpus(
                 tokenizer,
@@ -65,14 +79,13 @@ impl HashIdPrompts {
                 style,
             )?,
             block_size: block_size as usize,
-            separator,
-            blocks: HashMap::new(),
+            table: Arc::new(table),
         })
     }
 
     /// The block separator in use (the tokenizer's BOS, else EOS), if any.
     pub fn separator(&self) -> Option<&BlockSeparator> {
-        self.separator.as_ref()
+        self.table.separator.as_ref()
     }
 
     /// The token ids of a prompt of `input_length` tokens made of the blocks of
@@ -89,32 +102,39 @@ impl HashIdPrompts {
                 i128::from(input_length),
             ));
         }
+        let final_block = self.make_blocks(input_length, hash_ids)?;
+        Ok(self.table.tokens(hash_ids, final_block, self.block_size))
+    }
+
+    /// Makes (and caches) the blocks of a prompt of `input_length` tokens made of
+    /// `hash_ids`, in the order every prompt of the trace needs them (the corpus stream
+    /// is drawn from as blocks are first seen); `Ok` is the size of the final block.
+    pub(super) fn make_blocks(
+        &mut self,
+        input_length: u64,
+        hash_ids: &[u64],
+    ) -> Result<u64, String> {
         let final_block = self.check(input_length, hash_ids)?;
-        let mut tokens = Vec::with_capacity(input_length as usize);
         for (index, id) in hash_ids.iter().enumerate() {
             let size = if index + 1 == hash_ids.len() {
                 final_block as usize
             } else {
                 self.block_size
             };
-            let cached = self.blocks.get(id).map_or(0, Vec::len);
+            let cached = self.table.blocks.get(id).map_or(0, Vec::len);
             if cached == 0 {
                 let fresh = self.fresh_block(size);
-                self.blocks.insert(*id, fresh);
+                Arc::make_mut(&mut self.table).blocks.insert(*id, fresh);
             } else if cached < size {
                 // First seen as a short final block, now needed whole: grow it, so
                 // every prompt with this hash id still shares its leading tokens.
                 let more = self.generator.token_block(size - cached);
-                if let Some(block) = self.blocks.get_mut(id) {
+                if let Some(block) = Arc::make_mut(&mut self.table).blocks.get_mut(id) {
                     block.extend(more);
                 }
             }
-            if let Some(block) = self.blocks.get(id) {
-                // A full block may end this prompt: only its first `size` tokens.
-                tokens.extend_from_slice(&block[..size.min(block.len())]);
-            }
         }
-        Ok(tokens)
+        Ok(final_block)
     }
 
     /// The prompt text for `input_length` tokens and `hash_ids` (see
@@ -126,7 +146,17 @@ impl HashIdPrompts {
             return Ok(self.generator.generate(input_length as usize));
         }
         let tokens = self.tokens(input_length, hash_ids)?;
-        Ok(self.decode(&tokens))
+        Ok(self.table.decode(&tokens))
+    }
+
+    /// The prompt of [`HashIdPrompts::prompt`] as a recipe, made when a run needs it,
+    /// for blocks made already by [`HashIdPrompts::make_blocks`]. Ask for the recipes once
+    /// every prompt's blocks are made: the recipes share the blocks, which are copied if
+    /// more are made after.
+    pub(super) fn deferred_prompt(&self, hash_ids: Vec<u64>, final_block: u64) -> DeferredText {
+        let table = Arc::clone(&self.table);
+        let block_size = self.block_size;
+        DeferredText::new(move || table.decode(&table.tokens(&hash_ids, final_block, block_size)))
     }
 
     /// Checks that a prompt of `input_length` tokens can be made of `hash_ids` (see
@@ -137,7 +167,7 @@ impl HashIdPrompts {
     }
 
     fn fresh_block(&mut self, size: usize) -> Vec<u32> {
-        match &self.separator {
+        match &self.table.separator {
             Some(separator) => {
                 let mut block = vec![separator.id];
                 block.extend(self.generator.token_block(size - 1));
@@ -146,16 +176,36 @@ impl HashIdPrompts {
             None => self.generator.token_block(size),
         }
     }
+}
+
+impl BlockTable {
+    /// The tokens of a prompt of `hash_ids`' blocks (made already): every block whole but
+    /// the last, of which `final_block` tokens.
+    fn tokens(&self, hash_ids: &[u64], final_block: u64, block_size: usize) -> Vec<u32> {
+        let mut tokens =
+            Vec::with_capacity(block_size * (hash_ids.len() - 1) + final_block as usize);
+        for (index, id) in hash_ids.iter().enumerate() {
+            let size = if index + 1 == hash_ids.len() {
+                final_block as usize
+            } else {
+                block_size
+            };
+            if let Some(block) = self.blocks.get(id) {
+                // A full block may end this prompt: only its first `size` tokens.
+                tokens.extend_from_slice(&block[..size.min(block.len())]);
+            }
+        }
+        tokens
+    }
 
     /// Decodes prompt tokens. Decoding skips special tokens, so the separator's text is
     /// put back between the decoded runs (a server re-encodes it as the one token).
     fn decode(&self, tokens: &[u32]) -> String {
-        let tokenizer = self.generator.tokenizer();
         match &self.separator {
-            None => tokenizer.decode(tokens),
+            None => self.tokenizer.decode(tokens),
             Some(separator) => tokens
                 .split(|id| *id == separator.id)
-                .map(|run| tokenizer.decode(run))
+                .map(|run| self.tokenizer.decode(run))
                 .collect::<Vec<_>>()
                 .join(&separator.text),
         }

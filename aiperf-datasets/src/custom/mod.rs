@@ -108,6 +108,11 @@ pub struct CustomDatasetOptions {
     /// `--synthesis-*`: reshapes mooncake, bailian and BurstGPT traces
     /// ([`crate::synthesis`]); any other format with an active synthesis is an error.
     pub synthesis: TraceSynthesis,
+    /// Leave the `hash_ids` prompts of mooncake, bailian and BurstGPT traces as recipes
+    /// ([`aiperf_core::Turn::deferred_text`]) decoded when a run needs them, instead of
+    /// text: loading a long trace then takes milliseconds, not seconds. The run (or
+    /// [`aiperf_core::Conversation::materialized`]) makes the same text either way.
+    pub defer_prompts: bool,
 }
 
 /// A loaded custom dataset.
@@ -190,17 +195,20 @@ pub fn load_custom_dataset(
             path,
             &mut prompts(MOONCAKE_BLOCK_SIZE)?,
             synthesizer(MOONCAKE_BLOCK_SIZE).as_ref(),
+            options.defer_prompts,
         )?,
         CustomDatasetType::BailianTrace => bailian::load(
             path,
             &mut prompts(BAILIAN_BLOCK_SIZE)?,
             synthesizer(BAILIAN_BLOCK_SIZE).as_ref(),
+            options.defer_prompts,
         )?,
         CustomDatasetType::BurstGptTrace => (
             burst_gpt::load(
                 path,
                 &mut prompts(MOONCAKE_BLOCK_SIZE)?,
                 synthesizer(MOONCAKE_BLOCK_SIZE).as_ref(),
+                options.defer_prompts,
             )?,
             true,
         ),

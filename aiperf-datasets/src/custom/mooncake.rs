@@ -53,6 +53,7 @@ pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
     synthesis: Option<&TraceSynthesizer>,
+    defer: bool,
 ) -> Result<(Vec<Conversation>, bool), DatasetFileError> {
     let mut session_modes: HashMap<String, Mode> = HashMap::new();
     let mut pending = Vec::new();
@@ -79,7 +80,7 @@ pub(crate) fn load(
         .first()
         .is_some_and(|(request, _)| request.timestamp_ms.is_some());
     let mut sessions = Sessions::new();
-    for (turn, place) in finish_turns(path, pending, synthesis, prompts)? {
+    for (turn, place) in finish_turns(path, pending, synthesis, prompts, defer)? {
         let index = sessions.push(place.session_id, turn);
         if let (Mode::Verbatim, Some(conversation)) = (place.mode, sessions.get_mut(index)) {
             // Each line already carries the whole history.
