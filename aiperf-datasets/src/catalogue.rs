@@ -69,7 +69,8 @@ pub enum RowConversion {
     VideoQuestion,
     /// SpecBench's question file from GitHub (not loaded by aiperf-rs yet).
     SpecBench,
-    /// SemiAnalysis Weka agentic-coding traces (not loaded by aiperf-rs yet).
+    /// SemiAnalysis Weka agentic-coding traces: each row is one whole `weka_trace`
+    /// trace, replayed as the same trace in a file is.
     WekaTrace,
     /// Exgentic agent LLM traces (not loaded by aiperf-rs yet).
     AgentTrace,
@@ -85,6 +86,7 @@ impl RowConversion {
                 | RowConversion::FirstUserMessage { .. }
                 | RowConversion::MtBench
                 | RowConversion::Speech { .. }
+                | RowConversion::WekaTrace
         )
     }
 }
