@@ -67,7 +67,7 @@ pub enum RowConversion {
     },
     /// MMVU: a question, its options and a video URL (not loaded by aiperf-rs yet).
     VideoQuestion,
-    /// SpecBench's question file from GitHub (not loaded by aiperf-rs yet).
+    /// SpecBench's question file from GitHub: each question's first turn.
     SpecBench,
     /// SemiAnalysis Weka agentic-coding traces: each row is one whole `weka_trace`
     /// trace, replayed as the same trace in a file is.
@@ -87,6 +87,7 @@ impl RowConversion {
                 | RowConversion::MtBench
                 | RowConversion::Speech { .. }
                 | RowConversion::WekaTrace
+                | RowConversion::SpecBench
         )
     }
 }

@@ -18,9 +18,10 @@ use aiperf_core::{
     SamplingStrategy, Transport, ValidatedConfig,
 };
 use aiperf_datasets::{
-    adjust, catalogue, derive_rng, fetch_sharegpt, model_choice, sharegpt_cache_path,
-    CustomDataset, CustomDatasetOptions, DatasetFileError, LengthDistribution, ShareGptDataset,
-    SyntheticDataset, SyntheticError, Tokenizer,
+    adjust, catalogue, derive_rng, fetch_sharegpt, fetch_spec_bench, model_choice,
+    sharegpt_cache_path, spec_bench_cache_path, CustomDataset, CustomDatasetOptions,
+    DatasetFileError, LengthDistribution, ShareGptDataset, SpecBenchDataset, SyntheticDataset,
+    SyntheticError, Tokenizer,
 };
 
 use crate::hooks::{Notice, RunHooks, LARGE_DATASET};
@@ -474,6 +475,21 @@ async fn hub_public_source(
             "aiperf-rs does not load this dataset yet ({})",
             entry.summary
         )));
+    }
+    if entry.rows == catalogue::RowConversion::SpecBench {
+        let path = if let Some(path) = &config.input.input_file {
+            path.clone()
+        } else {
+            let path = spec_bench_cache_path();
+            if !path.exists() {
+                let offline =
+                    aiperf_datasets::resolve::HubEnv::from_lookup(|key| std::env::var(key).ok())
+                        .offline;
+                fetch_spec_bench(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT, offline).await?;
+            }
+            path
+        };
+        return Ok(Box::new(SpecBenchDataset::new(path)));
     }
     hub_files_source(entry, config, tokenizer, transport).await
 }

@@ -134,3 +134,40 @@ async fn hf_weka_dataset_replays_the_cached_corpus() {
         .collect();
     assert_eq!(max_tokens, [5, 6]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_bench_sends_each_question_s_first_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions = dir.path().join("question.jsonl");
+    std::fs::write(
+        &questions,
+        "{\"question_id\": 1, \"turns\": [\"Write a haiku.\", \"Now a limerick.\"]}\n\
+         {\"question_id\": 2, \"turns\": [\"Name three primes.\"]}\n",
+    )
+    .unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let server = MockServer::start(MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::fast()
+    })
+    .await
+    .unwrap();
+    let output = profile_offline(
+        dir.path(),
+        &format!(
+            "-m mock-model --public-dataset spec_bench --input-file {} --concurrency 1 \
+             --request-count 2 --url {} --artifact-dir {}",
+            questions.display(),
+            server.url(),
+            dir.path().join("out").display()
+        ),
+    )
+    .await;
+    server.shutdown().await;
+    assert_exit(&output, 0);
+    let prompts: Vec<serde_json::Value> = read_jsonl(&record)
+        .iter()
+        .map(|request| recorded_body(request)["messages"][0]["content"].clone())
+        .collect();
+    assert_eq!(prompts, ["Write a haiku.", "Name three primes."]);
+}
