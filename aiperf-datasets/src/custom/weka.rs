@@ -1,6 +1,7 @@
 //! `weka_trace`: Weka KV-cache-tester agentic coding traces. A trace is one `.json`
 //! file (`{"id", "models", "block_size", "hash_id_scope": "local", "requests": [...]}`);
-//! `--input-file` is one such file or a folder of them (read in name order).
+//! `--input-file` is one such file or a folder of them (read in name order). The
+//! Hugging Face weka corpora hold one such trace per row and replay the same way.
 //!
 //! A trace's top-level requests (`type` `n` or `s`: `t` seconds, `in`/`out` tokens,
 //! `hash_ids`, `api_time`, `think_time`) form one session. Each `type: "subagent"`
