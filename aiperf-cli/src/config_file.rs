@@ -153,6 +153,10 @@ const BENCHMARK_OVERRIDES: &[(&str, Override)] = &[
     ("hf_subset", |c, f| {
         c.input.hf_subset.clone_from(&f.input.hf_subset);
     }),
+    ("hf_weka_dataset", |c, f| {
+        c.input.hf_weka_dataset.clone_from(&f.input.hf_weka_dataset);
+        c.input.public_dataset.clone_from(&f.input.public_dataset);
+    }),
     ("tokenizer_revision", |c, f| {
         c.input
             .tokenizer_revision

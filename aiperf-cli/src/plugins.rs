@@ -229,9 +229,20 @@ mod tests {
             error,
             "no public-dataset-loader named `mmlu`; public-dataset-loader: sharegpt, aimo, mmstar, \
          vision_arena, llava_onevision, aimo_aime, aimo_numina_cot, aimo_numina_1_5, \
-         spec_al_gsm8k, spec_al_math500, spec_al_humaneval, spec_al_mbpp, spec_al_mtbench, \
+         spec_bench, spec_al_gsm8k, spec_al_math500, spec_al_humaneval, spec_al_mbpp, spec_al_mtbench, \
          instruct_coder, blazedit_5k, blazedit_10k, librispeech, voxpopuli, gigaspeech, ami, \
-         spgispeech"
+         spgispeech, semianalysis_cc_traces_weka, semianalysis_cc_traces_weka_no_subagents, \
+         semianalysis_cc_traces_weka_with_subagents, \
+         semianalysis_cc_traces_weka_with_subagents_256k, \
+         semianalysis_cc_traces_weka_with_subagents_060226, \
+         semianalysis_cc_traces_weka_with_subagents_060226_256k, \
+         semianalysis_cc_traces_weka_with_subagents_060526, \
+         semianalysis_cc_traces_weka_with_subagents_060526_256k, \
+         semianalysis_cc_traces_weka_with_subagents_060826, \
+         semianalysis_cc_traces_weka_with_subagents_060826_256k, \
+         semianalysis_cc_traces_weka_061326, semianalysis_cc_traces_weka_061326_256k, \
+         semianalysis_cc_traces_weka_061526, semianalysis_cc_traces_weka_061526_256k, \
+         semianalysis_cc_traces_weka_062126, semianalysis_cc_traces_weka_062126_256k, weka_hf"
         );
     }
 }

@@ -67,9 +67,10 @@ pub enum RowConversion {
     },
     /// MMVU: a question, its options and a video URL (not loaded by aiperf-rs yet).
     VideoQuestion,
-    /// SpecBench's question file from GitHub (not loaded by aiperf-rs yet).
+    /// SpecBench's question file from GitHub: each question's first turn.
     SpecBench,
-    /// SemiAnalysis Weka agentic-coding traces (not loaded by aiperf-rs yet).
+    /// SemiAnalysis Weka agentic-coding traces: each row is one whole `weka_trace`
+    /// trace, replayed as the same trace in a file is.
     WekaTrace,
     /// Exgentic agent LLM traces (not loaded by aiperf-rs yet).
     AgentTrace,
@@ -85,6 +86,8 @@ impl RowConversion {
                 | RowConversion::FirstUserMessage { .. }
                 | RowConversion::MtBench
                 | RowConversion::Speech { .. }
+                | RowConversion::WekaTrace
+                | RowConversion::SpecBench
         )
     }
 }

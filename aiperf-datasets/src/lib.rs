@@ -95,7 +95,8 @@ pub use error::{SyntheticError, TokenizerError};
 pub use media::MediaError;
 pub use prompt::{BlockSeparator, PromptGenerator};
 pub use public::{
-    fetch_sharegpt, load_sharegpt, sharegpt_cache_path, ShareGptDataset, SHAREGPT_URL,
+    fetch_sharegpt, fetch_spec_bench, load_sharegpt, load_spec_bench, sharegpt_cache_path,
+    spec_bench_cache_path, ShareGptDataset, SpecBenchDataset, SHAREGPT_URL, SPEC_BENCH_URL,
 };
 pub use resolve::{
     choose_tokenizer, find_cached_tokenizer, is_placeholder_model_name, load_tokenizer,

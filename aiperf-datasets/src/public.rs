@@ -1,4 +1,5 @@
-//! Public datasets (`--public-dataset`, docs/datasets.md#public-datasets): ShareGPT.
+//! Public datasets (`--public-dataset`, docs/datasets.md#public-datasets) that are one
+//! file outside the Hugging Face hub layout: ShareGPT and SpecBench.
 //!
 //! [`fetch_sharegpt`] downloads the ShareGPT file once to [`sharegpt_cache_path`];
 //! [`load_sharegpt`] streams it (it is a ~650 MB JSON array) into conversations: every
@@ -47,57 +48,203 @@ pub async fn fetch_sharegpt(
     dest: &Path,
     timeout: Duration,
 ) -> Result<(), DatasetFileError> {
-    let failed = |reason: String| {
-        DatasetFileError::file(
+    let download = Download {
+        what: "ShareGPT",
+        url: SHAREGPT_URL,
+        first_byte: b'[',
+        shape: "a JSON array",
+    };
+    download.fetch(transport, dest, timeout).await
+}
+
+/// A public dataset file fetched once into `.cache/aiperf/datasets/`.
+struct Download {
+    what: &'static str,
+    url: &'static str,
+    /// The first non-blank byte of the file: a proxy's HTML page is not the dataset.
+    first_byte: u8,
+    /// What the file is, for the error when the first byte is wrong.
+    shape: &'static str,
+}
+
+impl Download {
+    async fn fetch(
+        &self,
+        transport: &dyn Transport,
+        dest: &Path,
+        timeout: Duration,
+    ) -> Result<(), DatasetFileError> {
+        let (what, url) = (self.what, self.url);
+        let failed = |reason: String| {
+            DatasetFileError::file(
+                dest,
+                DatasetFileErrorKind::Download,
+                format!(
+                    "could not download {what} from {url}: {reason}; put the file at {} \
+                 or pass --input-file",
+                    dest.display()
+                ),
+            )
+        };
+        let request = HttpRequest {
+            method: HttpMethod::Get,
+            url: url.to_string(),
+            headers: vec![("User-Agent".to_string(), "aiperf-rs".to_string())],
+            body: bytes::Bytes::new(),
+            timeout: Some(timeout),
+        };
+        tracing::info!(url, dest = %dest.display(), "downloading {what}");
+        let fetched = get_following_redirects(request, transport)
+            .await
+            .map_err(failed)?;
+        let exchange = &fetched.exchange;
+        if let Some(error) = &exchange.error {
+            return Err(failed(format!("{error}{}", fetched.redirect_note())));
+        }
+        match exchange.status {
+            Some(200) => {}
+            Some(status) => {
+                return Err(failed(format!("HTTP {status}{}", fetched.redirect_note())))
+            }
+            None => return Err(failed("no response from the server".to_string())),
+        }
+        // A proxy's HTML page must not be cached as the dataset.
+        let first_byte = exchange.body().iter().find(|b| !b.is_ascii_whitespace());
+        if first_byte != Some(&self.first_byte) {
+            return Err(failed(format!("the response is not {}", self.shape)));
+        }
+        // Written from the received body as is: ShareGPT is ~650 MB, so no second copy in
+        // memory.
+        let partial = dest.with_extension("part");
+        let write = || -> std::io::Result<()> {
+            if let Some(parent) = partial.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let mut file = std::io::BufWriter::new(File::create(&partial)?);
+            file.write_all(exchange.body())?;
+            file.into_inner()
+                .map_err(std::io::IntoInnerError::into_error)?
+                .sync_all()?;
+            std::fs::rename(&partial, dest)
+        };
+        write().map_err(|e| failed(format!("cannot write the file: {e}")))
+    }
+}
+
+/// Where SpecBench's questions are downloaded from (the commit 0.13 pins).
+pub const SPEC_BENCH_URL: &str = "https://raw.githubusercontent.com/hemingkx/Spec-Bench/fd2c1cd7d2201ef71db4c5f4e455008f017967bf/data/spec_bench/question.jsonl";
+
+/// `.cache/aiperf/datasets/spec_bench.jsonl`, relative to the current folder (where the
+/// Python AIPerf keeps it too).
+pub fn spec_bench_cache_path() -> PathBuf {
+    Path::new(".cache")
+        .join("aiperf")
+        .join("datasets")
+        .join("spec_bench.jsonl")
+}
+
+/// Downloads SpecBench's `question.jsonl` to `dest`, as [`fetch_sharegpt`] does.
+/// `offline` (`HF_HUB_OFFLINE`) sends nothing: the error says where the file goes.
+pub async fn fetch_spec_bench(
+    transport: &dyn Transport,
+    dest: &Path,
+    timeout: Duration,
+    offline: bool,
+) -> Result<(), DatasetFileError> {
+    if offline {
+        return Err(DatasetFileError::file(
             dest,
             DatasetFileErrorKind::Download,
             format!(
-                "could not download ShareGPT from {SHAREGPT_URL}: {reason}; put the file at {} \
-                 or pass --input-file",
+                "SpecBench is not downloaded and HF_HUB_OFFLINE is set: put {SPEC_BENCH_URL} \
+                 at {}, or pass it with --input-file",
                 dest.display()
             ),
-        )
+        ));
+    }
+    let download = Download {
+        what: "SpecBench",
+        url: SPEC_BENCH_URL,
+        first_byte: b'{',
+        shape: "JSON Lines",
     };
-    let request = HttpRequest {
-        method: HttpMethod::Get,
-        url: SHAREGPT_URL.to_string(),
-        headers: vec![("User-Agent".to_string(), "aiperf-rs".to_string())],
-        body: bytes::Bytes::new(),
-        timeout: Some(timeout),
-    };
-    tracing::info!(url = SHAREGPT_URL, dest = %dest.display(), "downloading ShareGPT");
-    let fetched = get_following_redirects(request, transport)
-        .await
-        .map_err(failed)?;
-    let exchange = &fetched.exchange;
-    if let Some(error) = &exchange.error {
-        return Err(failed(format!("{error}{}", fetched.redirect_note())));
+    download.fetch(transport, dest, timeout).await
+}
+
+/// SpecBench's questions as an [`aiperf_core::DatasetSource`]: one single-turn
+/// conversation per question, in file order.
+#[derive(Debug, Clone)]
+pub struct SpecBenchDataset {
+    path: PathBuf,
+}
+
+impl SpecBenchDataset {
+    /// A source reading `path` (see [`load_spec_bench`]); nothing is read until it is
+    /// loaded.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
     }
-    match exchange.status {
-        Some(200) => {}
-        Some(status) => return Err(failed(format!("HTTP {status}{}", fetched.redirect_note()))),
-        None => return Err(failed("no response from the server".to_string())),
+}
+
+impl DatasetSource for SpecBenchDataset {
+    fn load(&mut self) -> Result<Dataset, DatasetError> {
+        Ok(Dataset {
+            conversations: load_spec_bench(&self.path)?,
+            preferred_sampling: SamplingStrategy::Sequential,
+            timestamped: false,
+        })
     }
-    // A proxy's HTML page must not be cached as the dataset.
-    let first_byte = exchange.body().iter().find(|b| !b.is_ascii_whitespace());
-    if first_byte != Some(&b'[') {
-        return Err(failed("the response is not a JSON array".to_string()));
-    }
-    // Written from the received body as is: the file is ~650 MB, so no second copy in
-    // memory.
-    let partial = dest.with_extension("json.part");
-    let write = || -> std::io::Result<()> {
-        if let Some(parent) = partial.parent() {
-            std::fs::create_dir_all(parent)?;
+}
+
+/// The conversations of SpecBench's `question.jsonl`: each line's first `turns` entry
+/// (trimmed) is one single-turn conversation, as the Python AIPerf 0.13 sends it (its
+/// loader's multi-turn mode is not selectable). Lines without a usable first turn are
+/// skipped; a line that is not a JSON object is an error naming it.
+pub fn load_spec_bench(path: &Path) -> Result<Vec<Conversation>, DatasetFileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| DatasetFileError::io(path, e))?;
+    let mut conversations = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
         }
-        let mut file = std::io::BufWriter::new(File::create(&partial)?);
-        file.write_all(exchange.body())?;
-        file.into_inner()
-            .map_err(std::io::IntoInnerError::into_error)?
-            .sync_all()?;
-        std::fs::rename(&partial, dest)
-    };
-    write().map_err(|e| failed(format!("cannot write the file: {e}")))
+        let row: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(line).map_err(|e| {
+                DatasetFileError::file(
+                    path,
+                    DatasetFileErrorKind::Syntax,
+                    format!("not a SpecBench question (a JSON object): {e}"),
+                )
+                .at_line(index + 1)
+            })?;
+        let first = row
+            .get("turns")
+            .and_then(serde_json::Value::as_array)
+            .and_then(|turns| turns.first());
+        let prompt = match first {
+            Some(serde_json::Value::String(text)) => text.trim().to_string(),
+            Some(serde_json::Value::Null) | None => continue,
+            Some(other) => other.to_string(),
+        };
+        if prompt.is_empty() {
+            continue;
+        }
+        conversations.push(Conversation {
+            session_id: crate::synthetic::session_id(conversations.len()),
+            turns: vec![Turn {
+                texts: vec![prompt],
+                ..Turn::default()
+            }],
+            ..Conversation::default()
+        });
+    }
+    if conversations.is_empty() {
+        return Err(DatasetFileError::file(
+            path,
+            DatasetFileErrorKind::Empty,
+            "no SpecBench question has a first turn",
+        ));
+    }
+    Ok(conversations)
 }
 
 /// A ShareGPT file as an [`aiperf_core::DatasetSource`]: its conversations in file

@@ -18,9 +18,10 @@ use aiperf_core::{
     SamplingStrategy, Transport, ValidatedConfig,
 };
 use aiperf_datasets::{
-    adjust, catalogue, derive_rng, fetch_sharegpt, model_choice, sharegpt_cache_path,
-    CustomDataset, CustomDatasetOptions, DatasetFileError, LengthDistribution, ShareGptDataset,
-    SyntheticDataset, SyntheticError, Tokenizer,
+    adjust, catalogue, derive_rng, fetch_sharegpt, fetch_spec_bench, model_choice,
+    sharegpt_cache_path, spec_bench_cache_path, CustomDataset, CustomDatasetOptions,
+    DatasetFileError, LengthDistribution, ShareGptDataset, SpecBenchDataset, SyntheticDataset,
+    SyntheticError, Tokenizer,
 };
 
 use crate::hooks::{Notice, RunHooks, LARGE_DATASET};
@@ -161,11 +162,12 @@ pub(crate) async fn load(
              reused as the run needs"
         );
     }
-    let maybe_weka = config.input.input_file.is_some()
+    let maybe_weka = (config.input.input_file.is_some()
         && config
             .input
             .custom_dataset_type
-            .is_none_or(|t| t == CustomDatasetType::WekaTrace);
+            .is_none_or(|t| t == CustomDatasetType::WekaTrace))
+        || is_weka_corpus(&config.input);
     if trace.use_think_time_only && !maybe_weka {
         tracing::warn!("--use-think-time-only has no effect: it applies to weka_trace files only");
     }
@@ -338,7 +340,7 @@ fn warn_about_corpus(input: &InputConfig) {
         return;
     };
     let verbatim = match (&input.public_dataset, input.custom_dataset_type) {
-        (Some(_), _) => Some("the public dataset's".to_owned()),
+        (Some(_), _) if !is_weka_corpus(input) => Some("the public dataset's".to_owned()),
         (None, Some(kind)) if !kind.is_trace() => Some(format!("the {} file's", kind.as_str())),
         _ => None,
     };
@@ -355,6 +357,15 @@ fn warn_about_corpus(input: &InputConfig) {
     }
 }
 
+/// Whether the public dataset is a weka trace corpus (its prompts are synthesized from
+/// hash-id blocks, and its turns have think times).
+fn is_weka_corpus(input: &InputConfig) -> bool {
+    let Some(PublicDataset::Hub(name)) = &input.public_dataset else {
+        return false;
+    };
+    catalogue::find(name).is_some_and(|entry| entry.rows == catalogue::RowConversion::WekaTrace)
+}
+
 /// The source the configuration names: ShareGPT (the given copy, or the cache,
 /// downloaded once), a dataset file, or synthetic prompts.
 async fn built_in_source(
@@ -366,7 +377,7 @@ async fn built_in_source(
 ) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
     let input = &config.input;
     if let Some(PublicDataset::Hub(name)) = &input.public_dataset {
-        return hub_public_source(name, input, transport).await;
+        return hub_public_source(name, config, tokenizer, transport).await;
     }
     if input.public_dataset == Some(PublicDataset::Sharegpt) {
         let path = if let Some(path) = &input.input_file {
@@ -452,7 +463,8 @@ async fn speed_bench_dataset(
 /// local copy of its files), else the hub cache, else downloaded into the cache.
 async fn hub_public_source(
     name: &str,
-    input: &InputConfig,
+    config: &BenchmarkConfig,
+    tokenizer: &Tokenizer,
     transport: &dyn Transport,
 ) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
     let unusable = |reason: String| {
@@ -467,13 +479,29 @@ async fn hub_public_source(
             entry.summary
         )));
     }
-    hub_files_source(entry, input, transport).await
+    if entry.rows == catalogue::RowConversion::SpecBench {
+        let path = if let Some(path) = &config.input.input_file {
+            path.clone()
+        } else {
+            let path = spec_bench_cache_path();
+            if !path.exists() {
+                let offline =
+                    aiperf_datasets::resolve::HubEnv::from_lookup(|key| std::env::var(key).ok())
+                        .offline;
+                fetch_spec_bench(transport, &path, SHAREGPT_DOWNLOAD_TIMEOUT, offline).await?;
+            }
+            path
+        };
+        return Ok(Box::new(SpecBenchDataset::new(path)));
+    }
+    hub_files_source(entry, config, tokenizer, transport).await
 }
 
 #[cfg(not(feature = "hub"))]
 async fn hub_files_source(
     entry: &'static catalogue::PublicDatasetEntry,
-    _: &InputConfig,
+    _: &BenchmarkConfig,
+    _: &Tokenizer,
     _: &dyn Transport,
 ) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
     Err(WorkloadError::Dataset(
@@ -490,22 +518,51 @@ async fn hub_files_source(
 #[cfg(feature = "hub")]
 async fn hub_files_source(
     entry: &'static catalogue::PublicDatasetEntry,
-    input: &InputConfig,
+    config: &BenchmarkConfig,
+    tokenizer: &Tokenizer,
     transport: &dyn Transport,
 ) -> Result<Box<dyn DatasetSource + Send>, WorkloadError> {
     use aiperf_datasets::hub;
+    let input = &config.input;
     let unusable = |reason: String| {
         WorkloadError::Dataset(format!("--public-dataset {}: {reason}", entry.name).into())
     };
     let files = if let Some(path) = &input.input_file {
         vec![path.clone()]
     } else {
-        let dataset = hub::hub_dataset(entry, input.hf_subset.as_deref())
-            .ok_or_else(|| unusable("it is not a Hugging Face dataset".into()))?;
+        let mut dataset = hub::hub_dataset(entry, input.hf_subset.as_deref());
+        // weka_hf replays whichever corpus --hf-weka-dataset names.
+        if let (None, Some(repo)) = (&dataset, &input.hf_weka_dataset) {
+            dataset = Some(hub::HubDataset {
+                id: repo.trim().to_string(),
+                config: input.hf_subset.clone(),
+                split: entry.split.to_string(),
+                revision: None,
+            });
+        }
+        let dataset = dataset.ok_or_else(|| unusable("it is not a Hugging Face dataset".into()))?;
         hub::resolve(&dataset, &hub::HubOptions::from_env(), transport)
             .await
             .map_err(|e| WorkloadError::Dataset(e.into()))?
     };
+    if entry.rows == catalogue::RowConversion::WekaTrace {
+        let options = CustomDatasetOptions {
+            seed: input.random_seed.unwrap_or_default(),
+            corpus: input
+                .prompt
+                .corpus
+                .unwrap_or(hub::HubWekaDataset::DEFAULT_CORPUS),
+            random_corpus_style: input.prompt.random_corpus_style,
+            max_context_length: input.trace.max_context_length,
+            use_think_time_only: input.trace.use_think_time_only,
+            ..CustomDatasetOptions::default()
+        };
+        return Ok(Box::new(hub::HubWekaDataset::new(
+            files,
+            options,
+            tokenizer.clone(),
+        )));
+    }
     Ok(Box::new(hub::HubPublicDataset::new(entry, files)))
 }
 

@@ -86,3 +86,88 @@ async fn a_dataset_missing_offline_says_where_its_files_go() {
     assert!(stderr.contains(&expected), "{stderr}");
     assert_ne!(output.status.code(), Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hf_weka_dataset_replays_the_cached_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir
+        .path()
+        .join("hub/datasets--semianalysisai--cc-traces-weka-test");
+    let commit = "89abcdef0123456789abcdef0123456789abcdef";
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), commit).unwrap();
+    let snapshot = repo.join("snapshots").join(commit);
+    std::fs::create_dir_all(&snapshot).unwrap();
+    // One trace of two requests, the second sent as soon as the first is answered.
+    let trace = serde_json::json!({
+        "id": "t1", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
+        "requests": [
+            {"t": 0.0, "type": "n", "model": "m", "in": 30, "out": 5, "hash_ids": [1, 2],
+             "api_time": 0.1},
+            {"t": 0.1, "type": "n", "model": "m", "in": 45, "out": 6, "hash_ids": [1, 2, 3],
+             "api_time": 0.1},
+        ]
+    });
+    std::fs::write(snapshot.join("train.jsonl"), format!("{trace}\n")).unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let server = MockServer::start(MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::fast()
+    })
+    .await
+    .unwrap();
+    let output = profile_offline(
+        dir.path(),
+        &format!(
+            "-m mock-model --hf-weka-dataset semianalysisai/cc-traces-weka-test \
+             --concurrency 1 --request-count 2 --url {} --artifact-dir {}",
+            server.url(),
+            dir.path().join("out").display()
+        ),
+    )
+    .await;
+    server.shutdown().await;
+    assert_exit(&output, 0);
+    let max_tokens: Vec<serde_json::Value> = read_jsonl(&record)
+        .iter()
+        .map(|request| recorded_body(request)["max_completion_tokens"].clone())
+        .collect();
+    assert_eq!(max_tokens, [5, 6]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_bench_sends_each_question_s_first_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions = dir.path().join("question.jsonl");
+    std::fs::write(
+        &questions,
+        "{\"question_id\": 1, \"turns\": [\"Write a haiku.\", \"Now a limerick.\"]}\n\
+         {\"question_id\": 2, \"turns\": [\"Name three primes.\"]}\n",
+    )
+    .unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let server = MockServer::start(MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::fast()
+    })
+    .await
+    .unwrap();
+    let output = profile_offline(
+        dir.path(),
+        &format!(
+            "-m mock-model --public-dataset spec_bench --input-file {} --concurrency 1 \
+             --request-count 2 --url {} --artifact-dir {}",
+            questions.display(),
+            server.url(),
+            dir.path().join("out").display()
+        ),
+    )
+    .await;
+    server.shutdown().await;
+    assert_exit(&output, 0);
+    let prompts: Vec<serde_json::Value> = read_jsonl(&record)
+        .iter()
+        .map(|request| recorded_body(request)["messages"][0]["content"].clone())
+        .collect();
+    assert_eq!(prompts, ["Write a haiku.", "Name three primes."]);
+}

@@ -6,7 +6,7 @@ use aiperf_core::cache_bust::CacheBust;
 use aiperf_core::config::{
     parse_dataset_filters, AudioFormat, CustomDatasetType, ImageFormat, InputConfig,
     ModelSelectionStrategy, PromptCorpus, PublicDataset, RandomCorpusStyle, RangeRatio,
-    SequenceDistribution, TraceOptions, TraceSynthesis, VideoFormat, VideoSynthType,
+    SequenceDistribution, TraceOptions, TraceSynthesis, VideoFormat, VideoSynthType, WEKA_HF,
 };
 use aiperf_core::SamplingStrategy;
 use clap::{Args, ValueEnum};
@@ -177,6 +177,11 @@ pub(crate) struct InputArgs {
     /// The Hugging Face config (subset) of --public-dataset, instead of the catalogue's.
     #[arg(long = "hf-subset")]
     pub hf_subset: Option<String>,
+
+    /// The Hugging Face repository of a weka trace corpus to replay (e.g.
+    /// `semianalysisai/cc-traces-weka-061526`); selects --public-dataset weka_hf.
+    #[arg(long = "hf-weka-dataset")]
+    pub hf_weka_dataset: Option<String>,
 
     /// The order conversations are drawn in (default: the dataset's preference).
     #[arg(long = "dataset-sampling-strategy", value_enum)]
@@ -372,6 +377,10 @@ impl InputArgs {
         input.custom_dataset_type = self.custom_dataset_type;
         input.public_dataset = self.public_dataset.clone().map(PublicDataset::from);
         input.hf_subset.clone_from(&self.hf_subset);
+        input.hf_weka_dataset.clone_from(&self.hf_weka_dataset);
+        if input.hf_weka_dataset.is_some() && input.public_dataset.is_none() {
+            input.public_dataset = Some(PublicDataset::Hub(WEKA_HF.to_string()));
+        }
         input.sampling_strategy = self.dataset_sampling_strategy.map(|s| match s {
             SamplingStrategyArg::Sequential => SamplingStrategy::Sequential,
             SamplingStrategyArg::Random => SamplingStrategy::Random,

@@ -64,8 +64,6 @@ const SERVER_CONTROL: &str = "aiperf-rs does not send control requests to the se
 const AGENTIC_REPLAY: &str = "this replay option is not available: weka_trace, \
     baseten_trace and tracelab files replay as the Python AIPerf 0.13 does by default \
     (see docs/datasets.md#custom-dataset-files)";
-const HF_DATASETS: &str = "Hugging Face dataset downloads are not available; download the \
-    data yourself and pass it with --input-file";
 const IMAGE_SOURCE: &str = "images are always generated (noise); pass your own images with \
     --input-file";
 const VIDEO: &str = "video audio tracks are not available; drop the flag";
@@ -166,7 +164,6 @@ pub(crate) const REFUSED: &[RefusedOption] = &[
     switch("open-loop-replay", AGENTIC_REPLAY),
     switch("no-open-loop-replay", AGENTIC_REPLAY),
     switch("open-loop-strict", AGENTIC_REPLAY),
-    values("hf-weka-dataset", HF_DATASETS),
     values("image-source", IMAGE_SOURCE),
     values("image-source-sampling", IMAGE_SOURCE),
     values("video-audio-sample-rate", VIDEO),

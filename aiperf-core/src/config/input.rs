@@ -87,6 +87,9 @@ pub struct InputConfig {
     /// `--hf-subset`: the Hugging Face config (subset) of a public dataset, instead of
     /// the catalogue's.
     pub hf_subset: Option<String>,
+    /// `--hf-weka-dataset`: the Hugging Face repository `--public-dataset weka_hf`
+    /// replays (any `semianalysisai/cc-traces-weka-*` corpus); only with `weka_hf`.
+    pub hf_weka_dataset: Option<String>,
     /// `--model-selection-strategy`: which model each generated turn names.
     pub model_selection: ModelSelectionStrategy,
     /// Synthetic images.
@@ -631,6 +634,9 @@ impl From<CustomDatasetType> for String {
     }
 }
 
+/// The public dataset that replays the weka corpus `hf_weka_dataset` names.
+pub const WEKA_HF: &str = "weka_hf";
+
 /// The public dataset of `--public-dataset`: ShareGPT, or one of the Hugging Face
 /// datasets of `aiperf_datasets`' catalogue, by name (the catalogue is the datasets
 /// crate's data, so a name is checked when the dataset is loaded). Written as its name.
@@ -695,6 +701,7 @@ impl Default for InputConfig {
             cache_bust: CacheBust::None,
             dataset_filters: BTreeMap::new(),
             hf_subset: None,
+            hf_weka_dataset: None,
             model_selection: ModelSelectionStrategy::default(),
             image: ImageOptions::default(),
             audio: AudioOptions::default(),
@@ -753,6 +760,7 @@ impl InputConfig {
                 needs: "a Hugging Face input.public_dataset (not sharegpt)",
             });
         }
+        self.validate_hf_weka_dataset()?;
         let has_system_prompt = self.prompt.shared_system_length.is_some()
             || self.prompt.system_prompt.is_some()
             || self.prompt.system_prompt_file.is_some();
@@ -924,6 +932,29 @@ impl InputConfig {
             at_least_one("input.trace.max_context_length", length)?;
         }
         Ok(())
+    }
+
+    /// `weka_hf` names its corpus with `hf_weka_dataset`, and only it takes one.
+    fn validate_hf_weka_dataset(&self) -> Result<(), ConfigError> {
+        let is_weka_hf = self
+            .public_dataset
+            .as_ref()
+            .is_some_and(|d| d.name() == WEKA_HF);
+        match &self.hf_weka_dataset {
+            Some(_) if !is_weka_hf => Err(ConfigError::Requires {
+                field: "input.hf_weka_dataset",
+                needs: "input.public_dataset weka_hf",
+            }),
+            Some(repo) if repo.trim().is_empty() => Err(ConfigError::Invalid {
+                field: "input.hf_weka_dataset",
+                reason: "must name a Hugging Face dataset repository".into(),
+            }),
+            None if is_weka_hf => Err(ConfigError::Requires {
+                field: "input.public_dataset weka_hf",
+                needs: "input.hf_weka_dataset (the Hugging Face repository to replay)",
+            }),
+            _ => Ok(()),
+        }
     }
 
     fn validate_dataset_filters(&self) -> Result<(), ConfigError> {
@@ -1177,6 +1208,33 @@ mod tests {
             err(with(|c| c.trace.max_context_length = Some(0))),
             "input.trace.max_context_length must be at least 1, got 0"
         );
+    }
+
+    #[test]
+    fn weka_hf_and_hf_weka_dataset_go_together() {
+        let weka_hf = Some(PublicDataset::Hub(WEKA_HF.into()));
+        assert_eq!(
+            err(with(|c| c.hf_weka_dataset = Some("org/corpus".into()))),
+            "input.hf_weka_dataset requires input.public_dataset weka_hf"
+        );
+        assert_eq!(
+            err(with(|c| c.public_dataset = weka_hf.clone())),
+            "input.public_dataset weka_hf requires input.hf_weka_dataset (the Hugging Face \
+             repository to replay)"
+        );
+        assert_eq!(
+            err(with(|c| {
+                c.public_dataset = weka_hf.clone();
+                c.hf_weka_dataset = Some(" ".into());
+            })),
+            "invalid input.hf_weka_dataset: must name a Hugging Face dataset repository"
+        );
+        with(|c| {
+            c.public_dataset = weka_hf.clone();
+            c.hf_weka_dataset = Some("org/corpus".into());
+        })
+        .validate()
+        .unwrap();
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub use input::{
     RandomCorpusStyle, RangeRatio, RankingsOptions, SeqDistPair, SequenceDistribution,
     SessionOptions, SpeedBenchVariant, TraceOptions, TraceSynthesis, VideoFormat, VideoOptions,
     VideoSynthType, DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS, SPEED_BENCH_HUB_ID,
-    SPEED_BENCH_HUB_SPLIT, SPEED_BENCH_VARIANTS,
+    SPEED_BENCH_HUB_SPLIT, SPEED_BENCH_VARIANTS, WEKA_HF,
 };
 pub use load::{
     parse_rate_series, ArrivalPattern, FixedScheduleConfig, LoadConfig, RateSeriesPoint, Shard,

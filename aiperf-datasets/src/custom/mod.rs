@@ -223,15 +223,7 @@ pub fn load_custom_dataset(
         }
         CustomDatasetType::SpeedBench(variant) => (speed_bench::load(path, variant)?, false),
         CustomDatasetType::WekaTrace => {
-            let weka = weka::WekaOptions {
-                tokenizer: tokenizer.clone(),
-                seed,
-                corpus: options.corpus,
-                style: options.random_corpus_style,
-                max_context_length: options.max_context_length,
-                think_time_only: options.use_think_time_only,
-            };
-            (weka::load(path, &weka)?, false)
+            (weka::load(path, &weka_options(options, tokenizer))?, false)
         }
     };
     tracing::debug!(
@@ -249,6 +241,39 @@ pub fn load_custom_dataset(
         },
         timestamped,
     })
+}
+
+/// Loads a weka corpus from the Hugging Face hub (`--public-dataset
+/// semianalysis_cc_traces_weka*`): each row of `files` (JSON Lines or Parquet, as
+/// [`crate::hub::resolve`] finds them) is one whole trace, replayed exactly as
+/// [`load_custom_dataset`] replays the same trace from a `weka_trace` file with the same
+/// `options`. A malformed row is an error naming its file and line.
+#[cfg(feature = "hub")]
+pub fn load_weka_corpus(
+    files: &[PathBuf],
+    options: &CustomDatasetOptions,
+    tokenizer: &Tokenizer,
+) -> Result<Vec<Conversation>, DatasetFileError> {
+    let what = files
+        .first()
+        .and_then(|file| file.parent())
+        .unwrap_or(Path::new("."));
+    weka::load_rows(
+        crate::hub::read_rows(files, None),
+        &weka_options(options, tokenizer),
+        what,
+    )
+}
+
+fn weka_options(options: &CustomDatasetOptions, tokenizer: &Tokenizer) -> weka::WekaOptions {
+    weka::WekaOptions {
+        tokenizer: tokenizer.clone(),
+        seed: options.seed,
+        corpus: options.corpus,
+        style: options.random_corpus_style,
+        max_context_length: options.max_context_length,
+        think_time_only: options.use_think_time_only,
+    }
 }
 
 #[cfg(feature = "parquet")]

@@ -1,6 +1,7 @@
 //! `weka_trace`: Weka KV-cache-tester agentic coding traces. A trace is one `.json`
 //! file (`{"id", "models", "block_size", "hash_id_scope": "local", "requests": [...]}`);
-//! `--input-file` is one such file or a folder of them (read in name order).
+//! `--input-file` is one such file or a folder of them (read in name order). The
+//! Hugging Face weka corpora hold one such trace per row and replay the same way.
 //!
 //! A trace's top-level requests (`type` `n` or `s`: `t` seconds, `in`/`out` tokens,
 //! `hash_ids`, `api_time`, `think_time`) form one session. Each `type: "subagent"`
@@ -124,10 +125,130 @@ pub(crate) fn load(
     path: &Path,
     options: &WekaOptions,
 ) -> Result<Vec<Conversation>, DatasetFileError> {
+    let traces = trace_files(path)?.into_iter().map(|file| {
+        let trace = read_trace(&file)?;
+        Ok((
+            Origin {
+                path: file,
+                line: None,
+            },
+            trace,
+        ))
+    });
+    replay(traces, options, path)
+}
+
+/// The sessions of a Hugging Face weka corpus: each row of `rows` is one whole trace,
+/// replayed exactly as the same trace in a file would be. Null fields (a Parquet
+/// conversion fills every absent field with null) count as absent.
+#[cfg(feature = "hub")]
+pub(crate) fn load_rows(
+    mut rows: crate::hub::Rows,
+    options: &WekaOptions,
+    what: &Path,
+) -> Result<Vec<Conversation>, DatasetFileError> {
+    let traces = std::iter::from_fn(|| {
+        let row = rows.next()?;
+        let origin = rows.position().map(|(path, line)| Origin {
+            path: path.to_owned(),
+            line: Some(line),
+        });
+        Some(match (row, origin) {
+            (Err(error), _) => Err(hub_row_error(error, what)),
+            (Ok(row), Some(origin)) => {
+                let mut value = serde_json::Value::Object(row);
+                drop_nulls(&mut value);
+                serde_json::from_value::<Trace>(value)
+                    .map_err(|e| {
+                        origin.error(
+                            DatasetFileErrorKind::Syntax,
+                            format!("not a weka trace: {e}"),
+                        )
+                    })
+                    .and_then(|trace| validate(trace, &origin))
+                    .map(|trace| (origin, trace))
+            }
+            (Ok(_), None) => Err(DatasetFileError::file(
+                what,
+                DatasetFileErrorKind::Invalid,
+                "a row came from no file",
+            )),
+        })
+    });
+    replay(traces, options, what)
+}
+
+/// A row-reading failure as a dataset file error at the same place.
+#[cfg(feature = "hub")]
+fn hub_row_error(error: crate::hub::HubError, what: &Path) -> DatasetFileError {
+    use crate::hub::HubError;
+    match error {
+        HubError::Row {
+            path,
+            line,
+            message,
+        } => DatasetFileError::file(&path, DatasetFileErrorKind::Syntax, message).at_line(line),
+        HubError::Io { path, source } => DatasetFileError::io(&path, source),
+        HubError::File { path, message } => {
+            DatasetFileError::file(&path, DatasetFileErrorKind::Syntax, message)
+        }
+        other => DatasetFileError::file(what, DatasetFileErrorKind::Io, other.to_string()),
+    }
+}
+
+/// Removes the null members of every object in `value`.
+#[cfg(feature = "hub")]
+fn drop_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(members) => {
+            members.retain(|_, member| !member.is_null());
+            members.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
+/// Where a trace came from: its file, and for a row of a corpus its line (or Parquet
+/// row), so an error names both.
+struct Origin {
+    path: PathBuf,
+    line: Option<usize>,
+}
+
+impl Origin {
+    fn error(&self, kind: DatasetFileErrorKind, message: impl Into<String>) -> DatasetFileError {
+        let error = DatasetFileError::file(&self.path, kind, message);
+        match self.line {
+            Some(line) => error.at_line(line),
+            None => error,
+        }
+    }
+}
+
+/// The sessions of `traces`, in order, one root session per trace (`what` names them
+/// all when none is left). Trace ids must be unique: they name the sessions.
+fn replay(
+    traces: impl Iterator<Item = Result<(Origin, Trace), DatasetFileError>>,
+    options: &WekaOptions,
+    what: &Path,
+) -> Result<Vec<Conversation>, DatasetFileError> {
     let mut conversations = Vec::new();
     let mut over_limit = 0;
-    for file in trace_files(path)? {
-        let trace = read_trace(&file)?;
+    let mut seen_ids = std::collections::HashSet::new();
+    for located in traces {
+        let (origin, trace) = located?;
+        if !seen_ids.insert(trace.id.clone()) {
+            return Err(origin
+                .error(
+                    DatasetFileErrorKind::Invalid,
+                    format!(
+                        "duplicate trace id {:?}: each trace needs its own",
+                        trace.id
+                    ),
+                )
+                .in_field("id"));
+        }
         if options
             .max_context_length
             .is_some_and(|max| peak_context(&trace.requests) > max)
@@ -142,7 +263,7 @@ pub(crate) fn load(
             options.corpus,
             options.style,
         )
-        .map_err(|e| DatasetFileError::file(&file, DatasetFileErrorKind::Invalid, e.to_string()))?;
+        .map_err(|e| origin.error(DatasetFileErrorKind::Invalid, e.to_string()))?;
         let mut builder = SessionBuilder {
             block_size: trace.block_size,
             prompts: &mut prompts,
@@ -151,7 +272,8 @@ pub(crate) fn load(
         let root = builder
             .session(trace.id.clone(), &trace.requests, None, "requests")
             .map_err(|(field, message)| {
-                DatasetFileError::file(&file, DatasetFileErrorKind::Invalid, message)
+                origin
+                    .error(DatasetFileErrorKind::Invalid, message)
                     .in_field(field)
             })?;
         if !root.turns.is_empty() {
@@ -167,7 +289,7 @@ pub(crate) fn load(
     }
     if conversations.is_empty() {
         return Err(DatasetFileError::file(
-            path,
+            what,
             DatasetFileErrorKind::Empty,
             "no weka trace requests to replay (every trace empty or over \
              --max-context-length)",
@@ -219,13 +341,21 @@ fn read_trace(file: &Path) -> Result<Trace, DatasetFileError> {
         )
         .at_line(e.line())
     })?;
+    validate(
+        trace,
+        &Origin {
+            path: file.to_owned(),
+            line: None,
+        },
+    )
+}
+
+/// What the schema cannot say: blocks hold at least one token.
+fn validate(trace: Trace, origin: &Origin) -> Result<Trace, DatasetFileError> {
     if trace.block_size == 0 {
-        return Err(DatasetFileError::file(
-            file,
-            DatasetFileErrorKind::Invalid,
-            "must be at least 1",
-        )
-        .in_field("block_size"));
+        return Err(origin
+            .error(DatasetFileErrorKind::Invalid, "must be at least 1")
+            .in_field("block_size"));
     }
     Ok(trace)
 }

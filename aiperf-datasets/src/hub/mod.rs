@@ -34,7 +34,7 @@ pub mod public;
 mod rows;
 
 pub use download::resolve;
-pub use public::{hub_dataset, HubPublicDataset};
+pub use public::{hub_dataset, HubPublicDataset, HubWekaDataset};
 pub use rows::{read_rows, Row, Rows};
 
 use crate::resolve::{HubEnv, DEFAULT_REVISION};

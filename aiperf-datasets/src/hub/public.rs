@@ -3,13 +3,16 @@
 
 use std::path::PathBuf;
 
+use aiperf_core::config::PromptCorpus;
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy, Turn};
 use serde_json::Value;
 
 use super::{read_rows, HubDataset, HubError, Row};
 use crate::catalogue::{PublicDatasetEntry, RowConversion};
+use crate::custom::CustomDatasetOptions;
 use crate::media::clip_seconds;
+use crate::Tokenizer;
 
 /// The prompt of speech-recognition datasets, as the Python AIPerf sends it.
 pub const SPEECH_PROMPT: &str = "Transcribe this audio.";
@@ -44,6 +47,45 @@ impl HubPublicDataset {
 impl DatasetSource for HubPublicDataset {
     fn load(&mut self) -> Result<Dataset, DatasetError> {
         let conversations = conversations(self.entry, read_rows(&self.files, None))?;
+        Ok(Dataset {
+            conversations,
+            preferred_sampling: SamplingStrategy::Sequential,
+            timestamped: false,
+        })
+    }
+}
+
+/// A Hugging Face weka corpus (a [`RowConversion::WekaTrace`] entry) as an
+/// [`aiperf_core::DatasetSource`]: one session per row's trace, with its subagents, as
+/// [`crate::custom::load_weka_corpus`] replays them.
+#[derive(Debug, Clone)]
+pub struct HubWekaDataset {
+    files: Vec<PathBuf>,
+    options: CustomDatasetOptions,
+    tokenizer: Tokenizer,
+}
+
+impl HubWekaDataset {
+    /// The Python AIPerf 0.13's prompt corpus for weka corpora when `--prompt-corpus`
+    /// is not given.
+    pub const DEFAULT_CORPUS: PromptCorpus = PromptCorpus::Coding;
+
+    /// A source reading `files` (from [`super::resolve`]) with `options` (the seed,
+    /// corpus, `--max-context-length` and `--use-think-time-only` apply); nothing is
+    /// read until it is loaded.
+    pub fn new(files: Vec<PathBuf>, options: CustomDatasetOptions, tokenizer: Tokenizer) -> Self {
+        Self {
+            files,
+            options,
+            tokenizer,
+        }
+    }
+}
+
+impl DatasetSource for HubWekaDataset {
+    fn load(&mut self) -> Result<Dataset, DatasetError> {
+        let conversations =
+            crate::custom::load_weka_corpus(&self.files, &self.options, &self.tokenizer)?;
         Ok(Dataset {
             conversations,
             preferred_sampling: SamplingStrategy::Sequential,

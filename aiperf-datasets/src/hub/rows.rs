@@ -100,6 +100,19 @@ impl Iterator for Rows {
 }
 
 impl Rows {
+    /// The file and line (JSON Lines), row (Parquet, counted from 1) or element (JSON
+    /// array, from 1) of the row last returned, so that what is wrong with a row's
+    /// contents can be placed; `None` before the first row.
+    pub fn position(&self) -> Option<(&Path, usize)> {
+        match self.current.as_ref()? {
+            Source::Parquet {
+                path, rows_read, ..
+            } => Some((path, *rows_read)),
+            Source::Lines { path, line, .. } => Some((path, *line)),
+            Source::Array { path, index, .. } => Some((path, *index)),
+        }
+    }
+
     /// Ends the iteration after `error`.
     fn fail(&mut self, error: HubError) -> Result<Row, HubError> {
         self.files.clear();
