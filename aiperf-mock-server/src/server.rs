@@ -513,7 +513,9 @@ async fn inference(
         }
         return Ok(r);
     }
-    let mut start = arrival;
+    // As a real server, which cannot start on a prompt (or an upload) before its last
+    // byte: the schedule starts once the body is read, not when the head arrived.
+    let mut start = Instant::now();
     if fault == Some(FaultKind::SlowHeaders) {
         state.stats.count_fault(FaultKind::SlowHeaders);
         start += ms(cfg.faults.slow_headers_ms);

@@ -35,7 +35,8 @@ pub(crate) struct Ctx {
     pub state: Arc<State>,
     /// Inference request sequence number.
     pub seq: u64,
-    /// Schedule origin: arrival, plus the slow-headers delay when that fault applies.
+    /// Schedule origin: when the request's body had been read, plus the slow-headers
+    /// delay when that fault applies.
     pub start: Instant,
     /// Inference requests in flight when this one arrived (not counting itself).
     pub in_flight_before: u64,
