@@ -366,18 +366,28 @@ impl HttpTransport {
         };
         let (head, mut body) = response.into_parts();
         let wire = head.extensions.get::<WireClock>().cloned();
-        let received_at = || {
-            wire.as_ref()
-                .map_or_else(Instant::now, WireClock::received_at)
+        // Kernel stamps of successive reads are converted to instants one by one; a stamp
+        // is never earlier than the one before it.
+        let mut last_stamp = started_at;
+        let mut received_at = || {
+            let at = wire
+                .as_ref()
+                .map_or_else(Instant::now, WireClock::received_at);
+            last_stamp = last_stamp.max(at);
+            last_stamp
         };
-        exchange.head_at = Some(received_at());
+        let head_at = received_at();
+        exchange.head_at = Some(head_at);
         exchange.status = Some(head.status.as_u16());
         let connection = head.extensions.get::<ConnectTiming>().copied();
         let connection_reused = connection.is_some_and(|c| c.connected <= started_at);
+        // The last byte was written before any answer arrived: a write stamp after the
+        // head's arrival was taken late (the thread lost the CPU after the write) and is
+        // not used; the request then starts when it was handed to the connection.
         let request_sent_at = wire
             .as_ref()
             .and_then(WireClock::written_at)
-            .filter(|written| *written >= started_at);
+            .filter(|written| *written >= started_at && *written < head_at);
         if connection_reused {
             // The server starts when the request's last byte reaches it, not when a busy
             // runtime got round to writing it; a new connection's set-up still counts, as
