@@ -381,18 +381,19 @@ impl HttpTransport {
         exchange.status = Some(head.status.as_u16());
         let connection = head.extensions.get::<ConnectTiming>().copied();
         let connection_reused = connection.is_some_and(|c| c.connected <= started_at);
-        // The last byte was written before any answer arrived: a write stamp after the
-        // head's arrival was taken late (the thread lost the CPU after the write) and is
-        // not used; the request then starts when it was handed to the connection.
-        let request_sent_at = wire
+        let written = wire
             .as_ref()
             .and_then(WireClock::written_at)
-            .filter(|written| *written >= started_at && *written < head_at);
+            .filter(|written| *written >= started_at);
+        // The last byte was written before any answer arrived: a write stamp after the
+        // head's arrival was taken late (the thread lost the CPU after the write).
+        let request_sent_at = written.map(|written| written.min(head_at));
         if connection_reused {
             // The server starts when the request's last byte reaches it, not when a busy
             // runtime got round to writing it; a new connection's set-up still counts, as
-            // in the Python AIPerf.
-            if let Some(written) = request_sent_at {
+            // in the Python AIPerf. A late write stamp is not used: the request then
+            // starts when it was handed to the connection.
+            if let Some(written) = written.filter(|written| *written < head_at) {
                 exchange.started_at = written;
             }
         }
