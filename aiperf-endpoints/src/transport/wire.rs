@@ -157,9 +157,12 @@ impl Write for WireStream {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        // Stamped before the system call: a thread that loses the CPU right after it would
+        // stamp the write late, after the server already started (seen under load).
+        let before = Instant::now();
         let written = Pin::new(&mut this.io).poll_write(cx, buf);
         if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-            this.clock.wrote(Instant::now());
+            this.clock.wrote(before);
         }
         written
     }
@@ -182,9 +185,10 @@ impl Write for WireStream {
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        let before = Instant::now();
         let written = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
         if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-            this.clock.wrote(Instant::now());
+            this.clock.wrote(before);
         }
         written
     }
