@@ -38,7 +38,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 pub use crate::tls::TransportBuildError;
 use crate::tls::{client_config, TlsOptions};
 use traced::{request_size, response_head_size, ConnectTiming, TimedConnector};
-use wire::{WireClock, WireConnector};
+use wire::{Arrivals, WireClock, WireConnector};
 
 /// The most body bytes one response may hold (64 MiB): far above any real completion,
 /// embedding batch or generated image, and low enough that a server sending an endless
@@ -366,25 +366,16 @@ impl HttpTransport {
         };
         let (head, mut body) = response.into_parts();
         let wire = head.extensions.get::<WireClock>().cloned();
-        // Kernel stamps of successive reads are converted to instants one by one; a stamp
-        // is never earlier than the one before it.
-        let mut last_stamp = started_at;
-        let mut received_at = || {
-            let at = wire
-                .as_ref()
-                .map_or_else(Instant::now, WireClock::received_at);
-            last_stamp = last_stamp.max(at);
-            last_stamp
-        };
-        let head_at = received_at();
-        exchange.head_at = Some(head_at);
-        exchange.status = Some(head.status.as_u16());
-        let connection = head.extensions.get::<ConnectTiming>().copied();
-        let connection_reused = connection.is_some_and(|c| c.connected <= started_at);
         let written = wire
             .as_ref()
             .and_then(WireClock::written_at)
             .filter(|written| *written >= started_at);
+        let mut arrivals = Arrivals::new(wire, started_at);
+        let head_at = arrivals.next();
+        exchange.head_at = Some(head_at);
+        exchange.status = Some(head.status.as_u16());
+        let connection = head.extensions.get::<ConnectTiming>().copied();
+        let connection_reused = connection.is_some_and(|c| c.connected <= started_at);
         // The last byte was written before any answer arrived: a write stamp after the
         // head's arrival was taken late (the thread lost the CPU after the write).
         let request_sent_at = written.map(|written| written.min(head_at));
@@ -425,7 +416,7 @@ impl HttpTransport {
         let error = loop {
             match within(deadline.as_ref(), body.frame()).await {
                 Ok(Some(Ok(frame))) => {
-                    let at = received_at();
+                    let at = arrivals.next();
                     if let Ok(bytes) = frame.into_data() {
                         body_bytes = body_bytes.saturating_add(bytes.len() as u64);
                         if body_bytes > limit {
