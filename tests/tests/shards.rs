@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aiperf_mock_server::{MockConfig, MockServer};
@@ -35,6 +35,30 @@ fn run_args(server: &MockServer, artifacts: &Path, extra: &str) -> Vec<String> {
     argv
 }
 
+/// Runs `count` shard processes at once, shard `k` with `argv(k)`; each must exit 0.
+async fn run_shards(count: u32, argv: impl Fn(u32) -> Vec<String>) {
+    let runs: Vec<_> = (0..count).map(|k| tokio::spawn(profile(argv(k)))).collect();
+    for run in runs {
+        assert_exit(&run.await.unwrap(), 0);
+    }
+}
+
+/// `aiperf merge` of the shard directories `dir/shard-K` (in the order of `order`) into
+/// `dir/merged`, which must exit 0: the merged directory and what the command printed.
+fn merge_shards(dir: &Path, order: &[u32]) -> (PathBuf, String) {
+    let merged = dir.join("merged");
+    let mut argv: Vec<String> = vec!["merge".into()];
+    argv.extend(
+        order
+            .iter()
+            .map(|k| dir.join(format!("shard-{k}")).display().to_string()),
+    );
+    argv.extend(["-o".into(), merged.display().to_string()]);
+    let out = aiperf(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_exit(&out, 0);
+    (merged, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// The bodies the mock received, sorted.
 fn bodies(requests: &[Value]) -> Vec<String> {
     let mut bodies: Vec<String> = requests
@@ -59,19 +83,14 @@ async fn four_shard_processes_send_what_one_process_sends_from_one_instant() {
     let (server, record) = recording_mock(dir.path()).await;
     let start_at = SystemTime::now() + Duration::from_secs(3);
     let start_secs = start_at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
-    let shard_runs: Vec<_> = (0..SHARDS)
-        .map(|k| {
-            let dir = dir.path().join(format!("shard-{k}"));
-            tokio::spawn(profile(run_args(
-                &server,
-                &dir,
-                &format!("--shard {k}/{SHARDS} --start-at {start_secs:.3}"),
-            )))
-        })
-        .collect();
-    for run in shard_runs {
-        assert_exit(&run.await.unwrap(), 0);
-    }
+    run_shards(SHARDS, |k| {
+        run_args(
+            &server,
+            &dir.path().join(format!("shard-{k}")),
+            &format!("--shard {k}/{SHARDS} --start-at {start_secs:.3}"),
+        )
+    })
+    .await;
     server.shutdown().await;
     let shard_requests = read_jsonl(&record);
 
@@ -126,18 +145,7 @@ fn aiperf(args: &[&str]) -> std::process::Output {
 /// and the refusals.
 fn check_merge(dir: &Path, whole: &Value) {
     let shard = |k: u32| dir.join(format!("shard-{k}")).display().to_string();
-    let merged = dir.join("merged");
-    let out = aiperf(&[
-        "merge",
-        &shard(2),
-        &shard(0),
-        &shard(3),
-        &shard(1),
-        "-o",
-        merged.to_str().unwrap(),
-    ]);
-    assert_exit(&out, 0);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (merged, stdout) = merge_shards(dir, &[2, 0, 3, 1]);
     assert!(
         stdout.contains("Merged shards 0, 1, 2, 3 of 4 (16 records)"),
         "{stdout}"
@@ -290,31 +298,17 @@ async fn shards_of_repeated_runs_merge_run_by_run_and_aggregate_again() {
         .await
         .unwrap();
     let repeated = "--num-profile-runs 2 --profile-run-cooldown-seconds 0";
-    let shard_runs: Vec<_> = (0..2)
-        .map(|k| {
-            let dir = dir.path().join(format!("shard-{k}"));
-            tokio::spawn(profile(run_args(
-                &server,
-                &dir,
-                &format!("--shard {k}/2 {repeated}"),
-            )))
-        })
-        .collect();
-    for run in shard_runs {
-        assert_exit(&run.await.unwrap(), 0);
-    }
+    run_shards(2, |k| {
+        run_args(
+            &server,
+            &dir.path().join(format!("shard-{k}")),
+            &format!("--shard {k}/2 {repeated}"),
+        )
+    })
+    .await;
     server.shutdown().await;
 
-    let shard = |k: u32| dir.path().join(format!("shard-{k}")).display().to_string();
-    let merged = dir.path().join("merged");
-    let out = aiperf(&[
-        "merge",
-        &shard(0),
-        &shard(1),
-        "-o",
-        merged.to_str().unwrap(),
-    ]);
-    assert_exit(&out, 0);
+    let (merged, stdout) = merge_shards(dir.path(), &[0, 1]);
     for run in ["run_0001", "run_0002"] {
         let summary = read_json(
             &merged
@@ -326,7 +320,6 @@ async fn shards_of_repeated_runs_merge_run_by_run_and_aggregate_again() {
     }
     let aggregate = read_json(&merged.join("aggregate/profile_export_aiperf_aggregate.json"));
     assert_eq!(aggregate["metadata"]["num_profile_runs"], 2);
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("Aggregated the merged runs into"),
         "{stdout}"
@@ -341,33 +334,18 @@ async fn shards_of_a_sweep_merge_point_by_point_and_rebuild_the_sweep_summary() 
         .unwrap();
     let sweep = "--concurrency 2,4 --num-requests 8,16 --sweep-type zip \
                  --profile-run-cooldown-seconds 0 --no-sweep-table";
-    let shard_runs: Vec<_> = (0..2)
-        .map(|k| {
-            let argv = args(&format!(
-                "-m mock-model --random-seed 7 --isl 24 --osl 3 --no-server-metrics \
-                 --no-gpu-telemetry --url {} {sweep} --shard {k}/2 --artifact-dir {}",
-                server.url(),
-                dir.path().join(format!("shard-{k}")).display()
-            ));
-            tokio::spawn(profile(argv))
-        })
-        .collect();
-    for run in shard_runs {
-        assert_exit(&run.await.unwrap(), 0);
-    }
+    run_shards(2, |k| {
+        args(&format!(
+            "-m mock-model --random-seed 7 --isl 24 --osl 3 --no-server-metrics \
+             --no-gpu-telemetry --url {} {sweep} --shard {k}/2 --artifact-dir {}",
+            server.url(),
+            dir.path().join(format!("shard-{k}")).display()
+        ))
+    })
+    .await;
     server.shutdown().await;
 
-    let shard = |k: u32| dir.path().join(format!("shard-{k}")).display().to_string();
-    let merged = dir.path().join("merged");
-    let out = aiperf(&[
-        "merge",
-        &shard(0),
-        &shard(1),
-        "-o",
-        merged.to_str().unwrap(),
-    ]);
-    assert_exit(&out, 0);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (merged, stdout) = merge_shards(dir.path(), &[0, 1]);
     assert!(stdout.contains("Parameter Sweep Summary"), "{stdout}");
     assert!(stdout.contains("Rebuilt the sweep summary in"), "{stdout}");
     for (label, requests) in [
@@ -452,13 +430,7 @@ async fn a_shard_with_a_clock_reference_starts_and_stamps_in_the_reference_time(
         );
     }
 
-    let out = aiperf(&[
-        "merge",
-        artifacts.to_str().unwrap(),
-        "-o",
-        dir.path().join("merged").to_str().unwrap(),
-    ]);
-    assert_exit(&out, 0);
-    let merged = read_json(&dir.path().join("merged/merge.json"));
+    let (merged, _) = merge_shards(dir.path(), &[0]);
+    let merged = read_json(&merged.join("merge.json"));
     assert_eq!(merged["shards"][0]["clock"]["offset_ns"], offset);
 }
