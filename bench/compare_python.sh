@@ -16,38 +16,27 @@ if [ ! -x "$VENV/bin/aiperf" ]; then
     "$VENV/bin/pip" install -q aiperf==0.13.0
 fi
 
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+
 # The Python AIPerf's builtin tokenizer downloads o200k_base on first use; give it the
 # copy that ships inside the tiktoken-rs crate instead (the name is tiktoken's cache key).
-TIKTOKEN_CACHE_DIR=$(mktemp -d)
+TIKTOKEN_CACHE_DIR=$WORK/tiktoken
+mkdir "$TIKTOKEN_CACHE_DIR"
 export TIKTOKEN_CACHE_DIR
 ranks=$(find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -path '*tiktoken-rs*' -name o200k_base.tiktoken | head -n 1)
 cp "$ranks" "$TIKTOKEN_CACHE_DIR/fb374d419588a4632f3f557e76b4b70aebbca790"
-
-WORK=$(mktemp -d)
-MOCK_PID=""
-cleanup() { [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null; rm -rf "$WORK" "$TIKTOKEN_CACHE_DIR"; }
-trap cleanup EXIT
-
-start_mock() {
-    [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null && wait "$MOCK_PID" 2>/dev/null || true
-    PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-    target/release/aiperf-mock-server --port "$PORT" --ttft 20 --itl 5 >"$WORK/mock.log" 2>&1 &
-    MOCK_PID=$!
-    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && return 0; sleep 0.05; done
-    echo "the mock server did not start" >&2
-    exit 1
-}
 
 # Identical flags for both tools.
 common=(profile -m mock-model --tokenizer builtin --endpoint-type chat --streaming
         --concurrency "$CONCURRENCY" --request-count "$REQUESTS" --isl 128 --osl 128
         --random-seed 42 --ui-type none)
 
-start_mock
+start_mock --ttft 20 --itl 5
 /usr/bin/time -f '%e %U %S %M' -o "$WORK/py.time" \
     "$VENV/bin/aiperf" "${common[@]}" --url "http://127.0.0.1:$PORT" \
     --no-server-metrics --no-gpu-telemetry --artifact-dir "$WORK/py" >"$WORK/py.out" 2>&1
-start_mock
+start_mock --ttft 20 --itl 5
 /usr/bin/time -f '%e %U %S %M' -o "$WORK/rs.time" \
     target/release/aiperf "${common[@]}" --url "http://127.0.0.1:$PORT" \
     --artifact-dir "$WORK/rs" >"$WORK/rs.out" 2>&1

@@ -18,28 +18,8 @@ fi
 AIPERF=$BENCH_BIN/aiperf
 MOCK=$BENCH_BIN/aiperf-mock-server
 
-WORK=$(mktemp -d)
-MOCK_PID=""
-cleanup() { [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-
-# start_mock ARGS…: a fresh mock server on a free port; sets URL.
-start_mock() {
-    [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null && wait "$MOCK_PID" 2>/dev/null || true
-    local port
-    port=$(free_port)
-    URL="http://127.0.0.1:$port"
-    "$MOCK" --port "$port" --random-seed 1 "$@" >"$WORK/mock.log" 2>&1 &
-    MOCK_PID=$!
-    for _ in $(seq 100); do
-        curl -sf "$URL/health" >/dev/null && return 0
-        sleep 0.05
-    done
-    echo "the mock server did not start" >&2
-    exit 1
-}
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 # shards NAME BENCHMARK-ARGS…: SHARDS processes of one benchmark from one instant 2 s
 # ahead, then their merge into $WORK/NAME/merged (time and peak RSS in NAME/merge.time).

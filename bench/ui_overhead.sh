@@ -14,16 +14,11 @@ REQUESTS=${2:-3000}
 
 cargo build --release -q -p aiperf-cli -p aiperf-mock-server
 
-WORK=$(mktemp -d)
-MOCK_ARGS=${MOCK_ARGS:---ttft 20 --itl 5}
-MOCK_PID=""
-cleanup() { [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-target/release/aiperf-mock-server --port "$PORT" $MOCK_ARGS >"$WORK/mock.log" 2>&1 &
-MOCK_PID=$!
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.05; done
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+# Word splitting intended: MOCK_ARGS holds several flags.
+# shellcheck disable=SC2086
+start_mock ${MOCK_ARGS:---ttft 20 --itl 5}
 
 # One line: it becomes part of the command `script` runs. Both UIs run on the terminal.
 common="profile -m mock-model --tokenizer builtin --url http://127.0.0.1:$PORT --streaming"
