@@ -8,7 +8,7 @@ use std::sync::Arc;
 use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
 use aiperf_core::DeferredText;
 
-use crate::prompt::{BlockSeparator, PromptGenerator};
+use crate::prompt::{BlockSeparator, CorpusTokens, PromptGenerator, TokenWindow};
 use crate::seed::{derive_seed, PROMPT_CORPUS};
 use crate::{SyntheticError, Tokenizer};
 
@@ -42,12 +42,29 @@ pub struct HashIdPrompts {
     table: Arc<BlockTable>,
 }
 
-/// The token block of every hash id seen so far, and how to decode them.
+/// The token block of every hash id seen so far, and how to decode them. A block is kept
+/// as where its tokens lie in the corpus, not as the tokens: a long trace's distinct
+/// blocks would otherwise hold hundreds of megabytes before the first request.
 #[derive(Debug, Clone)]
 struct BlockTable {
     tokenizer: Tokenizer,
+    corpus: CorpusTokens,
     separator: Option<BlockSeparator>,
-    blocks: HashMap<u64, Vec<u32>>,
+    blocks: HashMap<u64, Block>,
+}
+
+/// One hash id's tokens: the separator first when there is one, then corpus windows (more
+/// than one when the block was first made short and grown later).
+#[derive(Debug, Clone, Default)]
+struct Block {
+    separator: bool,
+    windows: Vec<TokenWindow>,
+}
+
+impl Block {
+    fn len(&self) -> usize {
+        usize::from(self.separator) + self.windows.iter().map(|w| w.len()).sum::<usize>()
+    }
 }
 
 impl HashIdPrompts {
@@ -66,18 +83,20 @@ impl HashIdPrompts {
                 reason: "must be at least 1 token (--isl-block-size)".to_string(),
             });
         }
+        let generator = PromptGenerator::with_corpus(
+            tokenizer.clone(),
+            derive_seed(seed, PROMPT_CORPUS),
+            corpus,
+            style,
+        )?;
         let table = BlockTable {
             separator: BlockSeparator::of(&tokenizer),
-            tokenizer: tokenizer.clone(),
+            tokenizer,
+            corpus: generator.shared_corpus(),
             blocks: HashMap::new(),
         };
         Ok(Self {
-            generator: PromptGenerator::with_corpus(
-                tokenizer,
-                derive_seed(seed, PROMPT_CORPUS),
-                corpus,
-                style,
-            )?,
+            generator,
             block_size: block_size as usize,
             table: Arc::new(table),
         })
@@ -121,16 +140,16 @@ impl HashIdPrompts {
             } else {
                 self.block_size
             };
-            let cached = self.table.blocks.get(id).map_or(0, Vec::len);
+            let cached = self.table.blocks.get(id).map_or(0, Block::len);
             if cached == 0 {
                 let fresh = self.fresh_block(size);
                 Arc::make_mut(&mut self.table).blocks.insert(*id, fresh);
             } else if cached < size {
                 // First seen as a short final block, now needed whole: grow it, so
                 // every prompt with this hash id still shares its leading tokens.
-                let more = self.generator.token_block(size - cached);
+                let more = self.generator.token_window(size - cached);
                 if let Some(block) = Arc::make_mut(&mut self.table).blocks.get_mut(id) {
-                    block.extend(more);
+                    block.windows.push(more);
                 }
             }
         }
@@ -166,14 +185,11 @@ impl HashIdPrompts {
         check_blocks(self.block_size as u64, input_length, hash_ids)
     }
 
-    fn fresh_block(&mut self, size: usize) -> Vec<u32> {
-        match &self.table.separator {
-            Some(separator) => {
-                let mut block = vec![separator.id];
-                block.extend(self.generator.token_block(size - 1));
-                block
-            }
-            None => self.generator.token_block(size),
+    fn fresh_block(&mut self, size: usize) -> Block {
+        let separator = self.table.separator.is_some();
+        Block {
+            separator,
+            windows: vec![self.generator.token_window(size - usize::from(separator))],
         }
     }
 }
@@ -192,10 +208,29 @@ impl BlockTable {
             };
             if let Some(block) = self.blocks.get(id) {
                 // A full block may end this prompt: only its first `size` tokens.
-                tokens.extend_from_slice(&block[..size.min(block.len())]);
+                self.take(block, size, &mut tokens);
             }
         }
         tokens
+    }
+
+    /// The first `size` tokens of `block`, appended to `out`.
+    fn take(&self, block: &Block, mut size: usize, out: &mut Vec<u32>) {
+        if let (true, Some(separator)) = (block.separator, &self.separator) {
+            if size == 0 {
+                return;
+            }
+            out.push(separator.id);
+            size -= 1;
+        }
+        for window in &block.windows {
+            if size == 0 {
+                break;
+            }
+            let window = window.prefix(size);
+            self.corpus.take(window, out);
+            size -= window.len();
+        }
     }
 
     /// Decodes prompt tokens. Decoding skips special tokens, so the separator's text is
