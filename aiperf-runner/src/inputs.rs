@@ -1,29 +1,53 @@
 //! `inputs.json`: the exact body each conversation's turns are sent with.
 //!
 //! A dataset whose prompts are made as the run needs them (`Turn::deferred_text`: long
-//! traces) has its file written on a thread beside the run, each conversation's prompts
-//! made again and dropped once written, so neither the first request nor the memory of
-//! the run waits on it; any other dataset's file is written before the run, as it is
-//! quick.
+//! traces) has its file written on a thread once sending ends, each conversation's
+//! prompts made again and dropped once written: making them costs seconds of CPU for a
+//! long trace, which must not be taken from the requests being measured, nor delay the
+//! first one. The thread works while the run's other files are written, and stops at a
+//! cancellation (Ctrl-C must not wait for it): the file is then left out, with a
+//! warning. Any other dataset's file is written before the run, as it is quick.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use aiperf_core::{
-    build_request, BenchmarkConfig, Conversation, Endpoint, RequestInput, ValidatedConfig,
+    build_request, BenchmarkConfig, CancellationToken, Conversation, Endpoint, RequestInput,
+    ValidatedConfig,
 };
 use serde_json::{json, Value};
 
 use crate::RunError;
 
-/// `inputs.json` being written, or written already.
-pub(crate) struct InputsWriter(Option<JoinHandle<Result<(), RunError>>>);
+/// `inputs.json`: written already, to be written once sending ends, being written, or
+/// failed to start.
+pub(crate) enum InputsWriter {
+    Written,
+    AfterSending(Box<Job>),
+    Writing(JoinHandle<Result<Completion, RunError>>),
+    Failed(RunError),
+}
+
+/// What the thread needs: the conversations without their prompts are small to copy.
+pub(crate) struct Job {
+    path: PathBuf,
+    endpoint: Arc<dyn Endpoint>,
+    config: ValidatedConfig,
+    conversations: Vec<Conversation>,
+}
+
+/// How writing the file ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Completion {
+    Complete,
+    Cancelled,
+}
 
 impl InputsWriter {
-    /// Writes the file of `conversations` to `path`: now, or on a thread of its own when
-    /// their prompts are deferred (see the module docs).
+    /// Writes the file of `conversations` to `path` now, unless their prompts are
+    /// deferred (see the module docs).
     pub(crate) fn start(
         path: &Path,
         endpoint: &Arc<dyn Endpoint>,
@@ -31,44 +55,87 @@ impl InputsWriter {
         conversations: &[Conversation],
     ) -> Result<Self, RunError> {
         if !conversations.iter().any(Conversation::has_deferred_text) {
-            write(path, endpoint.as_ref(), config, conversations)?;
-            return Ok(Self(None));
+            write(path, endpoint.as_ref(), config, conversations, None)?;
+            return Ok(Self::Written);
         }
-        // Without their prompts the conversations are small to copy.
-        let conversations = conversations.to_vec();
-        let (file, endpoint, config) = (path.to_path_buf(), Arc::clone(endpoint), config.clone());
-        let writer = std::thread::Builder::new()
-            .name("inputs-json".into())
-            .spawn(move || write(&file, endpoint.as_ref(), &config, &conversations))
-            .map_err(RunError::write(path))?;
-        Ok(Self(Some(writer)))
+        Ok(Self::AfterSending(Box::new(Job {
+            path: path.to_path_buf(),
+            endpoint: Arc::clone(endpoint),
+            config: config.clone(),
+            conversations: conversations.to_vec(),
+        })))
     }
 
-    /// Waits until the file is written.
-    pub(crate) fn finish(self) -> Result<(), RunError> {
-        match self.0 {
-            None => Ok(()),
-            Some(writer) => writer
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+    /// Sending ended: a deferred file is written on a thread of its own, until `cancel`.
+    pub(crate) fn sending_ended(self, cancel: &CancellationToken) -> Self {
+        let Self::AfterSending(job) = self else {
+            return self;
+        };
+        let cancel = cancel.clone();
+        let path = job.path.clone();
+        let spawned = std::thread::Builder::new()
+            .name("inputs-json".into())
+            .spawn(move || {
+                let Job {
+                    path,
+                    endpoint,
+                    config,
+                    conversations,
+                } = *job;
+                write(
+                    &path,
+                    endpoint.as_ref(),
+                    &config,
+                    &conversations,
+                    Some(&cancel),
+                )
+            });
+        match spawned {
+            Ok(writer) => Self::Writing(writer),
+            Err(error) => Self::Failed(RunError::write(&path)(error)),
         }
+    }
+
+    /// Waits until the file is written (or left out after a cancellation).
+    pub(crate) fn finish(self) -> Result<(), RunError> {
+        let writer = match self {
+            Self::Written | Self::AfterSending(_) => return Ok(()),
+            Self::Failed(error) => return Err(error),
+            Self::Writing(writer) => writer,
+        };
+        let completion = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        if completion == Completion::Cancelled {
+            tracing::warn!(
+                "inputs.json was not written: the run was cancelled before the prompts of \
+                 this trace were written out (the same seed and file make them again)"
+            );
+        }
+        Ok(())
     }
 }
 
 /// Writes the body of every turn of `conversations` and of the sessions they start
 /// (each after its parent), per session, to `path`, making deferred prompts one
 /// conversation at a time. A body that is not JSON is kept as a string; a multipart
-/// form is written as its JSON view.
+/// form is written as its JSON view. Once `cancel` fires, stops and removes the file.
 fn write(
     path: &Path,
     endpoint: &dyn Endpoint,
     config: &BenchmarkConfig,
     conversations: &[Conversation],
-) -> Result<(), RunError> {
+    cancel: Option<&CancellationToken>,
+) -> Result<Completion, RunError> {
     let file = std::fs::File::create(path).map_err(RunError::write(path))?;
     let mut writer = std::io::BufWriter::new(file);
     let mut entries = 0;
     for conversation in conversations {
+        if cancel.is_some_and(CancellationToken::is_cancelled) {
+            drop(writer);
+            std::fs::remove_file(path).map_err(RunError::write(path))?;
+            return Ok(Completion::Cancelled);
+        }
         let made;
         let conversation = if conversation.has_deferred_text() {
             made = conversation.materialized();
@@ -84,7 +151,8 @@ fn write(
     }
     write_end(&mut writer, entries)
         .and_then(|()| writer.flush())
-        .map_err(RunError::write(path))
+        .map_err(RunError::write(path))?;
+    Ok(Completion::Complete)
 }
 
 /// One session's entry: its id and the body of each of its turns.

@@ -371,14 +371,8 @@ impl Session {
         let result = watch_long_waits(benchmark.run(), &progress, spec.long_wait, hooks).await;
         reserve.release();
         hooks.sending_ended();
-        let inputs_written = inputs_json.finish();
         let mut summary = result?;
-        if let Err(error) = inputs_written {
-            tracing::error!("{error}");
-            summary
-                .export_failure
-                .get_or_insert_with(|| error.to_string());
-        }
+        let inputs_json = inputs_json.sending_ended(&self.cancel);
         if summary.connection_retries > 0 {
             tracing::info!(
                 "{} requests were sent again on a fresh connection after the server closed a \
@@ -430,6 +424,12 @@ impl Session {
                     .export_failure
                     .get_or_insert_with(|| error.to_string());
             }
+        }
+        if let Err(error) = inputs_json.finish() {
+            tracing::error!("{error}");
+            summary
+                .export_failure
+                .get_or_insert_with(|| error.to_string());
         }
         // Last: the marker says every other file of the run is in place.
         let failed_exports: Vec<String> = summary.export_failure.iter().cloned().collect();

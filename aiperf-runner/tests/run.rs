@@ -450,3 +450,64 @@ async fn a_large_synthetic_dataset_is_announced_before_it_is_generated() {
         .unwrap();
     assert_eq!(hooks.calls[0], "artifacts_at");
 }
+
+/// At the end of sending: whether the run's `inputs.json` existed yet, and optionally a
+/// cancellation (Ctrl-C pressed as the requests finished).
+struct InputsAtSendingEnd {
+    file: PathBuf,
+    existed: Option<bool>,
+    cancel: Option<CancellationToken>,
+}
+
+impl RunHooks for InputsAtSendingEnd {
+    fn sending_ended(&mut self) {
+        self.existed = Some(self.file.exists());
+        if let Some(cancel) = &self.cancel {
+            cancel.cancel();
+        }
+    }
+}
+
+/// A trace whose prompts are made as the run goes has its `inputs.json` written once
+/// sending ended, so making its prompts again takes no CPU from the requests measured;
+/// after a cancellation the file is left out rather than waited for.
+#[tokio::test]
+async fn a_traces_inputs_json_is_written_after_sending_and_left_out_when_cancelled() {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let lines: String = (0..6)
+        .map(|i| {
+            format!("{{\"timestamp\": {}, \"input_length\": 40, \"output_length\": 2, \"hash_ids\": [1, {}]}}\n", i * 10, i + 2)
+        })
+        .collect();
+    std::fs::write(&trace, lines).unwrap();
+    for cancelled in [false, true] {
+        let artifacts = dir.path().join(format!("cancelled-{cancelled}"));
+        let mut config = config(&server.url(), &artifacts);
+        config.input.input_file = Some(trace.clone());
+        config.input.custom_dataset_type =
+            Some(aiperf_core::config::CustomDatasetType::MooncakeTrace);
+        config.input.isl_block_size = Some(20);
+        config.load.concurrency = None;
+        config.load.request_count = None;
+        let cancel = CancellationToken::new();
+        let mut hooks = InputsAtSendingEnd {
+            file: artifacts.join("inputs.json"),
+            existed: None,
+            cancel: cancelled.then(|| cancel.clone()),
+        };
+        let report = run(&spec(config), &mut hooks, cancel).await.unwrap();
+        assert_eq!(hooks.existed, Some(false), "cancelled: {cancelled}");
+        assert_eq!(report.runs[0].summary.request_count(), 6);
+        let inputs = artifacts.join("inputs.json");
+        if cancelled {
+            assert!(!inputs.exists());
+        } else {
+            let written: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(inputs).unwrap()).unwrap();
+            assert_eq!(written["data"].as_array().unwrap().len(), 6);
+        }
+        assert!(artifacts.join(".aiperf_results_ready.json").is_file());
+    }
+}
