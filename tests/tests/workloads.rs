@@ -153,6 +153,35 @@ async fn a_timestamped_trace_is_replayed_at_its_offsets() {
     assert_eq!(recorded_body(&requests[0])["max_completion_tokens"], 4);
 }
 
+/// A replay that reached its request count ends when its last request returns: it does
+/// not sit out the schedule's next gap, nor count that gap in its window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_stops_at_its_request_count_without_waiting_for_the_next_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, record) = recording_mock(dir.path(), 5.0, 1.0).await;
+    let trace = write(
+        dir.path(),
+        "gap.jsonl",
+        "{\"timestamp\": 0, \"input_length\": 20, \"output_length\": 2, \"hash_ids\": [1]}\n\
+         {\"timestamp\": 100, \"input_length\": 20, \"output_length\": 2, \"hash_ids\": [2]}\n\
+         {\"timestamp\": 5000, \"input_length\": 20, \"output_length\": 2, \"hash_ids\": [3]}\n",
+    );
+    let argv = run_args(
+        &server,
+        dir.path(),
+        &format!(
+            "--input-file {trace} --custom-dataset-type mooncake_trace --isl-block-size 20 \
+             --request-count 2"
+        ),
+    );
+    assert_exit(&profile(argv).await, 0);
+    assert_eq!(recorded(server, &record).await.len(), 2);
+    let summary = read_json(&dir.path().join("artifacts/profile_export_aiperf.json"));
+    // 2 requests over a window of ~0.1 s; waiting for the 5 s entry made it 0.4 req/s.
+    let throughput = stat(&summary, "request_throughput", "avg");
+    assert!(throughput > 0.8, "{throughput} requests/s");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixed_schedule_offsets_keep_exactly_the_window() {
     // Entries at 1200, 1500 and 1800 ms.

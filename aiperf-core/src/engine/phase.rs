@@ -74,6 +74,17 @@ impl PhaseState {
         ))
     }
 
+    /// True once no further session can start: the session or request limit is reached.
+    /// An open loop checks before it waits for the next arrival, so a run that reached
+    /// its count does not sit out the schedule's next gap (and count it in its window).
+    fn sessions_exhausted(&self) -> bool {
+        let reached = |counter: &AtomicU64, limit: Option<u64>| {
+            limit.is_some_and(|limit| counter.load(Ordering::Relaxed) >= limit)
+        };
+        reached(&self.sessions_started, self.session_limit)
+            || reached(&self.sent, self.request_limit)
+    }
+
     /// Whether this request is one the client cancels on purpose, and after how long.
     pub(super) fn draw_cancellation(&self) -> Option<Duration> {
         let (cancellation, rng) = self.cancellation.as_ref()?;
@@ -255,7 +266,7 @@ impl PhaseRunner {
                     arrival = scheduler.next_arrival();
                     continue;
                 }
-                if !sleep_precisely_until(due, &cancel) {
+                if timer_state.sessions_exhausted() || !sleep_precisely_until(due, &cancel) {
                     break;
                 }
                 let Some((credit_id, _)) = timer_state.reserve_session() else {
