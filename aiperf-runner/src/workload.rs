@@ -620,6 +620,7 @@ mod tests {
                 ..Conversation::default()
             })],
             join_at: None,
+            on_send: false,
         });
         let mut conversations = vec![Conversation {
             session_id: "parent".into(),

@@ -51,6 +51,7 @@ mod tracelab;
 mod turn_fields;
 mod verbatim;
 mod weka;
+mod weka_chains;
 
 use std::path::{Path, PathBuf};
 

@@ -320,6 +320,7 @@ fn nest_subagents(
             mode: BranchMode::Spawn,
             children,
             join_at: group.join_at,
+            on_send: false,
         });
     }
 }
