@@ -264,15 +264,16 @@ fn flat_requests_split_into_agent_chains_spawned_where_0_13_spawns_them() {
         |c: &Conversation| -> Vec<u32> { c.turns.iter().map(|t| t.max_tokens.unwrap()).collect() };
     assert_eq!(outputs(root), [1, 3, 5, 6]);
     // fa:000 (r1, r3; ends at 5.5 s) starts 1 s after r0 is sent, while r0 is in flight,
-    // and r4 (main turn 2, the first at or after 5.5 s) waits for it. fa:001 starts
-    // 0.5 s after r5 is sent, also in flight, and nothing joins it.
+    // and r4 (main turn 2, the first at or after 5.5 s) waits for it. The one-shot on
+    // another model is a sidecar, aux:001: it starts 0.5 s after r5 is sent, also in
+    // flight, and nothing joins it.
     assert_eq!(
         tree(root),
         [
             vec![(Some(2), vec![("flat::fa:000".to_owned(), Some(1000.0))])],
             vec![],
             vec![],
-            vec![(None, vec![("flat::fa:001".to_owned(), Some(500.0))])],
+            vec![(None, vec![("flat::aux:001".to_owned(), Some(500.0))])],
         ]
     );
     assert!(root.turns[0].branches[0].on_send);
@@ -289,7 +290,8 @@ fn flat_requests_split_into_agent_chains_spawned_where_0_13_spawns_them() {
 #[test]
 fn a_subagents_extra_chains_run_beside_it_and_a_spawn_after_the_reply_waits_for_it() {
     // The subagent's third request shares no context with its first two: a sibling
-    // agent `::sa:a:fa:000`, started with the subagent, 0.5 s after the spawn. The spawn (at
+    // one-shot of a small context, `::sa:a:aux:000`, started with the subagent, 0.5 s
+    // after the spawn. The spawn (at
     // 2 s) is after r0's end (1 s): the children start once r0 has its reply.
     let trace = serde_json::json!({
         "id": "nest", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
@@ -314,7 +316,7 @@ fn a_subagents_extra_chains_run_beside_it_and_a_spawn_after_the_reply_waits_for_
                 Some(1),
                 vec![
                     ("nest::sa:a".to_owned(), Some(0.0)),
-                    ("nest::sa:a:fa:000".to_owned(), Some(500.0)),
+                    ("nest::sa:a:aux:000".to_owned(), Some(500.0)),
                 ]
             )],
             vec![],

@@ -308,7 +308,8 @@ async fn a_weka_agent_recorded_starting_mid_request_is_sent_while_that_request_r
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("w.json");
     // The second request does not extend the first, which was still running (0 to
-    // 2 s): another agent, recorded 0.2 s after the first was sent. Against a mock
+    // 2 s): another agent (a one-shot sidecar, `aux:`), recorded 0.2 s after the first
+    // was sent. Against a mock
     // taking 1 s a request, it goes 0.2 s after the first is sent, before the first's
     // reply; the main agent's next request (joined to it) goes after both.
     let trace = json!({
@@ -349,7 +350,7 @@ async fn a_weka_agent_recorded_starting_mid_request_is_sent_while_that_request_r
         record["metadata"][key].as_f64().unwrap() / 1e6
     };
     let main_sent = at("w", 0, "request_start_ns");
-    let agent_sent = at("w::fa:000", 0, "request_start_ns");
+    let agent_sent = at("w::aux:000", 0, "request_start_ns");
     // In flight: after the send (and its 0.2 s), before the 1 s reply.
     assert!(
         agent_sent - main_sent >= 150.0 && agent_sent < at("w", 0, "request_end_ns"),
@@ -357,7 +358,7 @@ async fn a_weka_agent_recorded_starting_mid_request_is_sent_while_that_request_r
         agent_sent - main_sent,
         at("w", 0, "request_end_ns") - main_sent
     );
-    assert!(at("w", 1, "request_start_ns") >= at("w::fa:000", 0, "request_end_ns"));
+    assert!(at("w", 1, "request_start_ns") >= at("w::aux:000", 0, "request_end_ns"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

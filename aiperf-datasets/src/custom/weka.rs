@@ -6,7 +6,8 @@
 //! A trace's top-level requests (`type` `n` or `s`: `t` seconds, `in`/`out` tokens,
 //! `hash_ids`, `api_time`, `think_time`) are split into [agent chains](super::weka_chains)
 //! by their hash-id prefixes: the first request's chain is the trace's session, every
-//! other chain a child session (`<id>::fa:NNN`). Each `type: "subagent"` entry's inner
+//! other chain a child session (`<id>::fa:NNN`, or `aux:`/`wg:` as 0.13 classifies it).
+//! Each `type: "subagent"` entry's inner
 //! requests, split the same way, form child sessions (`<id>::sa:<agent_id>` and its
 //! siblings) nested as 0.13 nests them: spawned by the parent's last request before the
 //! entry, its first request after its recorded offset from the spawn, and joined by
@@ -28,7 +29,7 @@ use serde::Deserialize;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
-use super::weka_chains::{self, ChainRequest};
+use super::weka_chains::{self, ChainRequest, WorkerKind};
 use crate::seed::derive_seed;
 use crate::Tokenizer;
 
@@ -419,8 +420,8 @@ impl SessionBuilder<'_> {
     /// The session of `entries` (a trace's requests, or a subagent's), as 0.13 nests
     /// them. Its requests are first split into [agent chains](super::weka_chains): the
     /// chain of the earliest request is this session; each other chain is an agent of
-    /// its own, `<id>::fa:NNN` (returned to be a sibling, `<id>:fa:NNN`, for a
-    /// subagent's session). A trace's agent chain is spawned by this session's last
+    /// its own, `<id>::fa:NNN` (or `aux:`/`wg:`, [`WorkerKind`]; returned to be a
+    /// sibling, `<id>:fa:NNN`, for a subagent's session). A trace's agent chain is spawned by this session's last
     /// turn before its first request (the first turn when none is) and joined by the
     /// first later turn recorded at or after the chain's end.
     ///
@@ -456,11 +457,16 @@ impl SessionBuilder<'_> {
         let (requests, workers) = split_agents(requests);
         let mut turns = self.turns(&requests, field)?;
         let mut agents = Vec::with_capacity(workers.len());
-        for (n, chain) in workers.iter().enumerate() {
+        for (n, (chain, kind)) in workers.iter().enumerate() {
             let marker = if spawned_at.is_some() { ":" } else { "::" };
+            let name = match kind {
+                WorkerKind::Agent => format!("fa:{n:03}"),
+                WorkerKind::Auxiliary => format!("aux:{n:03}"),
+                WorkerKind::Group { group, member } => format!("wg:{group:03}_{member:03}"),
+            };
             agents.push(FlatAgent {
                 session: Conversation {
-                    session_id: format!("{session_id}{marker}fa:{n:03}"),
+                    session_id: format!("{session_id}{marker}{name}"),
                     turns: self.turns(chain, field)?,
                     context_mode: ContextMode::MessageArrayWithResponses,
                     ..Conversation::default()
@@ -629,7 +635,9 @@ fn conversation(session_id: String, turns: Vec<Turn>) -> Conversation {
 
 /// A session's requests as its own agent chain (in recorded order when it is the only
 /// one) and the other agent chains found among them, each in time order.
-fn split_agents(requests: Vec<Placed<'_>>) -> (Vec<Placed<'_>>, Vec<Vec<Placed<'_>>>) {
+fn split_agents(
+    requests: Vec<Placed<'_>>,
+) -> (Vec<Placed<'_>>, Vec<(Vec<Placed<'_>>, WorkerKind)>) {
     let chains = weka_chains::split(
         &requests
             .iter()
@@ -639,6 +647,7 @@ fn split_agents(requests: Vec<Placed<'_>>) -> (Vec<Placed<'_>>, Vec<Vec<Placed<'
                 end: t + busy_seconds(r),
                 model: &r.model,
                 hash_ids: &r.hash_ids,
+                input_length: r.input_length,
                 output_length: r.output_length,
             })
             .collect::<Vec<_>>(),
@@ -649,7 +658,11 @@ fn split_agents(requests: Vec<Placed<'_>>) -> (Vec<Placed<'_>>, Vec<Vec<Placed<'
     let by_index: std::collections::HashMap<usize, Placed<'_>> =
         requests.iter().map(|p| (p.0, *p)).collect();
     let placed = |chain: &[usize]| chain.iter().map(|i| by_index[i]).collect::<Vec<_>>();
-    let workers = chains.workers.iter().map(|c| placed(c)).collect();
+    let workers = chains
+        .workers
+        .iter()
+        .map(|w| (placed(&w.requests), w.kind))
+        .collect();
     (placed(&chains.main), workers)
 }
 

@@ -41,6 +41,7 @@ pub(crate) struct ChainRequest<'a> {
     pub(crate) end: f64,
     pub(crate) model: &'a str,
     pub(crate) hash_ids: &'a [u64],
+    pub(crate) input_length: u64,
     pub(crate) output_length: u64,
 }
 
@@ -51,8 +52,40 @@ pub(crate) struct AgentChains {
     /// The chain of the earliest request (a leading title-generation call rides on it).
     pub(crate) main: Vec<usize>,
     /// Every other chain, in order of its first request.
-    pub(crate) workers: Vec<Vec<usize>>,
+    pub(crate) workers: Vec<Worker>,
 }
+
+/// A chain other than the main one.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Worker {
+    pub(crate) requests: Vec<usize>,
+    pub(crate) kind: WorkerKind,
+}
+
+/// What a worker chain is, as 0.13 names it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum WorkerKind {
+    /// An agent of its own (`fa:`).
+    Agent,
+    /// A one-shot sidecar call (`aux:`): a single request on another model than the
+    /// main chain's, or starting from a small fresh context, or a large-input,
+    /// short-output reduction (a compaction or a summary).
+    Auxiliary,
+    /// Member `member` of parallel fan-out `group` (`wg:`): at least [`GROUP_MIN`]
+    /// agents forked off the same request that ran at overlapping times.
+    Group { group: usize, member: usize },
+}
+
+/// An auxiliary chain's input is under this share of the main chain's largest...
+const AUX_ISL_RATIO: f64 = 0.10;
+/// ...or under this many tokens (0.13's `WEKA_AUX_ISL_FLOOR`); a reduction's is not.
+const AUX_ISL_FLOOR: u64 = 16_384;
+/// A reduction's output is under this many tokens...
+const REDUCTION_OSL_MAX: u64 = 4_000;
+/// ...and its input over this many times its output.
+const REDUCTION_RATIO: f64 = 20.0;
+/// The fewest overlapping agents off one request that make a fan-out group.
+const GROUP_MIN: usize = 3;
 
 /// Splits `requests` into agent chains.
 pub(crate) fn split(requests: &[ChainRequest<'_>]) -> AgentChains {
@@ -82,22 +115,148 @@ pub(crate) fn split(requests: &[ChainRequest<'_>]) -> AgentChains {
     };
     let main_chain = detection.owner(first);
     let mut main = detection.chains[main_chain].requests.clone();
-    main.extend(preamble.map(|r| r.index));
-    let mut workers: Vec<Vec<usize>> = detection
-        .chains
+    // The detected main chain (without a title call) is the yardstick of the others.
+    let main_model = main.first().map(|i| by_index[i].model);
+    let main_peak = main
         .iter()
-        .enumerate()
-        .filter(|(at, chain)| *at != main_chain && chain.spliced_into.is_none())
-        .map(|(_, chain)| sorted(chain.requests.clone()))
+        .map(|i| by_index[i].input_length)
+        .max()
+        .unwrap_or(0);
+    main.extend(preamble.map(|r| r.index));
+    let mut live: Vec<usize> = (0..detection.chains.len())
+        .filter(|&at| at != main_chain && detection.chains[at].spliced_into.is_none())
         .collect();
-    workers.sort_by(|a, b| {
-        let (a, b) = (by_index[&a[0]], by_index[&b[0]]);
+    let first_of = |chain: usize| by_index[&detection.chains[chain].requests[0]];
+    live.sort_by(|&a, &b| {
+        let (a, b) = (first_of(a), first_of(b));
         a.t.total_cmp(&b.t).then(a.index.cmp(&b.index))
     });
+    let groups = fan_out_groups(&detection, &live, &by_index);
+    let workers = live
+        .iter()
+        .map(|&chain| {
+            let requests = sorted(detection.chains[chain].requests.clone());
+            let placed: Vec<&ChainRequest<'_>> = requests.iter().map(|i| by_index[i]).collect();
+            let kind = if is_auxiliary(&placed, main_model, main_peak) {
+                WorkerKind::Auxiliary
+            } else {
+                groups.get(&chain).copied().unwrap_or(WorkerKind::Agent)
+            };
+            Worker { requests, kind }
+        })
+        .collect();
     AgentChains {
         main: sorted(main),
         workers,
     }
+}
+
+/// Whether a worker chain of `requests` (in time order) is a one-shot sidecar.
+fn is_auxiliary(requests: &[&ChainRequest<'_>], main_model: Option<&str>, main_peak: u64) -> bool {
+    // 0.13's `WEKA_AUX_MAX_REQUESTS` default: only a single request is a sidecar.
+    let [first] = requests else {
+        return false;
+    };
+    if main_model.is_some_and(|model| model != first.model) {
+        return true;
+    }
+    let small = AUX_ISL_FLOOR.max((AUX_ISL_RATIO * main_peak as f64) as u64);
+    if first.input_length < small {
+        return true;
+    }
+    let output = first.output_length;
+    output > 0
+        && output < REDUCTION_OSL_MAX
+        && first.input_length >= AUX_ISL_FLOOR
+        && first.input_length as f64 > REDUCTION_RATIO * output as f64
+}
+
+/// When a worker chain ran: its first request's start to its last request's end.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: f64,
+    end: f64,
+    /// Its first request (breaks ties of start).
+    first: usize,
+    chain: usize,
+}
+
+impl Span {
+    fn earlier(&self, other: &Self) -> std::cmp::Ordering {
+        self.start
+            .total_cmp(&other.start)
+            .then(self.first.cmp(&other.first))
+    }
+}
+
+/// The fan-out groups among the `live` worker chains (in order of first request):
+/// chains forked with a shared prefix off the same request whose spans (first start to
+/// last end) overlap, at least [`GROUP_MIN`] of them; groups numbered by their earliest
+/// start, members by start.
+fn fan_out_groups(
+    detection: &Detection<'_>,
+    live: &[usize],
+    by_index: &HashMap<usize, &ChainRequest<'_>>,
+) -> HashMap<usize, WorkerKind> {
+    // The spans of the chains forked off each request.
+    let mut by_fork: Vec<(usize, Vec<Span>)> = Vec::new();
+    for &chain in live {
+        let Some(fork) = detection.chains[chain].fork.filter(|f| f.depth > 0) else {
+            continue;
+        };
+        let requests = &detection.chains[chain].requests;
+        let first = requests
+            .iter()
+            .map(|i| by_index[i])
+            .min_by(|a, b| a.t.total_cmp(&b.t).then(a.index.cmp(&b.index)));
+        let Some(first) = first else { continue };
+        let span = Span {
+            start: first.t,
+            end: requests
+                .iter()
+                .map(|i| by_index[i].end)
+                .fold(f64::NEG_INFINITY, f64::max),
+            first: first.index,
+            chain,
+        };
+        match by_fork.iter_mut().find(|(from, _)| *from == fork.from) {
+            Some((_, spans)) => spans.push(span),
+            None => by_fork.push((fork.from, vec![span])),
+        }
+    }
+    let mut groups: Vec<Vec<Span>> = by_fork
+        .into_iter()
+        .flat_map(|(_, spans)| overlapping(spans))
+        .filter(|group| group.len() >= GROUP_MIN)
+        .collect();
+    groups.sort_by(|a, b| a[0].earlier(&b[0]));
+    groups
+        .iter()
+        .enumerate()
+        .flat_map(|(group, members)| {
+            members
+                .iter()
+                .enumerate()
+                .map(move |(member, span)| (span.chain, WorkerKind::Group { group, member }))
+        })
+        .collect()
+}
+
+/// The sets of `spans` connected by overlaps, each in order of start; touching spans
+/// (one ending as the other starts) do not overlap.
+fn overlapping(mut spans: Vec<Span>) -> Vec<Vec<Span>> {
+    spans.sort_by(Span::earlier);
+    let mut sets: Vec<Vec<Span>> = Vec::new();
+    // The latest end so far: a span starting before it joins the set being built.
+    let mut reach = f64::NEG_INFINITY;
+    for span in spans {
+        match sets.last_mut() {
+            Some(set) if span.start < reach => set.push(span),
+            _ => sets.push(vec![span]),
+        }
+        reach = reach.max(span.end);
+    }
+    sets
 }
 
 /// Whether the earliest of `ordered` is a throwaway leading call: it shares no prefix
@@ -354,8 +513,17 @@ mod tests {
             end: t + api,
             model: "opus",
             hash_ids,
+            input_length: 20_000,
             output_length: 500,
         }
+    }
+
+    fn requests_of(chains: &AgentChains) -> Vec<Vec<usize>> {
+        chains.workers.iter().map(|w| w.requests.clone()).collect()
+    }
+
+    fn kinds(chains: &AgentChains) -> Vec<WorkerKind> {
+        chains.workers.iter().map(|w| w.kind).collect()
     }
 
     #[test]
@@ -365,13 +533,8 @@ mod tests {
             request(1, 2.0, 1.0, &[1, 2, 3]),
             request(2, 4.0, 1.0, &[1, 2, 3, 4]),
         ]);
-        assert_eq!(
-            chains,
-            AgentChains {
-                main: vec![0, 1, 2],
-                workers: vec![]
-            }
-        );
+        assert_eq!(chains.main, vec![0, 1, 2]);
+        assert!(chains.workers.is_empty());
     }
 
     #[test]
@@ -389,7 +552,7 @@ mod tests {
         // 4 extends it. 5 keeps only the base of 3 (the deeper tie with the worker
         // goes to the first chain), and nothing returns to 3's context: a compaction.
         assert_eq!(chains.main, vec![0, 1, 3, 5]);
-        assert_eq!(chains.workers, vec![vec![2, 4]]);
+        assert_eq!(requests_of(&chains), vec![vec![2, 4]]);
     }
 
     #[test]
@@ -413,7 +576,7 @@ mod tests {
             request(2, 4.0, 1.0, &[1, 2, 3, 4]),
         ]);
         assert_eq!(chains.main, vec![0, 2]);
-        assert_eq!(chains.workers, vec![vec![1]]);
+        assert_eq!(requests_of(&chains), vec![vec![1]]);
     }
 
     #[test]
@@ -422,7 +585,7 @@ mod tests {
         haiku.model = "haiku";
         let chains = split(&[request(0, 0.0, 1.0, &[1, 2]), haiku]);
         assert_eq!(chains.main, vec![0]);
-        assert_eq!(chains.workers, vec![vec![1]]);
+        assert_eq!(requests_of(&chains), vec![vec![1]]);
     }
 
     #[test]
@@ -432,7 +595,7 @@ mod tests {
             request(1, 4000.0, 1.0, &[1, 9]),
         ]);
         assert_eq!(chains.main, vec![0]);
-        assert_eq!(chains.workers, vec![vec![1]]);
+        assert_eq!(requests_of(&chains), vec![vec![1]]);
     }
 
     #[test]
@@ -456,6 +619,78 @@ mod tests {
             request(2, 1.5, 1.0, &[1, 2, 3]),
         ]);
         assert_eq!(chains.main, vec![0, 1]);
-        assert_eq!(chains.workers, vec![vec![2]]);
+        assert_eq!(requests_of(&chains), vec![vec![2]]);
+    }
+
+    #[test]
+    fn one_shot_sidecars_are_auxiliary_and_longer_chains_agents() {
+        let mut haiku = request(1, 1.0, 0.5, &[1, 2, 7]);
+        haiku.model = "haiku";
+        let mut small = request(2, 1.1, 0.5, &[1, 2, 8]);
+        small.input_length = 16_383;
+        let mut reduction = request(3, 1.2, 0.5, &[1, 2, 9]);
+        reduction.output_length = 999; // 20 000 > 20 × 999
+        let chains = split(&[
+            request(0, 0.0, 5.0, &[1, 2]),
+            haiku,
+            small,
+            reduction,
+            // Off the same request as the sidecars, but not running beside them: not
+            // a fan-out.
+            request(4, 1.8, 0.5, &[1, 2, 10]),
+            request(5, 2.5, 0.5, &[1, 2, 10, 11]),
+        ]);
+        assert_eq!(
+            requests_of(&chains),
+            vec![vec![1], vec![2], vec![3], vec![4, 5]]
+        );
+        assert_eq!(
+            kinds(&chains),
+            [
+                WorkerKind::Auxiliary,
+                WorkerKind::Auxiliary,
+                WorkerKind::Auxiliary,
+                WorkerKind::Agent
+            ]
+        );
+    }
+
+    #[test]
+    fn three_overlapping_agents_off_one_request_are_a_fan_out_group() {
+        // 1, 2 and 3 fork off request 0's context (while it and each other run; every
+        // context shares 2 blocks of 3 with theirs, and the tie goes to the first
+        // chain); each goes on for a second request, and the main agent with 8.
+        let chains = split(&[
+            request(0, 0.0, 1.0, &[1, 2, 3]),
+            request(1, 0.5, 2.0, &[1, 2, 10]),
+            request(2, 0.6, 2.0, &[1, 2, 20]),
+            request(3, 0.7, 2.0, &[1, 2, 30]),
+            request(5, 3.0, 1.0, &[1, 2, 10, 11]),
+            request(6, 3.0, 1.0, &[1, 2, 20, 21]),
+            request(7, 3.0, 1.0, &[1, 2, 30, 31]),
+            request(8, 1.5, 1.0, &[1, 2, 3, 4]),
+        ]);
+        assert_eq!(chains.main, vec![0, 8]);
+        assert_eq!(
+            requests_of(&chains),
+            vec![vec![1, 5], vec![2, 6], vec![3, 7]]
+        );
+        assert_eq!(
+            kinds(&chains),
+            [
+                WorkerKind::Group {
+                    group: 0,
+                    member: 0
+                },
+                WorkerKind::Group {
+                    group: 0,
+                    member: 1
+                },
+                WorkerKind::Group {
+                    group: 0,
+                    member: 2
+                },
+            ]
+        );
     }
 }
