@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use aiperf_core::config::TraceSynthesis;
 use aiperf_datasets::agentic_code::{synthesize_sessions, write_dataset, AgenticCodeConfig};
+use aiperf_datasets::agentic_code_report::write_reports;
 use aiperf_datasets::custom::synthesize_mooncake_trace;
 
 use crate::args::{SynthesizeArgs, SynthesizeTarget};
@@ -88,10 +89,14 @@ fn run_agentic_code(args: &SynthesizeArgs) -> Result<PathBuf, Failure> {
     ));
     let dataset = write_dataset(&run_dir, &sessions, &config, args.seed, &config_name)
         .map_err(|e| Failure::Io(e.into()))?;
+    let [quality, report] = write_reports(&run_dir, &sessions, &config, &config_name)
+        .map_err(|e| Failure::Io(e.into()))?;
     let turns: usize = sessions.iter().map(|s| s.turns.len()).sum();
     println!("Run directory: {}", run_dir.display());
     println!("  JSONL:     {} ({turns} turns)", dataset.display());
     println!("  Manifest:  {}", run_dir.join("manifest.json").display());
+    println!("  Quality:   {}", quality.display());
+    println!("  Dashboard: {}", report.display());
     Ok(dataset)
 }
 

@@ -125,6 +125,12 @@ pub struct Branch {
     /// the parent never waits for them (a fork, or a spawn from the last turn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join_at: Option<usize>,
+    /// The children start when the spawning turn is sent instead of once its reply
+    /// arrived, each child's first-turn delay counted from that send: the recording
+    /// shows them starting while that request was still in flight. Only a spawn may:
+    /// a fork's children need the reply.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub on_send: bool,
 }
 
 /// What the children of a [`Branch`] start from.

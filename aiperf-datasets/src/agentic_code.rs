@@ -475,6 +475,17 @@ pub struct AgenticSession {
     pub group_id: u64,
     /// The turns, in order.
     pub turns: Vec<AgenticTurn>,
+    /// Why it has no further turn.
+    pub end: SessionEnd,
+}
+
+/// Why a synthesized session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// The next turn's context would have reached `max_prompt_tokens`.
+    ContextLimit,
+    /// The reset draw ended it (its chance grows with the context).
+    Reset,
 }
 
 /// Synthesizes `count` sessions from `config` with `seed`.
@@ -559,7 +570,7 @@ impl<'c> Synthesizer<'c> {
             delay_ms: 0.0,
             hash_ids: self.hash_ids(index, group_id, first),
         }];
-        loop {
+        let end = loop {
             let last = &turns[turns.len() - 1];
             let (previous_input, previous_output) = (last.input_length, last.output_length);
             let delay_ms = self.delay_ms(previous_input);
@@ -569,8 +580,11 @@ impl<'c> Synthesizer<'c> {
                 as u64)
                 .max(1);
             let input_length = previous_input + u64::from(previous_output) + new_tokens;
-            if input_length >= config.max_prompt_tokens || self.resets(input_length) {
-                break;
+            if input_length >= config.max_prompt_tokens {
+                break SessionEnd::ContextLimit;
+            }
+            if self.resets(input_length) {
+                break SessionEnd::Reset;
             }
             let output_length = self.output_length();
             turns.push(AgenticTurn {
@@ -580,11 +594,12 @@ impl<'c> Synthesizer<'c> {
                 delay_ms,
                 hash_ids: self.hash_ids(index, group_id, input_length),
             });
-        }
+        };
         AgenticSession {
             session_id,
             group_id,
             turns,
+            end,
         }
     }
 

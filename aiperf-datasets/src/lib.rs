@@ -63,6 +63,7 @@
 pub mod accuracy;
 pub mod adjust;
 pub mod agentic_code;
+pub mod agentic_code_report;
 mod bpe;
 pub mod catalogue;
 pub mod chat_template;

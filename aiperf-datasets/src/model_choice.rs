@@ -152,6 +152,7 @@ mod tests {
             mode: BranchMode::Spawn,
             children: vec![child("c", vec![Turn::text("c1"), Turn::text("c2")])],
             join_at: Some(1),
+            on_send: false,
         });
         let mut conversations = vec![Conversation {
             turns: vec![first, Turn::text("2")],

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use aiperf_core::config::{CustomDatasetType, PromptCorpus, RandomCorpusStyle};
+use aiperf_core::config::{CustomDatasetType, PromptCorpus, RandomCorpusStyle, TracelabJoin};
 use aiperf_core::ContextMode;
 use aiperf_datasets::custom::HashIdPrompts;
 use aiperf_datasets::{
@@ -64,6 +64,34 @@ fn load(path: &Path) -> Result<LoadedDataset, aiperf_datasets::DatasetFileError>
         ..CustomDatasetOptions::default()
     };
     load_custom_dataset(path, &options, &Tokenizer::builtin())
+}
+
+fn load_joined(path: &Path, tracelab_join: TracelabJoin) -> LoadedDataset {
+    let options = CustomDatasetOptions {
+        block_size: Some(4),
+        seed: 3,
+        tracelab_join,
+        ..CustomDatasetOptions::default()
+    };
+    load_custom_dataset(path, &options, &Tokenizer::builtin()).unwrap()
+}
+
+/// The root sessions' ids, each with its children's ids.
+fn sessions(loaded: &LoadedDataset) -> Vec<(&str, Vec<&str>)> {
+    loaded
+        .conversations
+        .iter()
+        .map(|c| {
+            let children = c
+                .turns
+                .iter()
+                .flat_map(|t| &t.branches)
+                .flat_map(|b| &b.children)
+                .map(|child| child.session_id.as_str())
+                .collect();
+            (c.session_id.as_str(), children)
+        })
+        .collect()
 }
 
 fn check(loaded: &LoadedDataset) {
@@ -331,5 +359,67 @@ fn malformed_tool_calls_name_the_line_and_field() {
                 .into(),
             DatasetFileErrorKind::WrongType
         )
+    );
+}
+
+#[test]
+fn the_tracelab_switches_turn_the_join_off_widen_it_or_leave_codex_out() {
+    let rows = [
+        timed_row("p", "u", 0, 1, tool("Agent", 1, 31, 30_000)),
+        timed_row("p", "u", 40, 41, tool("Task", 41, 46, 5_000)),
+        timed_row("c", "u", 3, 5, json!([])),
+        timed_row("s2", "u", 42, 44, json!([])),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    std::fs::write(&path, rows.join("\n")).unwrap();
+    let default = TracelabJoin::default();
+    // 0.13's defaults: the 5 s Task is too short to be a spawn.
+    assert_eq!(
+        sessions(&load_joined(&path, default)),
+        [("p", vec!["p::sa:c"]), ("s2", vec![])]
+    );
+    // A 5 s minimum takes it: s2 runs inside it.
+    let wide = TracelabJoin {
+        min_spawn_ms: 5_000,
+        ..default
+    };
+    assert_eq!(
+        sessions(&load_joined(&path, wide)),
+        [("p", vec!["p::sa:c", "p::sa:s2"])]
+    );
+    // No join: every session as the corpus records it.
+    let flat = TracelabJoin {
+        subagents: false,
+        ..default
+    };
+    assert_eq!(
+        sessions(&load_joined(&path, flat)),
+        [("p", vec![]), ("c", vec![]), ("s2", vec![])]
+    );
+
+    let codex = |session: &str, input: u32, output: u32, tools: serde_json::Value| {
+        let mut row: serde_json::Value =
+            serde_json::from_str(&timed_row(session, "u", input, output, tools)).unwrap();
+        row["provider"] = json!("codex");
+        row.to_string()
+    };
+    let rows = [
+        codex("p", 0, 1, tool("spawn_agent", 1, 1, 5)),
+        codex("p", 2, 3, tool("wait_agent", 3, 20, 17_000)),
+        codex("c", 4, 9, json!([])),
+    ];
+    std::fs::write(&path, rows.join("\n")).unwrap();
+    assert_eq!(
+        sessions(&load_joined(&path, default)),
+        [("p", vec!["p::sa:c"])]
+    );
+    let no_codex = TracelabJoin {
+        codex: false,
+        ..default
+    };
+    assert_eq!(
+        sessions(&load_joined(&path, no_codex)),
+        [("p", vec![]), ("c", vec![])]
     );
 }

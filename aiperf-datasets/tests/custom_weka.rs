@@ -230,3 +230,97 @@ fn a_schema_error_names_the_file_and_line() {
         )
     );
 }
+
+fn flat(t: f64, api_time: f64, model: &str, out: u64, hash_ids: &[u64]) -> serde_json::Value {
+    serde_json::json!({"t": t, "type": "n", "model": model, "in": 16 * hash_ids.len(),
+                       "out": out, "hash_ids": hash_ids, "api_time": api_time})
+}
+
+#[test]
+fn flat_requests_split_into_agent_chains_spawned_where_0_13_spawns_them() {
+    // r1 starts while r0 runs: another agent off r0's context. r2 extends r0 (ended),
+    // r3 extends r1. r5 keeps only the base of r4 and nothing returns to r4's context:
+    // the same agent after a compaction. r6 extends r4's context on another model: an
+    // agent of its own.
+    let trace = serde_json::json!({
+        "id": "flat", "models": ["m", "haiku"], "block_size": 16, "hash_id_scope": "local",
+        "requests": [
+            flat(0.0, 2.0, "m", 1, &[1, 2]),
+            flat(1.0, 3.0, "m", 2, &[1, 2, 30]),
+            flat(3.0, 1.0, "m", 3, &[1, 2, 3]),
+            flat(4.5, 1.0, "m", 4, &[1, 2, 30, 31]),
+            flat(6.0, 1.0, "m", 5, &[1, 2, 3, 4]),
+            flat(7.0, 1.0, "m", 6, &[1, 2, 9]),
+            flat(7.5, 0.2, "haiku", 7, &[1, 2, 3, 4, 5, 6]),
+        ]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flat.json");
+    std::fs::write(&file, trace.to_string()).unwrap();
+    let loaded = load(&file, false);
+    assert_eq!(loaded.conversations.len(), 1);
+    let root = &loaded.conversations[0];
+    let outputs =
+        |c: &Conversation| -> Vec<u32> { c.turns.iter().map(|t| t.max_tokens.unwrap()).collect() };
+    assert_eq!(outputs(root), [1, 3, 5, 6]);
+    // fa:000 (r1, r3; ends at 5.5 s) starts 1 s after r0 is sent, while r0 is in flight,
+    // and r4 (main turn 2, the first at or after 5.5 s) waits for it. The one-shot on
+    // another model is a sidecar, aux:001: it starts 0.5 s after r5 is sent, also in
+    // flight, and nothing joins it.
+    assert_eq!(
+        tree(root),
+        [
+            vec![(Some(2), vec![("flat::fa:000".to_owned(), Some(1000.0))])],
+            vec![],
+            vec![],
+            vec![(None, vec![("flat::aux:001".to_owned(), Some(500.0))])],
+        ]
+    );
+    assert!(root.turns[0].branches[0].on_send);
+    assert!(root.turns[3].branches[0].on_send);
+    let worker = &root.turns[0].branches[0].children[0];
+    assert_eq!(outputs(worker), [2, 4]);
+    // Its second request waits its own idle gap: 4.5 − (1.0 + 3.0) s.
+    assert_eq!(worker.turns[1].delay_ms, Some(500.0));
+    assert_eq!(outputs(&root.turns[3].branches[0].children[0]), [7]);
+    // The main chain's turns wait the idle gaps of its own requests: r2 after r0.
+    assert_eq!(root.turns[1].delay_ms, Some(1000.0));
+}
+
+#[test]
+fn a_subagents_extra_chains_run_beside_it_and_a_spawn_after_the_reply_waits_for_it() {
+    // The subagent's third request shares no context with its first two: a sibling
+    // one-shot of a small context, `::sa:a:aux:000`, started with the subagent, 0.5 s
+    // after the spawn. The spawn (at
+    // 2 s) is after r0's end (1 s): the children start once r0 has its reply.
+    let trace = serde_json::json!({
+        "id": "nest", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
+        "requests": [
+            flat(0.0, 1.0, "m", 1, &[1, 2]),
+            subagent("a", 2.0, Some(3000), &[
+                flat(2.0, 0.3, "m", 2, &[5, 6]),
+                flat(2.4, 0.5, "m", 3, &[5, 6, 7]),
+                flat(2.5, 1.0, "m", 3, &[8, 9]),
+            ]),
+            flat(6.0, 1.0, "m", 4, &[1, 2, 3]),
+        ]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("nest.json");
+    std::fs::write(&file, trace.to_string()).unwrap();
+    let root = &load(&file, false).conversations[0];
+    assert_eq!(
+        tree(root),
+        [
+            vec![(
+                Some(1),
+                vec![
+                    ("nest::sa:a".to_owned(), Some(0.0)),
+                    ("nest::sa:a:aux:000".to_owned(), Some(500.0)),
+                ]
+            )],
+            vec![],
+        ]
+    );
+    assert!(!root.turns[0].branches[0].on_send);
+}

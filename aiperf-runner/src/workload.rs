@@ -414,6 +414,7 @@ async fn built_in_source(
             max_context_length: input.trace.max_context_length,
             use_think_time_only: input.trace.use_think_time_only,
             synthesis: input.trace.synthesis.clone(),
+            tracelab_join: input.trace.tracelab_join,
             // The engine makes them ahead of the schedule: the first request waits for
             // one prompt, not for every prompt of a long trace.
             defer_prompts: true,
@@ -620,6 +621,7 @@ mod tests {
                 ..Conversation::default()
             })],
             join_at: None,
+            on_send: false,
         });
         let mut conversations = vec![Conversation {
             session_id: "parent".into(),

@@ -188,6 +188,30 @@ fn agentic_code_sessions_are_reproducible_and_load_as_a_mooncake_trace() {
         &format!("--num-sessions 12 --seed 7 --config {}", manifest.display()),
     );
     assert_eq!(bytes, std::fs::read(replayed).unwrap());
+
+    // Beside the trace, 0.13's quality report, counting what the trace holds, and the
+    // same as a page needing nothing else.
+    let quality = common::read_json(&first.with_file_name("quality.json"));
+    let end = &quality["session_end_stats"];
+    assert_eq!(end["total_sessions"], 12);
+    assert_eq!(
+        end["forced_retires"].as_u64().unwrap() + end["probabilistic_resets"].as_u64().unwrap(),
+        12
+    );
+    assert_eq!(quality["session_stats"]["count"], 12);
+    assert_eq!(
+        quality["observed_vs_target"]["generation_length"]["observed"]["count"],
+        rows.len()
+    );
+    assert_eq!(
+        quality["observed_vs_target"]["initial_context"]["observed"]["count"],
+        12
+    );
+    let page = std::fs::read_to_string(first.with_file_name("report.html")).unwrap();
+    assert!(page.contains(&format!("12 sessions, {} turns.", rows.len())));
+    for reference in ["http:", "https:", "//", "src=", "href="] {
+        assert!(!page.contains(reference), "{reference} in report.html");
+    }
 }
 
 #[test]

@@ -304,6 +304,64 @@ async fn a_weka_parent_request_waits_for_the_subagent_it_joins() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weka_agent_recorded_starting_mid_request_is_sent_while_that_request_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w.json");
+    // The second request does not extend the first, which was still running (0 to
+    // 2 s): another agent (a one-shot sidecar, `aux:`), recorded 0.2 s after the first
+    // was sent. Against a mock
+    // taking 1 s a request, it goes 0.2 s after the first is sent, before the first's
+    // reply; the main agent's next request (joined to it) goes after both.
+    let trace = json!({
+        "id": "w", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
+        "requests": [
+            {"t": 0.0, "type": "n", "model": "m", "in": 32, "out": 5, "hash_ids": [1, 2],
+             "api_time": 2.0},
+            {"t": 0.2, "type": "n", "model": "m", "in": 48, "out": 3, "hash_ids": [1, 2, 30],
+             "api_time": 0.2},
+            {"t": 2.05, "type": "n", "model": "m", "in": 48, "out": 6, "hash_ids": [1, 2, 3],
+             "api_time": 0.1}
+        ]
+    });
+    std::fs::write(&file, trace.to_string()).unwrap();
+    let bodies = recorded_bodies_answered_after(
+        dir.path(),
+        &format!(
+            "--input-file {} --concurrency 1 --request-count 3",
+            file.display()
+        ),
+        1000.0,
+    )
+    .await;
+    let max_tokens: Vec<u64> = bodies
+        .iter()
+        .map(|b| b["max_completion_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(max_tokens, [5, 3, 6]);
+    let records = read_jsonl(&dir.path().join("artifacts/profile_export.jsonl"));
+    let at = |conversation: &str, turn: u64, key: &str| -> f64 {
+        let record = records
+            .iter()
+            .find(|r| {
+                r["metadata"]["conversation_id"] == conversation
+                    && r["metadata"]["turn_index"] == turn
+            })
+            .unwrap_or_else(|| panic!("no record of {conversation} turn {turn}"));
+        record["metadata"][key].as_f64().unwrap() / 1e6
+    };
+    let main_sent = at("w", 0, "request_start_ns");
+    let agent_sent = at("w::aux:000", 0, "request_start_ns");
+    // In flight: after the send (and its 0.2 s), before the 1 s reply.
+    assert!(
+        agent_sent - main_sent >= 150.0 && agent_sent < at("w", 0, "request_end_ns"),
+        "agent sent {} ms after the main request, which ended {} ms after it",
+        agent_sent - main_sent,
+        at("w", 0, "request_end_ns") - main_sent
+    );
+    assert!(at("w", 1, "request_start_ns") >= at("w::aux:000", 0, "request_end_ns"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mooncake_trace_sends_and_records_the_prompts_its_loader_makes() {
     // Shared leading blocks, a block first seen short then whole, a line without hash
     // ids: the run makes the prompts as it goes, inputs.json beside it.

@@ -6,7 +6,8 @@ use aiperf_core::cache_bust::CacheBust;
 use aiperf_core::config::{
     parse_dataset_filters, AudioFormat, CustomDatasetType, ImageFormat, InputConfig,
     ModelSelectionStrategy, PromptCorpus, PublicDataset, RandomCorpusStyle, RangeRatio,
-    SequenceDistribution, TraceOptions, TraceSynthesis, VideoFormat, VideoSynthType, WEKA_HF,
+    SequenceDistribution, TraceOptions, TraceSynthesis, TracelabJoin, VideoFormat, VideoSynthType,
+    WEKA_HF,
 };
 use aiperf_core::SamplingStrategy;
 use clap::{Args, ValueEnum};
@@ -398,6 +399,8 @@ impl InputArgs {
             omit_kv_hints: self.omit_kv_hints,
             omit_min_tokens: self.no_force_min_tokens,
             synthesis: self.synthesis(),
+            // Set from the environment by the assembly, as 0.13 reads it.
+            tracelab_join: TracelabJoin::default(),
         };
         input.cache_bust = self.cache_bust.into_config();
         input.dataset_filters =
@@ -860,6 +863,7 @@ mod tests {
                 omit_kv_hints: false,
                 omit_min_tokens: false,
                 synthesis: TraceSynthesis::default(),
+                tracelab_join: TracelabJoin::default(),
             }
         );
         let baseten = config(&["--omit-kv-hints", "--no-force-min-tokens"]).trace;

@@ -261,6 +261,36 @@ pub struct TraceOptions {
     /// the gaps of agentic traces) longer than this are shortened to it; timestamps are
     /// left alone. `>= 0`.
     pub inter_turn_delay_cap_seconds: Option<f64>,
+    /// How a `tracelab` file's subagent sessions are linked to the sessions that
+    /// spawned them (0.13's `AIPERF_DATASET_TRACELAB_*` switches).
+    pub tracelab_join: TracelabJoin,
+}
+
+/// How a `tracelab` file's subagents are found: a session whose whole span lies in
+/// another session's spawning window becomes its child (docs/datasets.md). The default
+/// is 0.13's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TracelabJoin {
+    /// Link subagents to their parents at all; off, every recorded session is replayed
+    /// as a session of its own, as the corpus literally records them.
+    pub subagents: bool,
+    /// Codex sessions' windows (first `spawn_agent` to last `wait_agent` result) count
+    /// too; off, only Claude's blocking spawning tool calls do.
+    pub codex: bool,
+    /// The shortest Claude spawning tool call (its `tool_wall_latency_ms`) taken as a
+    /// subagent's run.
+    pub min_spawn_ms: u64,
+}
+
+impl Default for TracelabJoin {
+    fn default() -> Self {
+        Self {
+            subagents: true,
+            codex: true,
+            min_spawn_ms: 10_000,
+        }
+    }
 }
 
 /// Trace re-synthesis (`--synthesis-*`, docs/datasets.md#trace-synthesis): how a

@@ -24,9 +24,9 @@ pub use input::{
     parse_dataset_filters, AudioFormat, AudioOptions, CustomDatasetType, ImageFormat, ImageOptions,
     InputConfig, ModelSelectionStrategy, PromptCorpus, PromptOptions, PublicDataset,
     RandomCorpusStyle, RangeRatio, RankingsOptions, SeqDistPair, SequenceDistribution,
-    SessionOptions, SpeedBenchVariant, TraceOptions, TraceSynthesis, VideoFormat, VideoOptions,
-    VideoSynthType, DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS, SPEED_BENCH_HUB_ID,
-    SPEED_BENCH_HUB_SPLIT, SPEED_BENCH_VARIANTS, WEKA_HF,
+    SessionOptions, SpeedBenchVariant, TraceOptions, TraceSynthesis, TracelabJoin, VideoFormat,
+    VideoOptions, VideoSynthType, DEFAULT_NUM_DATASET_ENTRIES, MIN_AUDIO_SECONDS,
+    SPEED_BENCH_HUB_ID, SPEED_BENCH_HUB_SPLIT, SPEED_BENCH_VARIANTS, WEKA_HF,
 };
 pub use load::{
     parse_rate_series, ArrivalPattern, FixedScheduleConfig, LoadConfig, RateSeriesPoint, Shard,

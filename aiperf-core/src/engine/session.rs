@@ -16,7 +16,7 @@ use super::job::JobBounds;
 use super::phase::{PhaseRunner, PhaseState};
 use super::{random_uuid, Finished, Outcome, ToProcessor};
 use crate::cache_bust;
-use crate::conversation::{BranchMode, ContextMode, Conversation, Turn};
+use crate::conversation::{Branch, BranchMode, ContextMode, Conversation, Turn};
 use crate::endpoint::{build_request, RequestInput};
 use crate::record::{Credit, ErrorDetails};
 use crate::schedule::PlannedSession;
@@ -193,6 +193,18 @@ impl PhaseRunner {
             } else {
                 std::slice::from_ref(turn)
             };
+            // Spawns recorded as starting while this request was in flight start
+            // with its send; the rest once it has its reply.
+            let (on_send, after_reply): (Vec<&Branch>, Vec<&Branch>) = turn
+                .branches
+                .iter()
+                .partition(|b| b.on_send && b.mode == BranchMode::Spawn);
+            for branch in on_send {
+                let ids = self.start_branch(branch, &[], &mut children, &url, state);
+                if let Some(at) = branch.join_at {
+                    joins.push((at, ids));
+                }
+            }
             let reply = self
                 .send_turn(credit, &url, turns, want_reply, is_last, state)
                 .await;
@@ -204,22 +216,34 @@ impl PhaseRunner {
                     ..Turn::default()
                 });
             }
-            for branch in &turn.branches {
+            for branch in after_reply {
                 let from = match branch.mode {
                     BranchMode::Fork => &history[..],
                     BranchMode::Spawn => &[],
                 };
-                let ids: Vec<tokio::task::Id> = branch
-                    .children
-                    .iter()
-                    .map(|child| children.start(self.child(child, from.to_vec(), &url, state)))
-                    .collect();
+                let ids = self.start_branch(branch, from, &mut children, &url, state);
                 if let Some(at) = branch.join_at {
                     joins.push((at, ids));
                 }
             }
         }
         children.wait_all().await;
+    }
+
+    /// Starts the children of `branch` from `history`; returns their task ids.
+    fn start_branch(
+        &self,
+        branch: &Branch,
+        history: &[Turn],
+        children: &mut Children,
+        url: &Arc<str>,
+        state: &Arc<PhaseState>,
+    ) -> Vec<tokio::task::Id> {
+        branch
+            .children
+            .iter()
+            .map(|child| children.start(self.child(child, history.to_vec(), url, state)))
+            .collect()
     }
 
     /// The task of a child session, sent to `url` like its parent's, starting from

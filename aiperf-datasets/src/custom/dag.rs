@@ -615,6 +615,7 @@ impl Graph<'_> {
                     mode: branch.mode,
                     children: branch.children.iter().map(&mut child).collect(),
                     join_at: branch.join_at,
+                    on_send: false,
                 })
                 .collect();
         }

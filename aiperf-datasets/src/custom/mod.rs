@@ -51,10 +51,13 @@ mod tracelab;
 mod turn_fields;
 mod verbatim;
 mod weka;
+mod weka_chains;
 
 use std::path::{Path, PathBuf};
 
-use aiperf_core::config::{CustomDatasetType, PromptCorpus, RandomCorpusStyle, TraceSynthesis};
+use aiperf_core::config::{
+    CustomDatasetType, PromptCorpus, RandomCorpusStyle, TraceSynthesis, TracelabJoin,
+};
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy};
 
@@ -113,6 +116,9 @@ pub struct CustomDatasetOptions {
     /// text: loading a long trace then takes milliseconds, not seconds. The run (or
     /// [`aiperf_core::Conversation::materialized`]) makes the same text either way.
     pub defer_prompts: bool,
+    /// How `tracelab` subagents are linked to their parents (0.13's
+    /// `AIPERF_DATASET_TRACELAB_*` switches).
+    pub tracelab_join: TracelabJoin,
 }
 
 /// A loaded custom dataset.
@@ -219,7 +225,10 @@ pub fn load_custom_dataset(
         CustomDatasetType::SagemakerDataCapture => (sagemaker::load(path)?, true),
         CustomDatasetType::Tracelab => {
             let block = options.block_size.unwrap_or(TRACELAB_BLOCK_SIZE);
-            (tracelab::load(path, &mut prompts(block)?, block)?, false)
+            (
+                tracelab::load(path, &mut prompts(block)?, block, options.tracelab_join)?,
+                false,
+            )
         }
         CustomDatasetType::SpeedBench(variant) => (speed_bench::load(path, variant)?, false),
         CustomDatasetType::WekaTrace => {

@@ -13,10 +13,11 @@
 //! A subagent's rounds are a session of their own in the corpus, with no link to the
 //! session that spawned it. As 0.13 does, the link is recovered by timing containment:
 //! a session of the same `user` and `project` whose whole span lies inside a spawning
-//! tool call's window (a Claude `Agent`/`Task` call of at least [`MIN_SPAWN_MS`], or a
-//! Codex session's first `spawn_agent` to its last `wait_agent` result) is that call's
-//! subagent (the tightest window wins). It becomes a child session of its parent, nested
-//! as `weka_trace` nests subagents.
+//! tool call's window (a Claude `Agent`/`Task` call lasting at least
+//! [`TracelabJoin::min_spawn_ms`], or a Codex session's first `spawn_agent` to its last
+//! `wait_agent` result) is that call's subagent (the tightest window wins). It becomes a
+//! child session of its parent, nested as `weka_trace` nests subagents. [`TracelabJoin`]
+//! turns the link (or only Codex's windows) off, as 0.13's switches do.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -24,6 +25,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
+use aiperf_core::config::TracelabJoin;
 use aiperf_core::{Branch, BranchMode, ContextMode, Conversation, Turn};
 use serde_json::Value;
 
@@ -40,9 +42,6 @@ const OUTPUT_EVENTS: [&str; 3] = ["text", "reasoning", "tool_call"];
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Claude Code's blocking tools that run a subagent for their whole duration.
 const CLAUDE_SPAWN_TOOLS: [&str; 2] = ["Agent", "Task"];
-/// The shortest spawning tool call taken for a subagent's run (0.13's default): shorter
-/// ones are mostly no-ops or errors, and their windows would catch unrelated sessions.
-const MIN_SPAWN_MS: f64 = 10_000.0;
 /// How close (in ms) a later round may start before a subagent's end and still count
 /// as sent after it (0.13 rounds recorded times to the microsecond).
 const JOIN_EPSILON_MS: f64 = 1e-3;
@@ -92,7 +91,7 @@ struct SessionRows {
     codex: bool,
     /// The earliest and latest of every event and tool time of its rows.
     span: Option<(f64, f64)>,
-    /// Its Claude spawning tool calls.
+    /// Its Claude spawning tool calls that recorded their wall latency.
     claude_windows: Vec<SpawnWindow>,
     /// When its Codex `spawn_agent` calls were emitted.
     codex_spawns: Vec<f64>,
@@ -108,12 +107,22 @@ impl SessionRows {
         });
     }
 
-    /// Its spawn windows: one per long Claude spawning call, or for a Codex session one
-    /// from its first `spawn_agent` to its last `wait_agent` result (the corpus strips
-    /// the handles that would pair each spawn with its wait).
-    fn windows(&self) -> Vec<SpawnWindow> {
+    /// Its spawn windows: one per Claude spawning call lasting at least
+    /// `join.min_spawn_ms` (shorter ones are mostly no-ops or errors, and their windows
+    /// would catch unrelated sessions), or for a Codex session, unless `join.codex` is
+    /// off, one from its first `spawn_agent` to its last `wait_agent` result (the corpus
+    /// strips the handles that would pair each spawn with its wait).
+    fn windows(&self, join: TracelabJoin) -> Vec<SpawnWindow> {
         if !self.codex {
-            return self.claude_windows.clone();
+            return self
+                .claude_windows
+                .iter()
+                .filter(|w| w.duration >= join.min_spawn_ms as f64)
+                .copied()
+                .collect();
+        }
+        if !join.codex {
+            return Vec::new();
         }
         let start = self.codex_spawns.iter().copied().reduce(f64::min);
         let end = self.codex_waits.iter().copied().reduce(f64::max);
@@ -136,6 +145,7 @@ pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
     block_size: u32,
+    join: TracelabJoin,
 ) -> Result<Vec<Conversation>, DatasetFileError> {
     let mut sessions: Vec<SessionRows> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
@@ -170,7 +180,11 @@ pub(crate) fn load(
             )?,
         );
     }
-    let parents = subagent_parents(&sessions);
+    let parents = if join.subagents {
+        subagent_parents(&sessions, join)
+    } else {
+        vec![None; sessions.len()]
+    };
     let mut nested: HashSet<usize> = HashSet::new();
     let mut roots = Vec::new();
     for (index, session) in sessions.iter().enumerate() {
@@ -221,11 +235,14 @@ fn conversation(session_id: String, turns: Vec<Turn>) -> Conversation {
 /// spawn window (shortest, then earliest, then by parent id) of another session with the
 /// same owner that holds the session's whole span. A subagent of a subagent has no parent
 /// here: 0.13 nests one level and replays deeper ones on their own.
-fn subagent_parents(sessions: &[SessionRows]) -> Vec<Option<(usize, SpawnWindow)>> {
+fn subagent_parents(
+    sessions: &[SessionRows],
+    join: TracelabJoin,
+) -> Vec<Option<(usize, SpawnWindow)>> {
     let windows: Vec<(usize, SpawnWindow)> = sessions
         .iter()
         .enumerate()
-        .flat_map(|(index, session)| session.windows().into_iter().map(move |w| (index, w)))
+        .flat_map(|(index, session)| session.windows(join).into_iter().map(move |w| (index, w)))
         .collect();
     let links: Vec<Option<(usize, SpawnWindow)>> = sessions
         .iter()
@@ -320,6 +337,7 @@ fn nest_subagents(
             mode: BranchMode::Spawn,
             children,
             join_at: group.join_at,
+            on_send: false,
         });
     }
 }
@@ -409,7 +427,7 @@ fn parse_row(
             ("spawn_agent", Some(at), _) => session.codex_spawns.push(at),
             ("wait_agent", _, Some(at)) => session.codex_waits.push(at),
             (name, Some(start), Some(end)) if CLAUDE_SPAWN_TOOLS.contains(&name) => {
-                if let Some(latency) = latency.filter(|ms| *ms >= MIN_SPAWN_MS) {
+                if let Some(latency) = latency {
                     session.claude_windows.push(SpawnWindow {
                         start,
                         end,

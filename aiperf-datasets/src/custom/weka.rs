@@ -4,11 +4,16 @@
 //! Hugging Face weka corpora hold one such trace per row and replay the same way.
 //!
 //! A trace's top-level requests (`type` `n` or `s`: `t` seconds, `in`/`out` tokens,
-//! `hash_ids`, `api_time`, `think_time`) form one session. Each `type: "subagent"`
-//! entry's inner requests form a child session (`<id>::sa:<agent_id>`) nested as 0.13
-//! nests them: spawned once the parent's last request before the entry has its reply,
-//! its first request after its recorded offset from the spawn, and joined by the
-//! parent's first later request recorded at or after the subagent's end. Every
+//! `hash_ids`, `api_time`, `think_time`) are split into [agent chains](super::weka_chains)
+//! by their hash-id prefixes: the first request's chain is the trace's session, every
+//! other chain a child session (`<id>::fa:NNN`, or `aux:`/`wg:` as 0.13 classifies it).
+//! Each `type: "subagent"` entry's inner
+//! requests, split the same way, form child sessions (`<id>::sa:<agent_id>` and its
+//! siblings) nested as 0.13 nests them: spawned by the parent's last request before the
+//! entry, its first request after its recorded offset from the spawn, and joined by
+//! the parent's first later request recorded at or after the subagent's end. Children
+//! recorded starting while their spawning request was in flight start as it is sent;
+//! the others once it has its reply. Every
 //! request carries its whole context, so each turn is sent on its own, its prompt made
 //! of its `hash_ids` blocks of the trace's `block_size`. Hash ids are local to a trace:
 //! each trace's blocks come from its own seed stream, so traces never share a prefix.
@@ -24,6 +29,7 @@ use serde::Deserialize;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
+use super::weka_chains::{self, ChainRequest, WorkerKind};
 use crate::seed::derive_seed;
 use crate::Tokenizer;
 
@@ -269,7 +275,7 @@ fn replay(
             prompts: &mut prompts,
             think_time_only: options.think_time_only,
         };
-        let root = builder
+        let (root, _) = builder
             .session(trace.id.clone(), &trace.requests, None, "requests")
             .map_err(|(field, message)| {
                 origin
@@ -396,14 +402,38 @@ struct SpawnGroup {
     children: Vec<(Conversation, f64)>,
 }
 
+/// A request of a session: its entry index, its `t` on the trace's clock, the request.
+type Placed<'e> = (usize, f64, &'e Request);
+
+/// An agent chain split off a session's requests, as a child session.
+struct FlatAgent {
+    session: Conversation,
+    /// The entry index of its first request.
+    first_index: usize,
+    /// When its first request was recorded.
+    first_t: f64,
+    /// When its last request ended.
+    end: f64,
+}
+
 impl SessionBuilder<'_> {
     /// The session of `entries` (a trace's requests, or a subagent's), as 0.13 nests
-    /// them: its requests become turns, and each subagent among them becomes a child
-    /// session spawned once the last request before it has its reply, joined by the
-    /// first later request recorded at or after the subagent's end (or left running
-    /// to the session's end when none is). A subagent with no request before it has
-    /// no turn to spawn it and is left out. Each child's first request waits its
-    /// recorded offset from the earliest spawn of its group.
+    /// them. Its requests are first split into [agent chains](super::weka_chains): the
+    /// chain of the earliest request is this session; each other chain is an agent of
+    /// its own, `<id>::fa:NNN` (or `aux:`/`wg:`, [`WorkerKind`]; returned to be a
+    /// sibling, `<id>:fa:NNN`, for a subagent's session). A trace's agent chain is spawned by this session's last
+    /// turn before its first request (the first turn when none is) and joined by the
+    /// first later turn recorded at or after the chain's end.
+    ///
+    /// Each subagent among the entries becomes a child session spawned by the last
+    /// turn before it and joined by the first later turn recorded at or after the
+    /// subagent's end (or left running to the session's end when none is). A subagent
+    /// with no request before it has no turn to spawn it and is left out.
+    ///
+    /// Children spawned by the same turn and joined by the same turn start together;
+    /// when they were recorded starting before that turn's request ended they start as
+    /// it is sent, each first request after its recorded offset from that send, and
+    /// otherwise once it has its reply, after their offset from the earliest spawn.
     ///
     /// `spawned_at` is the marker's `t` of a subagent's session: an inner `t` before
     /// it is relative to it (older captures), as 0.13 reads them.
@@ -413,8 +443,8 @@ impl SessionBuilder<'_> {
         entries: &[Entry],
         spawned_at: Option<f64>,
         field: &str,
-    ) -> Result<Conversation, FieldError> {
-        let requests: Vec<(usize, f64, &Request)> = entries
+    ) -> Result<(Conversation, Vec<FlatAgent>), FieldError> {
+        let requests: Vec<Placed<'_>> = entries
             .iter()
             .enumerate()
             .filter_map(|(index, entry)| match entry {
@@ -424,7 +454,36 @@ impl SessionBuilder<'_> {
                 Entry::Subagent(_) => None,
             })
             .collect();
+        let (requests, workers) = split_agents(requests);
         let mut turns = self.turns(&requests, field)?;
+        let mut agents = Vec::with_capacity(workers.len());
+        for (n, (chain, kind)) in workers.iter().enumerate() {
+            let marker = if spawned_at.is_some() { ":" } else { "::" };
+            let name = match kind {
+                WorkerKind::Agent => format!("fa:{n:03}"),
+                WorkerKind::Auxiliary => format!("aux:{n:03}"),
+                WorkerKind::Group { group, member } => format!("wg:{group:03}_{member:03}"),
+            };
+            agents.push(FlatAgent {
+                session: Conversation {
+                    session_id: format!("{session_id}{marker}{name}"),
+                    turns: self.turns(chain, field)?,
+                    context_mode: ContextMode::MessageArrayWithResponses,
+                    ..Conversation::default()
+                },
+                first_index: chain[0].0,
+                first_t: chain[0].1,
+                end: chain
+                    .iter()
+                    .map(|(_, t, r)| t + busy_seconds(r))
+                    .fold(f64::NEG_INFINITY, f64::max),
+            });
+        }
+        let join_after = |index: usize, end: f64| {
+            requests
+                .iter()
+                .position(|(at, t, _)| *at > index && t + JOIN_EPSILON_S >= end)
+        };
         let mut groups: Vec<SpawnGroup> = Vec::new();
         for (index, entry) in entries.iter().enumerate() {
             let Entry::Subagent(agent) = entry else {
@@ -439,14 +498,8 @@ impl SessionBuilder<'_> {
                 continue;
             };
             let start = on_trace_clock(agent.t, spawned_at);
-            let end = subagent_end(agent, start);
-            let join_at = requests
-                .iter()
-                .enumerate()
-                .skip(spawner + 1)
-                .find(|(_, (_, t, _))| t + JOIN_EPSILON_S >= end)
-                .map(|(turn, _)| turn);
-            let child = self.session(
+            let join_at = join_after(index, subagent_end(agent, start));
+            let (child, siblings) = self.session(
                 format!("{session_id}::sa:{}", agent.agent_id),
                 &agent.requests,
                 Some(start),
@@ -463,29 +516,46 @@ impl SessionBuilder<'_> {
             else {
                 continue;
             };
-            match groups
-                .iter_mut()
-                .find(|g| g.spawner == spawner && g.join_at == join_at)
-            {
-                Some(group) => {
-                    group.spawned_at = group.spawned_at.min(start);
-                    group.children.push((child, first_t));
-                }
-                None => groups.push(SpawnGroup {
-                    spawner,
-                    join_at,
-                    spawned_at: start,
-                    children: vec![(child, first_t)],
-                }),
-            }
+            let mut children = vec![(child, first_t)];
+            children.extend(siblings.into_iter().map(|a| (a.session, a.first_t)));
+            add_to_group(&mut groups, spawner, join_at, start, children);
         }
+        if spawned_at.is_some() {
+            Self::attach(&mut turns, &requests, groups);
+            return Ok((conversation(session_id, turns), agents));
+        }
+        for agent in agents {
+            let spawner = requests
+                .iter()
+                .rposition(|(at, _, _)| *at < agent.first_index)
+                .unwrap_or(0);
+            let join_at = join_after(agent.first_index, agent.end);
+            add_to_group(
+                &mut groups,
+                spawner,
+                join_at,
+                agent.first_t,
+                vec![(agent.session, agent.first_t)],
+            );
+        }
+        Self::attach(&mut turns, &requests, groups);
+        Ok((conversation(session_id, turns), Vec::new()))
+    }
+
+    /// Hangs each group's children on its spawning turn: started as that turn is sent
+    /// when the recording has them starting before its request ended.
+    fn attach(turns: &mut [Turn], requests: &[Placed<'_>], groups: Vec<SpawnGroup>) {
         for group in groups {
+            let (spawner_t, spawner) = (requests[group.spawner].1, requests[group.spawner].2);
+            let busy = busy_seconds(spawner);
+            let on_send = busy > 0.0 && group.spawned_at < spawner_t + busy;
+            let origin = if on_send { spawner_t } else { group.spawned_at };
             let children = group
                 .children
                 .into_iter()
                 .map(|(mut child, first_t)| {
                     if let Some(first) = child.turns.first_mut() {
-                        first.delay_ms = Some(((first_t - group.spawned_at) * 1000.0).max(0.0));
+                        first.delay_ms = Some(((first_t - origin) * 1000.0).max(0.0));
                     }
                     Arc::new(child)
                 })
@@ -494,23 +564,14 @@ impl SessionBuilder<'_> {
                 mode: BranchMode::Spawn,
                 children,
                 join_at: group.join_at,
+                on_send,
             });
         }
-        Ok(Conversation {
-            session_id,
-            turns,
-            context_mode: ContextMode::MessageArrayWithResponses,
-            ..Conversation::default()
-        })
     }
 
     /// The turns of one session's requests (entry index, `t` on the trace's clock),
     /// in recorded order.
-    fn turns(
-        &mut self,
-        requests: &[(usize, f64, &Request)],
-        field: &str,
-    ) -> Result<Vec<Turn>, FieldError> {
+    fn turns(&mut self, requests: &[Placed<'_>], field: &str) -> Result<Vec<Turn>, FieldError> {
         let mut turns = Vec::with_capacity(requests.len());
         let mut previous: Option<(f64, &Request)> = None;
         for &(index, t, request) in requests {
@@ -534,6 +595,75 @@ impl SessionBuilder<'_> {
         }
         Ok(turns)
     }
+}
+
+/// Adds `children`, spawned at `spawned_at` by turn `spawner` and joined by `join_at`,
+/// to the group of the same two turns, or to a new one.
+fn add_to_group(
+    groups: &mut Vec<SpawnGroup>,
+    spawner: usize,
+    join_at: Option<usize>,
+    spawned_at: f64,
+    children: Vec<(Conversation, f64)>,
+) {
+    match groups
+        .iter_mut()
+        .find(|g| g.spawner == spawner && g.join_at == join_at)
+    {
+        Some(group) => {
+            group.spawned_at = group.spawned_at.min(spawned_at);
+            group.children.extend(children);
+        }
+        None => groups.push(SpawnGroup {
+            spawner,
+            join_at,
+            spawned_at,
+            children,
+        }),
+    }
+}
+
+/// A session replayed as the trace recorded it.
+fn conversation(session_id: String, turns: Vec<Turn>) -> Conversation {
+    Conversation {
+        session_id,
+        turns,
+        context_mode: ContextMode::MessageArrayWithResponses,
+        ..Conversation::default()
+    }
+}
+
+/// A session's requests as its own agent chain (in recorded order when it is the only
+/// one) and the other agent chains found among them, each in time order.
+fn split_agents(
+    requests: Vec<Placed<'_>>,
+) -> (Vec<Placed<'_>>, Vec<(Vec<Placed<'_>>, WorkerKind)>) {
+    let chains = weka_chains::split(
+        &requests
+            .iter()
+            .map(|&(index, t, r)| ChainRequest {
+                index,
+                t,
+                end: t + busy_seconds(r),
+                model: &r.model,
+                hash_ids: &r.hash_ids,
+                input_length: r.input_length,
+                output_length: r.output_length,
+            })
+            .collect::<Vec<_>>(),
+    );
+    if chains.workers.is_empty() {
+        return (requests, Vec::new());
+    }
+    let by_index: std::collections::HashMap<usize, Placed<'_>> =
+        requests.iter().map(|p| (p.0, *p)).collect();
+    let placed = |chain: &[usize]| chain.iter().map(|i| by_index[i]).collect::<Vec<_>>();
+    let workers = chains
+        .workers
+        .iter()
+        .map(|w| (placed(&w.requests), w.kind))
+        .collect();
+    (placed(&chains.main), workers)
 }
 
 /// A subagent's inner `t` on its trace's clock: one before the subagent's spawn is
