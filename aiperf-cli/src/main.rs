@@ -45,6 +45,9 @@ use args::{Cli, Command, KubeCommand, ProfileArgs};
 /// mimalloc instead of the system allocator: request tasks allocate response buffers on
 /// the runtime's threads and the processing thread frees them, a pattern that fragments
 /// glibc's per-thread arenas (hundreds of MB on a long run) and costs time in malloc.
+/// The `heap-profile` feature keeps the system allocator, whose calls heap profilers
+/// such as heaptrack intercept (bench/README.md: where a stream's memory goes).
+#[cfg(not(feature = "heap-profile"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
