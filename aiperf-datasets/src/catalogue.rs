@@ -72,8 +72,41 @@ pub enum RowConversion {
     /// SemiAnalysis Weka agentic-coding traces: each row is one whole `weka_trace`
     /// trace, replayed as the same trace in a file is.
     WekaTrace,
-    /// Exgentic agent LLM traces (not loaded by aiperf-rs yet).
-    AgentTrace,
+    /// Exgentic agent LLM traces: each row is one recorded agent session whose LLM calls
+    /// replay as its turns, each with the complete message array it sent
+    /// ([`crate::hub::exgentic`]).
+    AgentTrace {
+        /// Which release of the traces (their filters and pinned revision differ).
+        version: ExgenticVersion,
+    },
+}
+
+/// The two releases of the Exgentic agent traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExgenticVersion {
+    /// `Exgentic/agent-llm-traces` (`--public-dataset exgentic`).
+    V1,
+    /// `Exgentic/agent-llm-traces-v2` (`--public-dataset exgentic_v2`): adds the
+    /// `benchmark` filter.
+    V2,
+}
+
+impl ExgenticVersion {
+    /// The Hugging Face dataset id.
+    pub const fn hub_id(self) -> &'static str {
+        match self {
+            ExgenticVersion::V1 => "Exgentic/agent-llm-traces",
+            ExgenticVersion::V2 => "Exgentic/agent-llm-traces-v2",
+        }
+    }
+
+    /// The commit the Python AIPerf 0.13 pins, so both tools replay the same rows.
+    pub fn revision(self) -> &'static str {
+        match self {
+            ExgenticVersion::V1 => "70036b93a04e61b0ea2706a68b962f4f26774587",
+            ExgenticVersion::V2 => "4b8ad4ab198438e5a170f9171c19c6a2cf7c1814",
+        }
+    }
 }
 
 impl RowConversion {
@@ -88,6 +121,7 @@ impl RowConversion {
                 | RowConversion::Speech { .. }
                 | RowConversion::WekaTrace
                 | RowConversion::SpecBench
+                | RowConversion::AgentTrace { .. }
         )
     }
 }
@@ -128,19 +162,19 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
     },
     PublicDatasetEntry {
         name: "exgentic_v2",
-        hub_id: Some("Exgentic/agent-llm-traces-v2"),
+        hub_id: Some(ExgenticVersion::V2.hub_id()),
         config: None,
         split: "train",
-        rows: RowConversion::AgentTrace,
+        rows: RowConversion::AgentTrace { version: ExgenticVersion::V2 },
         modality: Modality::Trace,
         summary: "Exgentic v2 agent LLM traces from HuggingFace",
     },
     PublicDatasetEntry {
         name: "exgentic",
-        hub_id: Some("Exgentic/agent-llm-traces"),
+        hub_id: Some(ExgenticVersion::V1.hub_id()),
         config: None,
         split: "train",
-        rows: RowConversion::AgentTrace,
+        rows: RowConversion::AgentTrace { version: ExgenticVersion::V1 },
         modality: Modality::Trace,
         summary: "Exgentic agent LLM traces from HuggingFace",
     },

@@ -24,7 +24,10 @@ pub fn hub_dataset(entry: &PublicDatasetEntry, hf_subset: Option<&str>) -> Optio
         id: entry.hub_id?.to_string(),
         config: hf_subset.or(entry.config).map(str::to_string),
         split: entry.split.to_string(),
-        revision: None,
+        revision: match entry.rows {
+            RowConversion::AgentTrace { version } => Some(version.revision().to_string()),
+            _ => None,
+        },
     })
 }
 
