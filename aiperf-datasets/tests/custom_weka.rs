@@ -4,7 +4,7 @@
 //! prompts of the recorded blocks; schema errors name the line.
 #![allow(clippy::unwrap_used)]
 
-use aiperf_core::config::CustomDatasetType;
+use aiperf_core::config::{CustomDatasetType, PromptCorpus};
 use aiperf_core::{BranchMode, ContextMode, Conversation};
 use aiperf_datasets::{
     detect_dataset_type, load_custom_dataset, CustomDatasetOptions, LoadedDataset, Tokenizer,
@@ -229,4 +229,22 @@ fn a_schema_error_names_the_file_and_line() {
             file.display()
         )
     );
+}
+
+#[test]
+fn prompts_come_from_the_coding_corpus_unless_another_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.json"), TRACE).unwrap();
+    let with_corpus = |corpus| {
+        let options = CustomDatasetOptions {
+            seed: 4,
+            corpus,
+            ..CustomDatasetOptions::default()
+        };
+        let loaded = load_custom_dataset(dir.path(), &options, &Tokenizer::builtin()).unwrap();
+        loaded.conversations[0].turns[0].texts.clone()
+    };
+    let unnamed = with_corpus(None);
+    assert_eq!(unnamed, with_corpus(Some(PromptCorpus::Coding)));
+    assert_ne!(unnamed, with_corpus(Some(PromptCorpus::Sonnet)));
 }

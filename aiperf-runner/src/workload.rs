@@ -407,7 +407,7 @@ async fn built_in_source(
             // A random pool draws as many conversations as a synthetic dataset would hold.
             num_conversations: Some(config.dataset_entries()),
             seed: input.random_seed.unwrap_or_default(),
-            corpus: input.prompt.corpus(),
+            corpus: input.prompt.corpus,
             random_corpus_style: input.prompt.random_corpus_style,
             omit_kv_hints: input.trace.omit_kv_hints,
             omit_min_tokens: input.trace.omit_min_tokens,
@@ -564,10 +564,7 @@ async fn hub_files_source(
     if entry.rows == catalogue::RowConversion::WekaTrace {
         let options = CustomDatasetOptions {
             seed: input.random_seed.unwrap_or_default(),
-            corpus: input
-                .prompt
-                .corpus
-                .unwrap_or(hub::HubWekaDataset::DEFAULT_CORPUS),
+            corpus: input.prompt.corpus,
             random_corpus_style: input.prompt.random_corpus_style,
             max_context_length: input.trace.max_context_length,
             use_think_time_only: input.trace.use_think_time_only,

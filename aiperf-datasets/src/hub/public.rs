@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use aiperf_core::config::PromptCorpus;
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy, Turn};
 use serde_json::Value;
@@ -69,10 +68,6 @@ pub struct HubWekaDataset {
 }
 
 impl HubWekaDataset {
-    /// The Python AIPerf 0.13's prompt corpus for weka corpora when `--prompt-corpus`
-    /// is not given.
-    pub const DEFAULT_CORPUS: PromptCorpus = PromptCorpus::Coding;
-
     /// A source reading `files` (from [`super::resolve`]) with `options` (the seed,
     /// corpus, `--max-context-length` and `--use-think-time-only` apply); nothing is
     /// read until it is loaded.
