@@ -27,6 +27,9 @@ pub struct PublicDatasetEntry {
     pub rows: RowConversion,
     /// What its requests carry besides text.
     pub modality: Modality,
+    /// 0.13 streams it from the hub (large splits): it reads only as many rows as the run
+    /// needs ([`PublicDatasetEntry::row_limit`]).
+    pub streamed: bool,
     /// One line on what it is.
     pub summary: &'static str,
 }
@@ -141,6 +144,35 @@ pub enum Modality {
     Trace,
 }
 
+impl PublicDatasetEntry {
+    /// How many conversations a run of a [streamed](Self::streamed) dataset reads, as
+    /// 0.13 caps them: the run's request count, else its dataset entries, else its
+    /// session count (`None`: every row, as for the datasets 0.13 does not stream).
+    ///
+    /// ```
+    /// let ami = aiperf_datasets::catalogue::find("ami").unwrap();
+    /// assert_eq!(ami.row_limit(Some(50), Some(8), None), Some(50));
+    /// assert_eq!(ami.row_limit(None, Some(8), None), Some(8));
+    /// let aimo = aiperf_datasets::catalogue::find("aimo").unwrap();
+    /// assert_eq!(aimo.row_limit(Some(50), Some(8), None), None);
+    /// ```
+    pub fn row_limit(
+        &self,
+        request_count: Option<u64>,
+        dataset_entries: Option<usize>,
+        sessions: Option<u64>,
+    ) -> Option<usize> {
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        if !self.streamed {
+            return None;
+        }
+        request_count
+            .map(count)
+            .or(dataset_entries)
+            .or(sessions.map(count))
+    }
+}
+
 /// The entry named `name`.
 pub fn find(name: &str) -> Option<&'static PublicDatasetEntry> {
     CATALOGUE.iter().find(|entry| entry.name == name)
@@ -158,6 +190,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::ShareGpt,
         modality: Modality::Text,
+        streamed: false,
         summary: "ShareGPT (Vicuna, unfiltered, cleaned split): real conversations, downloaded once",
     },
     PublicDatasetEntry {
@@ -167,6 +200,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::AgentTrace { version: ExgenticVersion::V2 },
         modality: Modality::Trace,
+        streamed: true,
         summary: "Exgentic v2 agent LLM traces from HuggingFace",
     },
     PublicDatasetEntry {
@@ -176,6 +210,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::AgentTrace { version: ExgenticVersion::V1 },
         modality: Modality::Trace,
+        streamed: true,
         summary: "Exgentic agent LLM traces from HuggingFace",
     },
     PublicDatasetEntry {
@@ -185,6 +220,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "AIMO NuminaMath-TIR math reasoning dataset from HuggingFace (AI-MO)",
     },
     PublicDatasetEntry {
@@ -194,6 +230,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "val",
         rows: RowConversion::Prompt { column: "question", image_column: Some("image"), template: None },
         modality: Modality::Image,
+        streamed: false,
         summary: "MMStar multimodal visual QA benchmark from HuggingFace (Lin-Chen)",
     },
     PublicDatasetEntry {
@@ -203,6 +240,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "validation",
         rows: RowConversion::VideoQuestion,
         modality: Modality::Video,
+        streamed: false,
         summary: "MMVU expert-level video understanding benchmark from HuggingFace (yale-nlp)",
     },
     PublicDatasetEntry {
@@ -212,6 +250,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::FirstUserMessage { column: "conversation", content_key: "content", image_column: Some("images") },
         modality: Modality::Image,
+        streamed: true,
         summary: "VisionArena multimodal chat dataset from HuggingFace (lmarena-ai)",
     },
     PublicDatasetEntry {
@@ -221,6 +260,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::FirstUserMessage { column: "conversations", content_key: "value", image_column: Some("image") },
         modality: Modality::Image,
+        streamed: true,
         summary: "LLaVA-OneVision multimodal instruction-following dataset from HuggingFace (lmms-lab)",
     },
     PublicDatasetEntry {
@@ -230,6 +270,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "AIMO validation AIME competition problems from HuggingFace (AI-MO)",
     },
     PublicDatasetEntry {
@@ -239,6 +280,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "NuminaMath chain-of-thought math reasoning dataset from HuggingFace (AI-MO)",
     },
     PublicDatasetEntry {
@@ -248,6 +290,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "NuminaMath 1.5 math reasoning dataset from HuggingFace (AI-MO)",
     },
     PublicDatasetEntry {
@@ -257,6 +300,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::SpecBench,
         modality: Modality::Text,
+        streamed: false,
         summary: "SpecBench speculative decoding benchmark dataset from GitHub (hemingkx)",
     },
     PublicDatasetEntry {
@@ -266,6 +310,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Prompt { column: "question", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "GSM8K grade-school math word problems from HuggingFace (openai/gsm8k, main config, test split, 1319 prompts)",
     },
     PublicDatasetEntry {
@@ -275,6 +320,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "MATH-500 competition math problems from HuggingFace (HuggingFaceH4/MATH-500, test split, 500 prompts)",
     },
     PublicDatasetEntry {
@@ -284,6 +330,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Prompt { column: "prompt", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "HumanEval Python code-completion prompts from HuggingFace (openai/openai_humaneval, test split, 164 prompts)",
     },
     PublicDatasetEntry {
@@ -293,6 +340,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Prompt { column: "text", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "MBPP basic Python programming tasks from HuggingFace (google-research-datasets/mbpp, full config, test split, 500 prompts)",
     },
     PublicDatasetEntry {
@@ -302,6 +350,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::MtBench,
         modality: Modality::Text,
+        streamed: false,
         summary: "MT-Bench two-turn chat prompts from HuggingFace (HuggingFaceH4/mt_bench_prompts, train split, 80 prompts)",
     },
     PublicDatasetEntry {
@@ -311,6 +360,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "instruction", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "InstructCoder code instruction dataset from HuggingFace (likaixin)",
     },
     PublicDatasetEntry {
@@ -320,6 +370,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "change_request", image_column: None, template: Some(BLAZEDIT_TEMPLATE) },
         modality: Modality::Text,
+        streamed: false,
         summary: "Blazedit edit-distance benchmark dataset with ~5k character code contexts (vdaita)",
     },
     PublicDatasetEntry {
@@ -329,6 +380,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "change_request", image_column: None, template: Some(BLAZEDIT_TEMPLATE) },
         modality: Modality::Text,
+        streamed: false,
         summary: "Blazedit edit-distance benchmark dataset with ~10k character code contexts (vdaita)",
     },
     PublicDatasetEntry {
@@ -338,6 +390,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "LibriSpeech ASR benchmark dataset (openslr)",
     },
     PublicDatasetEntry {
@@ -347,6 +400,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "VoxPopuli English ASR dataset (facebook)",
     },
     PublicDatasetEntry {
@@ -356,6 +410,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "GigaSpeech English ASR dataset (speechcolab)",
     },
     PublicDatasetEntry {
@@ -365,6 +420,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "AMI Meeting Corpus ASR dataset (Edinburgh CSTR)",
     },
     PublicDatasetEntry {
@@ -374,6 +430,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "SPGISpeech ASR dataset (Kensho)",
     },
     PublicDatasetEntry {
@@ -383,6 +440,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka agentic coding trace dataset (no-subagents variant), hosted on HuggingFace as semianalysisai/cc-traces-weka-no-subagents-051826 (539 MB jsonl, 98 traces, 22.8k requests, public, no auth required)",
     },
     PublicDatasetEntry {
@@ -392,6 +450,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, no-subagents variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-no-subagents-051826 (98 traces, 22.8k requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -401,6 +460,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents variant — generic rolling alias that tracks the current default with-subagents corpus, presently semianalysisai/cc-traces-weka-062126 (393 v7 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -410,6 +470,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents 256k-capped variant — generic rolling alias that tracks the current default 256k-capped corpus, presently semianalysisai/cc-traces-weka-062126-256k (393 v7 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -419,6 +480,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060226 (225 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -428,6 +490,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060226-256k (225 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -437,6 +500,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060526 (336 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -446,6 +510,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060526-256k (336 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -455,6 +520,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060826 (391 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -464,6 +530,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060826-256k (391 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -473,6 +540,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-061326 (183 traces, 26.6k main turns, 652 subagent groups, 18.3k subagent inner requests, 45.0k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -482,6 +550,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-061326-256k (183 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -491,6 +560,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-061526 (233 traces, 38.5k main turns, 787 subagent groups, 22.5k subagent inner requests, 61.0k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -500,6 +570,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-061526-256k (232 traces, 23.4k main turns, 787 subagent groups, 20.8k subagent inner requests, 44.2k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -509,6 +580,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-062126 (393 traces, 56.8k main turns, 1,697 subagent groups, 42.0k subagent inner requests, 98.8k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -518,6 +590,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-062126-256k (393 traces, 28.4k main turns, 1,697 subagent groups, 39.8k subagent inner requests, 68.3k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -527,6 +600,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "Generic HuggingFace-backed Weka trace dataset loader",
     },
 ];

@@ -1,7 +1,8 @@
 //! Hugging Face datasets: the cache layout is found offline without any network access,
 //! a missing dataset offline says where its files go, a download asks the parquet
 //! listing, sends the token only to the hub and fills the cache layout, an interrupted
-//! download resumes with `Range`, and rows come out of Parquet, JSON Lines and JSON.
+//! download resumes with `Range`, rows come out of Parquet, JSON Lines and JSON, and a
+//! streamed dataset reads no more rows than the run needs.
 
 #![allow(clippy::unwrap_used)]
 
@@ -341,4 +342,39 @@ async fn an_interrupted_download_resumes_where_it_stopped() {
         })
         .collect();
     assert_eq!(ranges, [None, Some("bytes=100-".to_string())]);
+}
+
+/// A streamed dataset (`vision_arena`) stops reading once it has the conversations the
+/// run needs: the broken line after them is never read.
+#[test]
+fn a_streamed_dataset_reads_only_the_rows_the_run_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("train.jsonl");
+    let rows: Vec<String> = ["q1", "q2", "q3"]
+        .iter()
+        .map(|q| json!({"conversation": [{"role": "user", "content": q}]}).to_string())
+        .chain(["{broken".to_string()])
+        .collect();
+    std::fs::write(&file, rows.join("\n")).unwrap();
+    let entry = aiperf_datasets::catalogue::find("vision_arena").unwrap();
+    let limit = entry.row_limit(Some(3), None, None);
+    assert_eq!(limit, Some(3));
+    let load = |limit| {
+        aiperf_datasets::hub::public::conversations(
+            entry,
+            read_rows(std::slice::from_ref(&file), None),
+            limit,
+        )
+    };
+    let texts: Vec<String> = load(limit)
+        .unwrap()
+        .iter()
+        .map(|c| c.turns[0].texts[0].clone())
+        .collect();
+    assert_eq!(texts, ["q1", "q2", "q3"]);
+    let whole = load(None).unwrap_err().to_string();
+    assert!(
+        whole.starts_with(&format!("{}:4: ", file.display())),
+        "{whole}"
+    );
 }

@@ -576,7 +576,17 @@ async fn hub_files_source(
             tokenizer.clone(),
         )));
     }
-    Ok(Box::new(hub::HubPublicDataset::new(entry, files)))
+    let load = &config.load;
+    let max_conversations = entry.row_limit(
+        load.request_count,
+        input.num_dataset_entries,
+        load.num_sessions,
+    );
+    Ok(Box::new(hub::HubPublicDataset::new(
+        entry,
+        files,
+        max_conversations,
+    )))
 }
 
 /// How many Exgentic sessions a run reads, as the Python AIPerf 0.13 counts them:

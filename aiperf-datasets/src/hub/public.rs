@@ -36,19 +36,33 @@ pub fn hub_dataset(entry: &PublicDatasetEntry, hf_subset: Option<&str>) -> Optio
 pub struct HubPublicDataset {
     entry: &'static PublicDatasetEntry,
     files: Vec<PathBuf>,
+    max_conversations: Option<usize>,
 }
 
 impl HubPublicDataset {
-    /// A source reading `files` (from [`super::resolve`]) as `entry` says; nothing is
+    /// A source reading `files` (from [`super::resolve`]) as `entry` says, at most
+    /// `max_conversations` of them (see [`PublicDatasetEntry::row_limit`]); nothing is
     /// read until it is loaded.
-    pub fn new(entry: &'static PublicDatasetEntry, files: Vec<PathBuf>) -> Self {
-        Self { entry, files }
+    pub fn new(
+        entry: &'static PublicDatasetEntry,
+        files: Vec<PathBuf>,
+        max_conversations: Option<usize>,
+    ) -> Self {
+        Self {
+            entry,
+            files,
+            max_conversations,
+        }
     }
 }
 
 impl DatasetSource for HubPublicDataset {
     fn load(&mut self) -> Result<Dataset, DatasetError> {
-        let conversations = conversations(self.entry, read_rows(&self.files, None))?;
+        let conversations = conversations(
+            self.entry,
+            read_rows(&self.files, None),
+            self.max_conversations,
+        )?;
         Ok(Dataset {
             conversations,
             preferred_sampling: SamplingStrategy::Sequential,
@@ -93,15 +107,18 @@ impl DatasetSource for HubWekaDataset {
 }
 
 /// The conversations of `rows` as `entry` says (rows without a usable prompt are
-/// skipped, as the Python AIPerf skips them). A dataset whose rows lack the entry's
-/// column, or of which no row is usable, is an error naming the columns it has.
+/// skipped, as the Python AIPerf skips them), read until `max_conversations` are made:
+/// the rows after them are never read. A dataset whose rows lack the entry's column, or
+/// of which no row is usable, is an error naming the columns it has.
 pub fn conversations(
     entry: &PublicDatasetEntry,
-    rows: impl Iterator<Item = Result<Row, HubError>>,
+    mut rows: impl Iterator<Item = Result<Row, HubError>>,
+    max_conversations: Option<usize>,
 ) -> Result<Vec<Conversation>, HubError> {
     let mut conversations = Vec::new();
     let mut columns_seen: Option<Vec<String>> = None;
-    for row in rows {
+    while max_conversations.is_none_or(|max| conversations.len() < max) {
+        let Some(row) = rows.next() else { break };
         let row = row?;
         if columns_seen.is_none() {
             columns_seen = Some(row.keys().cloned().collect());
