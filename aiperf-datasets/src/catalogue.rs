@@ -68,7 +68,10 @@ pub enum RowConversion {
         /// The audio column (`{bytes, path}` structs).
         column: &'static str,
     },
-    /// MMVU: a question, its options and a video URL (not loaded by aiperf-rs yet).
+    /// MMVU: one single-turn conversation per row: the `question` followed by its
+    /// `choices` (`A.text B.text …`), with the row's `video` (a URL, a path sent as a
+    /// `file://` URL, or `{bytes, path}` sent as a `data:` URL), as vLLM's benchmark and
+    /// 0.13 send it. Rows without a prompt or a video are skipped.
     VideoQuestion,
     /// SpecBench's question file from GitHub: each question's first turn.
     SpecBench,
@@ -125,6 +128,7 @@ impl RowConversion {
                 | RowConversion::WekaTrace
                 | RowConversion::SpecBench
                 | RowConversion::AgentTrace { .. }
+                | RowConversion::VideoQuestion
         )
     }
 }

@@ -378,3 +378,37 @@ fn a_streamed_dataset_reads_only_the_rows_the_run_needs() {
         "{whole}"
     );
 }
+
+/// MMVU rows: the question and its non-empty choices, with the video as a URL, a
+/// `file://` path or a typed `data:` URL; rows without a video or a prompt are skipped.
+#[test]
+fn mmvu_rows_send_the_question_its_choices_and_the_video() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("validation.jsonl");
+    let rows = [
+        json!({"question": " What happens? ", "choices": {"A": "x", "B": "y", "C": "", "D": null},
+               "video": "https://host/v1.mp4"}),
+        json!({"question": "Q2", "choices": {"A": "x"}, "video": "clips/v2.mp4"}),
+        json!({"question": "Q3", "choices": null, "video": {"bytes": "AAAA", "path": "v3.webm"}}),
+        json!({"question": "no video", "choices": {"A": "x"}}),
+        json!({"question": "", "choices": {}, "video": "https://host/v5.mp4"}),
+    ];
+    let lines: Vec<String> = rows.iter().map(serde_json::Value::to_string).collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let entry = aiperf_datasets::catalogue::find("mmvu").unwrap();
+    assert!(entry.rows.is_supported());
+    let loaded =
+        aiperf_datasets::hub::public::conversations(entry, read_rows(&[file], None), None).unwrap();
+    let turns: Vec<(&str, &str)> = loaded
+        .iter()
+        .map(|c| (c.turns[0].texts[0].as_str(), c.turns[0].videos[0].as_str()))
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            ("What happens? A.x B.y", "https://host/v1.mp4"),
+            ("Q2 A.x", "file://clips/v2.mp4"),
+            ("Q3", "data:video/webm;base64,AAAA"),
+        ]
+    );
+}

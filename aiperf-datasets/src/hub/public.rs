@@ -140,6 +140,7 @@ pub fn conversations(
                 .collect(),
             RowConversion::MtBench => mt_bench_turns(&row),
             RowConversion::Speech { column } => speech_turn(&row, column).into_iter().collect(),
+            RowConversion::VideoQuestion => video_question(&row).into_iter().collect(),
             _ => {
                 return Err(HubError::NotFound {
                     id: entry.name.to_string(),
@@ -295,4 +296,63 @@ fn speech_turn(row: &Row, column: &str) -> Option<Turn> {
         audios: vec![clip],
         ..Turn::default()
     })
+}
+
+/// An MMVU row's question and choices with its video; `None` without either.
+fn video_question(row: &Row) -> Option<Turn> {
+    let question = row
+        .get("question")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim();
+    let choices = match row.get("choices") {
+        Some(Value::Object(choices)) => choices
+            .iter()
+            .filter_map(|(letter, text)| Some(format!("{letter}.{}", text_of(Some(text))?)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    };
+    let prompt = match (question.is_empty(), choices.is_empty()) {
+        (false, false) => format!("{question} {choices}"),
+        (false, true) => question.to_string(),
+        (true, _) => choices,
+    };
+    if prompt.is_empty() {
+        return None;
+    }
+    Some(Turn {
+        texts: vec![prompt],
+        videos: vec![video_url(row.get("video")?)?],
+        ..Turn::default()
+    })
+}
+
+/// A video value as the URL a request carries: a URL (or `data:` URL) as it is, a bare
+/// path as a `file://` URL, `{bytes, path}` as a `data:` URL typed by the path's
+/// extension (MP4 when it tells nothing).
+fn video_url(value: &Value) -> Option<String> {
+    match value {
+        Value::String(url) if url.contains("://") || url.starts_with("data:") => Some(url.clone()),
+        Value::String(path) if !path.is_empty() => Some(format!("file://{path}")),
+        Value::Object(video) => {
+            let bytes = video.get("bytes")?.as_str().filter(|b| !b.is_empty())?;
+            let path = video
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let extension = path
+                .rsplit_once('.')
+                .map(|(_, ext)| ext.to_ascii_lowercase());
+            let mime = match extension.as_deref() {
+                Some("webm") => "video/webm",
+                Some("mov") => "video/quicktime",
+                Some("avi") => "video/x-msvideo",
+                Some("mkv") => "video/x-matroska",
+                _ => "video/mp4",
+            };
+            Some(format!("data:{mime};base64,{bytes}"))
+        }
+        _ => None,
+    }
 }
