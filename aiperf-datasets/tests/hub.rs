@@ -412,3 +412,31 @@ fn mmvu_rows_send_the_question_its_choices_and_the_video() {
         ]
     );
 }
+
+/// Speech rows: a FLAC clip is sent as the WAV 0.13 writes for it (the bytes below are
+/// soundfile's output for this stereo 8 kHz clip), and a clip over 30 s is skipped.
+#[test]
+fn flac_speech_is_sent_as_0_13_s_wav_and_long_clips_are_skipped() {
+    use base64::Engine as _;
+    const FLAC: &str = "ZkxhQwAAACIQABAAAAAhAAAhAfQC8AAAAAalm9guPb58ibQQvl7q2/5jhAAAKCAAAAByZWZlcmVuY2UgbGliRkxBQyAxLjQuMyAyMDIzMDYyMwAAAAD/+GSIAAXzAgAAA+j4MH//gABAABEQIgH5/UAgABAAyYY=";
+    const WAV_BY_0_13: &str = "UklGRjwAAABXQVZFZm10IBAAAAABAAIAQB8AAAB9AAAEABAAZGF0YRgAAAAAAAAA6AO4CzD4YPD/f/9/AIAAgABAAAA=";
+    let long_wav = aiperf_datasets::media::audio::pcm16_wav(&vec![0; 8000 * 31], 8000, 1);
+    let long = base64::engine::general_purpose::STANDARD.encode(long_wav);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("test.jsonl");
+    let rows = [
+        json!({"audio": {"bytes": long, "path": "long.wav"}}),
+        json!({"audio": {"bytes": FLAC, "path": "a.flac"}}),
+        json!({"audio": {"bytes": "ZkxhQwAAAC", "path": "broken.flac"}}),
+    ];
+    let lines: Vec<String> = rows.iter().map(serde_json::Value::to_string).collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let entry = aiperf_datasets::catalogue::find("librispeech").unwrap();
+    let loaded =
+        aiperf_datasets::hub::public::conversations(entry, read_rows(&[file], None), None).unwrap();
+    assert_eq!(loaded.len(), 1);
+    let turn = &loaded[0].turns[0];
+    assert_eq!(turn.texts, ["Transcribe this audio."]);
+    assert_eq!(turn.audios, [format!("wav,{WAV_BY_0_13}")]);
+    assert_eq!(turn.audio_duration_s, Some(6.0 / 8000.0));
+}

@@ -16,6 +16,9 @@ use crate::Tokenizer;
 /// The prompt of speech-recognition datasets, as the Python AIPerf sends it.
 pub const SPEECH_PROMPT: &str = "Transcribe this audio.";
 
+/// Longer speech clips are skipped, as 0.13 skips them (the ASR benchmark convention).
+const MAX_SPEECH_SECONDS: f64 = 30.0;
+
 /// The split `entry` loads, with `--hf-subset`'s config when given; `None` for entries
 /// not on the hub.
 pub fn hub_dataset(entry: &PublicDatasetEntry, hf_subset: Option<&str>) -> Option<HubDataset> {
@@ -278,21 +281,28 @@ fn image_mime(base64: &str) -> Option<&'static str> {
     .map(|(_, mime)| mime)
 }
 
-/// The clip of a `{bytes, path}` audio value when it is WAV or MP3 (what chat endpoints
-/// take); other encodings (FLAC) are skipped, as decoding them is not built in.
+/// The clip of a `{bytes, path}` audio value: WAV and MP3 as they are (what chat
+/// endpoints take), FLAC decoded to 16-bit WAV as 0.13 sends it; clips over 30 s are
+/// skipped (0.13's ASR convention), as are other encodings and FLAC that does not
+/// decode.
 fn speech_turn(row: &Row, column: &str) -> Option<Turn> {
     let bytes = row.get(column)?.get("bytes")?.as_str()?;
-    let format = if bytes.starts_with("UklGR") {
-        "wav"
+    let clip = if bytes.starts_with("UklGR") {
+        format!("wav,{bytes}")
     } else if bytes.starts_with("SUQz") || bytes.starts_with("//") {
-        "mp3"
+        format!("mp3,{bytes}")
+    } else if bytes.starts_with("ZkxhQ") {
+        format!("wav,{}", flac_as_wav(bytes)?)
     } else {
         return None;
     };
-    let clip = format!("{format},{bytes}");
+    let seconds = clip_seconds(&clip);
+    if seconds.is_some_and(|s| s > MAX_SPEECH_SECONDS) {
+        return None;
+    }
     Some(Turn {
         texts: vec![SPEECH_PROMPT.to_string()],
-        audio_duration_s: clip_seconds(&clip),
+        audio_duration_s: seconds,
         audios: vec![clip],
         ..Turn::default()
     })
@@ -355,4 +365,36 @@ fn video_url(value: &Value) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Base64 FLAC as base64 16-bit PCM WAV of the same channels and rate, as 0.13's
+/// soundfile round trip writes it (samples of other depths scaled to 16 bits, rounded
+/// and clipped); `None` when it does not decode.
+#[cfg(feature = "media")]
+fn flac_as_wav(base64_flac: &str) -> Option<String> {
+    use base64::Engine as _;
+
+    let engine = base64::engine::general_purpose::STANDARD;
+    let flac = engine.decode(base64_flac).ok()?;
+    let mut reader = claxon::FlacReader::new(std::io::Cursor::new(flac)).ok()?;
+    let info = reader.streaminfo();
+    let channels = u16::try_from(info.channels).ok()?;
+    let bits = i32::try_from(info.bits_per_sample).ok()?;
+    let to_16_bits = |sample: i32| -> i16 {
+        let scaled = (f64::from(sample) * 2f64.powi(16 - bits)).round();
+        scaled.clamp(f64::from(i16::MIN), f64::from(i16::MAX)) as i16
+    };
+    let samples = reader
+        .samples()
+        .map(|sample| sample.map(to_16_bits))
+        .collect::<Result<Vec<i16>, _>>()
+        .ok()?;
+    let wav = crate::media::audio::pcm16_wav(&samples, info.sample_rate, channels);
+    Some(engine.encode(wav))
+}
+
+/// Without the `media` feature there is no WAV writer: FLAC clips are skipped.
+#[cfg(not(feature = "media"))]
+fn flac_as_wav(_: &str) -> Option<String> {
+    None
 }
