@@ -227,8 +227,8 @@ mod tests {
             .to_string();
         assert_eq!(
             error,
-            "no public-dataset-loader named `mmlu`; public-dataset-loader: sharegpt, aimo, mmstar, \
-         vision_arena, llava_onevision, aimo_aime, aimo_numina_cot, aimo_numina_1_5, \
+            "no public-dataset-loader named `mmlu`; public-dataset-loader: sharegpt, exgentic_v2, \
+         exgentic, aimo, mmstar, mmvu, vision_arena, llava_onevision, aimo_aime, aimo_numina_cot, aimo_numina_1_5, \
          spec_bench, spec_al_gsm8k, spec_al_math500, spec_al_humaneval, spec_al_mbpp, spec_al_mtbench, \
          instruct_coder, blazedit_5k, blazedit_10k, librispeech, voxpopuli, gigaspeech, ami, \
          spgispeech, semianalysis_cc_traces_weka, semianalysis_cc_traces_weka_no_subagents, \

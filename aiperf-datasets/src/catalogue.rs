@@ -27,6 +27,9 @@ pub struct PublicDatasetEntry {
     pub rows: RowConversion,
     /// What its requests carry besides text.
     pub modality: Modality,
+    /// 0.13 streams it from the hub (large splits): it reads only as many rows as the run
+    /// needs ([`PublicDatasetEntry::row_limit`]).
+    pub streamed: bool,
     /// One line on what it is.
     pub summary: &'static str,
 }
@@ -65,15 +68,51 @@ pub enum RowConversion {
         /// The audio column (`{bytes, path}` structs).
         column: &'static str,
     },
-    /// MMVU: a question, its options and a video URL (not loaded by aiperf-rs yet).
+    /// MMVU: one single-turn conversation per row: the `question` followed by its
+    /// `choices` (`A.text B.text …`), with the row's `video` (a URL, a path sent as a
+    /// `file://` URL, or `{bytes, path}` sent as a `data:` URL), as vLLM's benchmark and
+    /// 0.13 send it. Rows without a prompt or a video are skipped.
     VideoQuestion,
     /// SpecBench's question file from GitHub: each question's first turn.
     SpecBench,
     /// SemiAnalysis Weka agentic-coding traces: each row is one whole `weka_trace`
     /// trace, replayed as the same trace in a file is.
     WekaTrace,
-    /// Exgentic agent LLM traces (not loaded by aiperf-rs yet).
-    AgentTrace,
+    /// Exgentic agent LLM traces: each row is one recorded agent session whose LLM calls
+    /// replay as its turns, each with the complete message array it sent
+    /// ([`crate::hub::exgentic`]).
+    AgentTrace {
+        /// Which release of the traces (their filters and pinned revision differ).
+        version: ExgenticVersion,
+    },
+}
+
+/// The two releases of the Exgentic agent traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExgenticVersion {
+    /// `Exgentic/agent-llm-traces` (`--public-dataset exgentic`).
+    V1,
+    /// `Exgentic/agent-llm-traces-v2` (`--public-dataset exgentic_v2`): adds the
+    /// `benchmark` filter.
+    V2,
+}
+
+impl ExgenticVersion {
+    /// The Hugging Face dataset id.
+    pub const fn hub_id(self) -> &'static str {
+        match self {
+            ExgenticVersion::V1 => "Exgentic/agent-llm-traces",
+            ExgenticVersion::V2 => "Exgentic/agent-llm-traces-v2",
+        }
+    }
+
+    /// The commit the Python AIPerf 0.13 pins, so both tools replay the same rows.
+    pub fn revision(self) -> &'static str {
+        match self {
+            ExgenticVersion::V1 => "70036b93a04e61b0ea2706a68b962f4f26774587",
+            ExgenticVersion::V2 => "4b8ad4ab198438e5a170f9171c19c6a2cf7c1814",
+        }
+    }
 }
 
 impl RowConversion {
@@ -88,6 +127,8 @@ impl RowConversion {
                 | RowConversion::Speech { .. }
                 | RowConversion::WekaTrace
                 | RowConversion::SpecBench
+                | RowConversion::AgentTrace { .. }
+                | RowConversion::VideoQuestion
         )
     }
 }
@@ -107,6 +148,35 @@ pub enum Modality {
     Trace,
 }
 
+impl PublicDatasetEntry {
+    /// How many conversations a run of a [streamed](Self::streamed) dataset reads, as
+    /// 0.13 caps them: the run's request count, else its dataset entries, else its
+    /// session count (`None`: every row, as for the datasets 0.13 does not stream).
+    ///
+    /// ```
+    /// let ami = aiperf_datasets::catalogue::find("ami").unwrap();
+    /// assert_eq!(ami.row_limit(Some(50), Some(8), None), Some(50));
+    /// assert_eq!(ami.row_limit(None, Some(8), None), Some(8));
+    /// let aimo = aiperf_datasets::catalogue::find("aimo").unwrap();
+    /// assert_eq!(aimo.row_limit(Some(50), Some(8), None), None);
+    /// ```
+    pub fn row_limit(
+        &self,
+        request_count: Option<u64>,
+        dataset_entries: Option<usize>,
+        sessions: Option<u64>,
+    ) -> Option<usize> {
+        let count = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        if !self.streamed {
+            return None;
+        }
+        request_count
+            .map(count)
+            .or(dataset_entries)
+            .or(sessions.map(count))
+    }
+}
+
 /// The entry named `name`.
 pub fn find(name: &str) -> Option<&'static PublicDatasetEntry> {
     CATALOGUE.iter().find(|entry| entry.name == name)
@@ -124,24 +194,27 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::ShareGpt,
         modality: Modality::Text,
+        streamed: false,
         summary: "ShareGPT (Vicuna, unfiltered, cleaned split): real conversations, downloaded once",
     },
     PublicDatasetEntry {
         name: "exgentic_v2",
-        hub_id: Some("Exgentic/agent-llm-traces-v2"),
+        hub_id: Some(ExgenticVersion::V2.hub_id()),
         config: None,
         split: "train",
-        rows: RowConversion::AgentTrace,
+        rows: RowConversion::AgentTrace { version: ExgenticVersion::V2 },
         modality: Modality::Trace,
+        streamed: true,
         summary: "Exgentic v2 agent LLM traces from HuggingFace",
     },
     PublicDatasetEntry {
         name: "exgentic",
-        hub_id: Some("Exgentic/agent-llm-traces"),
+        hub_id: Some(ExgenticVersion::V1.hub_id()),
         config: None,
         split: "train",
-        rows: RowConversion::AgentTrace,
+        rows: RowConversion::AgentTrace { version: ExgenticVersion::V1 },
         modality: Modality::Trace,
+        streamed: true,
         summary: "Exgentic agent LLM traces from HuggingFace",
     },
     PublicDatasetEntry {
@@ -151,6 +224,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "AIMO NuminaMath-TIR math reasoning dataset from HuggingFace (AI-MO)",
     },
     PublicDatasetEntry {
@@ -160,6 +234,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "val",
         rows: RowConversion::Prompt { column: "question", image_column: Some("image"), template: None },
         modality: Modality::Image,
+        streamed: false,
         summary: "MMStar multimodal visual QA benchmark from HuggingFace (Lin-Chen)",
     },
     PublicDatasetEntry {
@@ -169,6 +244,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "validation",
         rows: RowConversion::VideoQuestion,
         modality: Modality::Video,
+        streamed: false,
         summary: "MMVU expert-level video understanding benchmark from HuggingFace (yale-nlp)",
     },
     PublicDatasetEntry {
@@ -178,6 +254,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::FirstUserMessage { column: "conversation", content_key: "content", image_column: Some("images") },
         modality: Modality::Image,
+        streamed: true,
         summary: "VisionArena multimodal chat dataset from HuggingFace (lmarena-ai)",
     },
     PublicDatasetEntry {
@@ -187,6 +264,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::FirstUserMessage { column: "conversations", content_key: "value", image_column: Some("image") },
         modality: Modality::Image,
+        streamed: true,
         summary: "LLaVA-OneVision multimodal instruction-following dataset from HuggingFace (lmms-lab)",
     },
     PublicDatasetEntry {
@@ -196,6 +274,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "AIMO validation AIME competition problems from HuggingFace (AI-MO)",
     },
     PublicDatasetEntry {
@@ -205,6 +284,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "NuminaMath chain-of-thought math reasoning dataset from HuggingFace (AI-MO)",
     },
     PublicDatasetEntry {
@@ -214,6 +294,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "NuminaMath 1.5 math reasoning dataset from HuggingFace (AI-MO)",
     },
     PublicDatasetEntry {
@@ -223,6 +304,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::SpecBench,
         modality: Modality::Text,
+        streamed: false,
         summary: "SpecBench speculative decoding benchmark dataset from GitHub (hemingkx)",
     },
     PublicDatasetEntry {
@@ -232,6 +314,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Prompt { column: "question", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "GSM8K grade-school math word problems from HuggingFace (openai/gsm8k, main config, test split, 1319 prompts)",
     },
     PublicDatasetEntry {
@@ -241,6 +324,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Prompt { column: "problem", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "MATH-500 competition math problems from HuggingFace (HuggingFaceH4/MATH-500, test split, 500 prompts)",
     },
     PublicDatasetEntry {
@@ -250,6 +334,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Prompt { column: "prompt", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "HumanEval Python code-completion prompts from HuggingFace (openai/openai_humaneval, test split, 164 prompts)",
     },
     PublicDatasetEntry {
@@ -259,6 +344,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Prompt { column: "text", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "MBPP basic Python programming tasks from HuggingFace (google-research-datasets/mbpp, full config, test split, 500 prompts)",
     },
     PublicDatasetEntry {
@@ -268,6 +354,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::MtBench,
         modality: Modality::Text,
+        streamed: false,
         summary: "MT-Bench two-turn chat prompts from HuggingFace (HuggingFaceH4/mt_bench_prompts, train split, 80 prompts)",
     },
     PublicDatasetEntry {
@@ -277,6 +364,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "instruction", image_column: None, template: None },
         modality: Modality::Text,
+        streamed: false,
         summary: "InstructCoder code instruction dataset from HuggingFace (likaixin)",
     },
     PublicDatasetEntry {
@@ -286,6 +374,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "change_request", image_column: None, template: Some(BLAZEDIT_TEMPLATE) },
         modality: Modality::Text,
+        streamed: false,
         summary: "Blazedit edit-distance benchmark dataset with ~5k character code contexts (vdaita)",
     },
     PublicDatasetEntry {
@@ -295,6 +384,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::Prompt { column: "change_request", image_column: None, template: Some(BLAZEDIT_TEMPLATE) },
         modality: Modality::Text,
+        streamed: false,
         summary: "Blazedit edit-distance benchmark dataset with ~10k character code contexts (vdaita)",
     },
     PublicDatasetEntry {
@@ -304,6 +394,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "LibriSpeech ASR benchmark dataset (openslr)",
     },
     PublicDatasetEntry {
@@ -313,6 +404,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "VoxPopuli English ASR dataset (facebook)",
     },
     PublicDatasetEntry {
@@ -322,6 +414,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "GigaSpeech English ASR dataset (speechcolab)",
     },
     PublicDatasetEntry {
@@ -331,6 +424,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "AMI Meeting Corpus ASR dataset (Edinburgh CSTR)",
     },
     PublicDatasetEntry {
@@ -340,6 +434,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "test",
         rows: RowConversion::Speech { column: "audio" },
         modality: Modality::Audio,
+        streamed: true,
         summary: "SPGISpeech ASR dataset (Kensho)",
     },
     PublicDatasetEntry {
@@ -349,6 +444,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka agentic coding trace dataset (no-subagents variant), hosted on HuggingFace as semianalysisai/cc-traces-weka-no-subagents-051826 (539 MB jsonl, 98 traces, 22.8k requests, public, no auth required)",
     },
     PublicDatasetEntry {
@@ -358,6 +454,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, no-subagents variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-no-subagents-051826 (98 traces, 22.8k requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -367,6 +464,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents variant — generic rolling alias that tracks the current default with-subagents corpus, presently semianalysisai/cc-traces-weka-062126 (393 v7 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -376,6 +474,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents 256k-capped variant — generic rolling alias that tracks the current default 256k-capped corpus, presently semianalysisai/cc-traces-weka-062126-256k (393 v7 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -385,6 +484,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060226 (225 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -394,6 +494,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060226-256k (225 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -403,6 +504,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060526 (336 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -412,6 +514,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060526-256k (336 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -421,6 +524,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060826 (391 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -430,6 +534,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, with-subagents v6 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-with-subagents-060826-256k (391 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -439,6 +544,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-061326 (183 traces, 26.6k main turns, 652 subagent groups, 18.3k subagent inner requests, 45.0k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -448,6 +554,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-061326-256k (183 traces, public, no auth)",
     },
     PublicDatasetEntry {
@@ -457,6 +564,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-061526 (233 traces, 38.5k main turns, 787 subagent groups, 22.5k subagent inner requests, 61.0k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -466,6 +574,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-061526-256k (232 traces, 23.4k main turns, 787 subagent groups, 20.8k subagent inner requests, 44.2k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -475,6 +584,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-062126 (393 traces, 56.8k main turns, 1,697 subagent groups, 42.0k subagent inner requests, 98.8k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -484,6 +594,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "SemiAnalysis Weka cc-traces, v7 256k-capped variant — hosted on HuggingFace as semianalysisai/cc-traces-weka-062126-256k (393 traces, 28.4k main turns, 1,697 subagent groups, 39.8k subagent inner requests, 68.3k total requests, public, no auth)",
     },
     PublicDatasetEntry {
@@ -493,6 +604,7 @@ pub const CATALOGUE: &[PublicDatasetEntry] = &[
         split: "train",
         rows: RowConversion::WekaTrace,
         modality: Modality::Trace,
+        streamed: false,
         summary: "Generic HuggingFace-backed Weka trace dataset loader",
     },
 ];

@@ -58,9 +58,19 @@ fn rows() -> Vec<String> {
 }
 
 fn load(path: &Path) -> Result<LoadedDataset, aiperf_datasets::DatasetFileError> {
+    load_with_corpus(path, Some(PromptCorpus::Sonnet))
+}
+
+/// Sonnet blocks unless another corpus is named: its 4-token blocks re-encode to the same
+/// tokens, which the checks below compare.
+fn load_with_corpus(
+    path: &Path,
+    corpus: Option<PromptCorpus>,
+) -> Result<LoadedDataset, aiperf_datasets::DatasetFileError> {
     let options = CustomDatasetOptions {
         block_size: Some(4),
         seed: 3,
+        corpus,
         ..CustomDatasetOptions::default()
     };
     load_custom_dataset(path, &options, &Tokenizer::builtin())
@@ -92,6 +102,19 @@ fn sessions(loaded: &LoadedDataset) -> Vec<(&str, Vec<&str>)> {
             (c.session_id.as_str(), children)
         })
         .collect()
+}
+
+#[test]
+fn prompts_come_from_the_coding_corpus_unless_another_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rounds.jsonl");
+    std::fs::write(&path, rows().join("\n")).unwrap();
+    let texts = |corpus| {
+        let loaded = load_with_corpus(&path, corpus).unwrap();
+        loaded.conversations[0].turns[0].texts.clone()
+    };
+    assert_eq!(texts(None), texts(Some(PromptCorpus::Coding)));
+    assert_ne!(texts(None), texts(Some(PromptCorpus::Sonnet)));
 }
 
 fn check(loaded: &LoadedDataset) {

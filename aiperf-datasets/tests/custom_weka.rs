@@ -4,7 +4,7 @@
 //! prompts of the recorded blocks; schema errors name the line.
 #![allow(clippy::unwrap_used)]
 
-use aiperf_core::config::CustomDatasetType;
+use aiperf_core::config::{CustomDatasetType, PromptCorpus};
 use aiperf_core::{BranchMode, ContextMode, Conversation};
 use aiperf_datasets::{
     detect_dataset_type, load_custom_dataset, CustomDatasetOptions, LoadedDataset, Tokenizer,
@@ -323,4 +323,22 @@ fn a_subagents_extra_chains_run_beside_it_and_a_spawn_after_the_reply_waits_for_
         ]
     );
     assert!(!root.turns[0].branches[0].on_send);
+}
+
+#[test]
+fn prompts_come_from_the_coding_corpus_unless_another_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.json"), TRACE).unwrap();
+    let with_corpus = |corpus| {
+        let options = CustomDatasetOptions {
+            seed: 4,
+            corpus,
+            ..CustomDatasetOptions::default()
+        };
+        let loaded = load_custom_dataset(dir.path(), &options, &Tokenizer::builtin()).unwrap();
+        loaded.conversations[0].turns[0].texts.clone()
+    };
+    let unnamed = with_corpus(None);
+    assert_eq!(unnamed, with_corpus(Some(PromptCorpus::Coding)));
+    assert_ne!(unnamed, with_corpus(Some(PromptCorpus::Sonnet)));
 }

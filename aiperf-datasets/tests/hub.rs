@@ -1,7 +1,8 @@
 //! Hugging Face datasets: the cache layout is found offline without any network access,
 //! a missing dataset offline says where its files go, a download asks the parquet
 //! listing, sends the token only to the hub and fills the cache layout, an interrupted
-//! download resumes with `Range`, and rows come out of Parquet, JSON Lines and JSON.
+//! download resumes with `Range`, rows come out of Parquet, JSON Lines and JSON, and a
+//! streamed dataset reads no more rows than the run needs.
 
 #![allow(clippy::unwrap_used)]
 
@@ -341,4 +342,101 @@ async fn an_interrupted_download_resumes_where_it_stopped() {
         })
         .collect();
     assert_eq!(ranges, [None, Some("bytes=100-".to_string())]);
+}
+
+/// A streamed dataset (`vision_arena`) stops reading once it has the conversations the
+/// run needs: the broken line after them is never read.
+#[test]
+fn a_streamed_dataset_reads_only_the_rows_the_run_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("train.jsonl");
+    let rows: Vec<String> = ["q1", "q2", "q3"]
+        .iter()
+        .map(|q| json!({"conversation": [{"role": "user", "content": q}]}).to_string())
+        .chain(["{broken".to_string()])
+        .collect();
+    std::fs::write(&file, rows.join("\n")).unwrap();
+    let entry = aiperf_datasets::catalogue::find("vision_arena").unwrap();
+    let limit = entry.row_limit(Some(3), None, None);
+    assert_eq!(limit, Some(3));
+    let load = |limit| {
+        aiperf_datasets::hub::public::conversations(
+            entry,
+            read_rows(std::slice::from_ref(&file), None),
+            limit,
+        )
+    };
+    let texts: Vec<String> = load(limit)
+        .unwrap()
+        .iter()
+        .map(|c| c.turns[0].texts[0].clone())
+        .collect();
+    assert_eq!(texts, ["q1", "q2", "q3"]);
+    let whole = load(None).unwrap_err().to_string();
+    assert!(
+        whole.starts_with(&format!("{}:4: ", file.display())),
+        "{whole}"
+    );
+}
+
+/// MMVU rows: the question and its non-empty choices, with the video as a URL, a
+/// `file://` path or a typed `data:` URL; rows without a video or a prompt are skipped.
+#[test]
+fn mmvu_rows_send_the_question_its_choices_and_the_video() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("validation.jsonl");
+    let rows = [
+        json!({"question": " What happens? ", "choices": {"A": "x", "B": "y", "C": "", "D": null},
+               "video": "https://host/v1.mp4"}),
+        json!({"question": "Q2", "choices": {"A": "x"}, "video": "clips/v2.mp4"}),
+        json!({"question": "Q3", "choices": null, "video": {"bytes": "AAAA", "path": "v3.webm"}}),
+        json!({"question": "no video", "choices": {"A": "x"}}),
+        json!({"question": "", "choices": {}, "video": "https://host/v5.mp4"}),
+    ];
+    let lines: Vec<String> = rows.iter().map(serde_json::Value::to_string).collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let entry = aiperf_datasets::catalogue::find("mmvu").unwrap();
+    assert!(entry.rows.is_supported());
+    let loaded =
+        aiperf_datasets::hub::public::conversations(entry, read_rows(&[file], None), None).unwrap();
+    let turns: Vec<(&str, &str)> = loaded
+        .iter()
+        .map(|c| (c.turns[0].texts[0].as_str(), c.turns[0].videos[0].as_str()))
+        .collect();
+    assert_eq!(
+        turns,
+        [
+            ("What happens? A.x B.y", "https://host/v1.mp4"),
+            ("Q2 A.x", "file://clips/v2.mp4"),
+            ("Q3", "data:video/webm;base64,AAAA"),
+        ]
+    );
+}
+
+/// Speech rows: a FLAC clip is sent as the WAV 0.13 writes for it (the bytes below are
+/// soundfile's output for this stereo 8 kHz clip), and a clip over 30 s is skipped.
+#[test]
+fn flac_speech_is_sent_as_0_13_s_wav_and_long_clips_are_skipped() {
+    use base64::Engine as _;
+    const FLAC: &str = "ZkxhQwAAACIQABAAAAAhAAAhAfQC8AAAAAalm9guPb58ibQQvl7q2/5jhAAAKCAAAAByZWZlcmVuY2UgbGliRkxBQyAxLjQuMyAyMDIzMDYyMwAAAAD/+GSIAAXzAgAAA+j4MH//gABAABEQIgH5/UAgABAAyYY=";
+    const WAV_BY_0_13: &str = "UklGRjwAAABXQVZFZm10IBAAAAABAAIAQB8AAAB9AAAEABAAZGF0YRgAAAAAAAAA6AO4CzD4YPD/f/9/AIAAgABAAAA=";
+    let long_wav = aiperf_datasets::media::audio::pcm16_wav(&vec![0; 8000 * 31], 8000, 1);
+    let long = base64::engine::general_purpose::STANDARD.encode(long_wav);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("test.jsonl");
+    let rows = [
+        json!({"audio": {"bytes": long, "path": "long.wav"}}),
+        json!({"audio": {"bytes": FLAC, "path": "a.flac"}}),
+        json!({"audio": {"bytes": "ZkxhQwAAAC", "path": "broken.flac"}}),
+    ];
+    let lines: Vec<String> = rows.iter().map(serde_json::Value::to_string).collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let entry = aiperf_datasets::catalogue::find("librispeech").unwrap();
+    let loaded =
+        aiperf_datasets::hub::public::conversations(entry, read_rows(&[file], None), None).unwrap();
+    assert_eq!(loaded.len(), 1);
+    let turn = &loaded[0].turns[0];
+    assert_eq!(turn.texts, ["Transcribe this audio."]);
+    assert_eq!(turn.audios, [format!("wav,{WAV_BY_0_13}")]);
+    assert_eq!(turn.audio_duration_s, Some(6.0 / 8000.0));
 }

@@ -407,7 +407,7 @@ async fn built_in_source(
             // A random pool draws as many conversations as a synthetic dataset would hold.
             num_conversations: Some(config.dataset_entries()),
             seed: input.random_seed.unwrap_or_default(),
-            corpus: input.prompt.corpus(),
+            corpus: input.prompt.corpus,
             random_corpus_style: input.prompt.random_corpus_style,
             omit_kv_hints: input.trace.omit_kv_hints,
             omit_min_tokens: input.trace.omit_min_tokens,
@@ -546,13 +546,26 @@ async fn hub_files_source(
             .await
             .map_err(|e| WorkloadError::Dataset(e.into()))?
     };
+    if let catalogue::RowConversion::AgentTrace { version } = entry.rows {
+        let options = hub::exgentic::ExgenticOptions {
+            version,
+            filters: hub::exgentic::ExgenticFilters::parse(version, &input.dataset_filters)
+                .map_err(|e| WorkloadError::Dataset(e.into()))?,
+            max_sessions: exgentic_sessions(config).ok_or_else(|| {
+                unusable(
+                    "Exgentic requires a finite entry or request count; set \
+                     --num-conversations, --num-dataset-entries, or --request-count"
+                        .into(),
+                )
+            })?,
+            fixed_schedule: config.load.fixed_schedule.is_enabled(),
+        };
+        return Ok(Box::new(hub::HubExgenticDataset::new(files, options)));
+    }
     if entry.rows == catalogue::RowConversion::WekaTrace {
         let options = CustomDatasetOptions {
             seed: input.random_seed.unwrap_or_default(),
-            corpus: input
-                .prompt
-                .corpus
-                .unwrap_or(hub::HubWekaDataset::DEFAULT_CORPUS),
+            corpus: input.prompt.corpus,
             random_corpus_style: input.prompt.random_corpus_style,
             max_context_length: input.trace.max_context_length,
             use_think_time_only: input.trace.use_think_time_only,
@@ -564,7 +577,30 @@ async fn hub_files_source(
             tokenizer.clone(),
         )));
     }
-    Ok(Box::new(hub::HubPublicDataset::new(entry, files)))
+    let load = &config.load;
+    let max_conversations = entry.row_limit(
+        load.request_count,
+        input.num_dataset_entries,
+        load.num_sessions,
+    );
+    Ok(Box::new(hub::HubPublicDataset::new(
+        entry,
+        files,
+        max_conversations,
+    )))
+}
+
+/// How many Exgentic sessions a run reads, as the Python AIPerf 0.13 counts them:
+/// `--num-dataset-entries`, else `--num-conversations`, else `--request-count`; `None`
+/// for a run bounded by time alone (the split is too large to read whole).
+#[cfg(feature = "hub")]
+fn exgentic_sessions(config: &BenchmarkConfig) -> Option<usize> {
+    let load = &config.load;
+    let run_size = load.num_sessions.or(load.request_count);
+    config
+        .input
+        .num_dataset_entries
+        .or_else(|| run_size.map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
 }
 
 /// `--osl` for the turns of a dataset file that give no output length of their own (a

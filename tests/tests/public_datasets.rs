@@ -171,3 +171,96 @@ async fn spec_bench_sends_each_question_s_first_turn() {
         .collect();
     assert_eq!(prompts, ["Write a haiku.", "Name three primes."]);
 }
+
+/// One Exgentic v1 session (`harness`, `id`) of two chat calls, 0.2 s apart.
+fn exgentic_session(harness: &str, id: &str) -> serde_json::Value {
+    let call = |start: &str, end: &str, text: &str, max_tokens: u32| {
+        serde_json::json!({"type": "llm_call", "start_time": start, "end_time": end,
+            "attributes": {
+                "gen_ai.usage.input_tokens": 12, "gen_ai.usage.output_tokens": 3,
+                "gen_ai.request.max_tokens": max_tokens,
+                "gen_ai.request.temperature": 0,
+                "gen_ai.system_instructions": "You are an agent.",
+                "gen_ai.input.messages": serde_json::json!([
+                    {"role": "user", "parts": [{"type": "text", "content": text}]}]).to_string(),
+                "gen_ai.tool.definitions": serde_json::json!([
+                    {"type": "function", "name": "run", "description": "runs",
+                     "parameters": {"type": "object"}}]).to_string()}})
+    };
+    serde_json::json!({"harness": harness, "session_id": id, "models": ["azure/gpt-4.1"],
+        "spans": [call("2026-01-05T10:00:00Z", "2026-01-05T10:00:00.5Z", &format!("{id} first"), 16),
+                  call("2026-01-05T10:00:00.7Z", "2026-01-05T10:00:01Z", &format!("{id} second"), 8)]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exgentic_replays_the_filtered_sessions_recorded_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir
+        .path()
+        .join("hub/datasets--Exgentic--agent-llm-traces/snapshots")
+        .join(aiperf_datasets::catalogue::ExgenticVersion::V1.revision());
+    std::fs::create_dir_all(&snapshot).unwrap();
+    let rows = [
+        exgentic_session("openai_solo", "skipped"),
+        exgentic_session("claude_code", "kept"),
+    ];
+    let lines: Vec<String> = rows.iter().map(serde_json::Value::to_string).collect();
+    std::fs::write(snapshot.join("train.jsonl"), lines.join("\n")).unwrap();
+    let record = dir.path().join("requests.jsonl");
+    let server = MockServer::start(MockConfig {
+        record_requests: Some(record.clone()),
+        ..MockConfig::fast()
+    })
+    .await
+    .unwrap();
+    let run = |filter: &'static str| {
+        let line = format!(
+            "-m mock-model --public-dataset exgentic --dataset-filter {filter} \
+             --concurrency 1 --request-count 2 --url {} --artifact-dir {}",
+            server.url(),
+            dir.path().join("out").display()
+        );
+        let hf_home = dir.path().to_path_buf();
+        async move { profile_offline(&hf_home, &line).await }
+    };
+    let output = run("harness=claude_code").await;
+    assert_exit(&output, 0);
+    let refused = run("harness=cursor").await;
+    server.shutdown().await;
+    let bodies: Vec<serde_json::Value> = read_jsonl(&record).iter().map(recorded_body).collect();
+    let expected = |text: &str, max_tokens: u32| {
+        serde_json::json!({
+            "messages": [{"role": "system", "content": "You are an agent."},
+                         {"role": "user", "content": text}],
+            "tools": [{"type": "function", "function": {"name": "run", "description": "runs",
+                                                          "parameters": {"type": "object"}}}],
+            "max_completion_tokens": max_tokens,
+            "temperature": 0,
+        })
+    };
+    let sent: Vec<serde_json::Value> = bodies
+        .iter()
+        .map(|body| {
+            serde_json::json!({
+                "messages": body["messages"], "tools": body["tools"],
+                "max_completion_tokens": body["max_completion_tokens"],
+                "temperature": body["temperature"],
+            })
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [expected("kept first", 16), expected("kept second", 8)]
+    );
+
+    assert_exit(&refused, 2);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(
+            "Invalid Exgentic dataset filters: unknown harness \"cursor\"; available filters: \
+             harness=[claude_code, openai_solo, smolagents_code, tool_calling, \
+             tool_calling_with_shortlisting]"
+        ),
+        "{stderr}"
+    );
+}

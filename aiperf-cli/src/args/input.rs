@@ -58,7 +58,8 @@ pub(crate) struct InputArgs {
     /// What synthetic prompt text is made of (also the hash-id blocks of trace files;
     /// other dataset files are sent as written). sonnet: built-in English prose (the
     /// default; Shakespeare's sonnets are not shipped, so this is our own prose). coding:
-    /// source code, shell transcripts, JSON, tracebacks and diffs. random: random token ids
+    /// source code, shell transcripts, JSON, tracebacks and diffs (the default of
+    /// weka_trace and tracelab files and the Weka corpora). random: random token ids
     /// of the tokenizer's vocabulary, as `vllm bench serve` sends.
     #[arg(long = "prompt-corpus", value_enum)]
     pub prompt_corpus: Option<PromptCorpusArg>,
@@ -274,7 +275,8 @@ pub(crate) struct InputArgs {
     #[arg(long = "cache-bust", value_enum, default_value_t = CacheBustArg::None)]
     pub cache_bust: CacheBustArg,
 
-    /// A public dataset's key=value filter; repeat for more.
+    /// A public dataset's key=value filter; repeat for more. The Exgentic traces take
+    /// harness, source_model and (exgentic_v2) benchmark; other datasets take none.
     #[arg(long = "dataset-filter")]
     pub dataset_filters: Vec<String>,
 

@@ -96,8 +96,9 @@ pub struct CustomDatasetOptions {
     /// The run's root seed (`--random-seed`): prompts and pool draws.
     pub seed: u64,
     /// `--prompt-corpus`: what the prompts of `hash_ids` traces are made of (the other
-    /// formats send their own text).
-    pub corpus: PromptCorpus,
+    /// formats send their own text); `None` takes the format's default
+    /// ([`default_corpus`]).
+    pub corpus: Option<PromptCorpus>,
     /// `--random-corpus-style`: the token pool of the random corpus.
     pub random_corpus_style: RandomCorpusStyle,
     /// `--omit-kv-hints`: Baseten trace turns carry no `hash_ids` and `block_size`.
@@ -135,6 +136,16 @@ pub struct LoadedDataset {
     pub timestamped: bool,
 }
 
+/// The prompt corpus of a format's `hash_ids` prompts when `--prompt-corpus` is not
+/// given, as the Python AIPerf 0.13 registers it: `coding` for the agentic-coding traces
+/// (`weka_trace`, `tracelab`, and the Weka corpora on the hub), `sonnet` for the rest.
+pub fn default_corpus(dataset_type: CustomDatasetType) -> PromptCorpus {
+    match dataset_type {
+        CustomDatasetType::WekaTrace | CustomDatasetType::Tracelab => PromptCorpus::Coding,
+        _ => PromptCorpus::Sonnet,
+    }
+}
+
 /// Loads the custom dataset at `path` (docs/datasets.md#custom-dataset-files). Blocking:
 /// reads the file and builds prompts with `tokenizer`.
 pub fn load_custom_dataset(
@@ -160,7 +171,7 @@ pub fn load_custom_dataset(
             tokenizer.clone(),
             seed,
             block,
-            options.corpus,
+            options.corpus.unwrap_or(default_corpus(dataset_type)),
             options.random_corpus_style,
         )
         .map_err(|e| DatasetFileError::file(path, DatasetFileErrorKind::Invalid, e.to_string()))
@@ -278,7 +289,9 @@ fn weka_options(options: &CustomDatasetOptions, tokenizer: &Tokenizer) -> weka::
     weka::WekaOptions {
         tokenizer: tokenizer.clone(),
         seed: options.seed,
-        corpus: options.corpus,
+        corpus: options
+            .corpus
+            .unwrap_or(default_corpus(CustomDatasetType::WekaTrace)),
         style: options.random_corpus_style,
         max_context_length: options.max_context_length,
         think_time_only: options.use_think_time_only,

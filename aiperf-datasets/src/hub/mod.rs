@@ -30,10 +30,12 @@ use std::time::Duration;
 
 pub mod cache;
 mod download;
+pub mod exgentic;
 pub mod public;
 mod rows;
 
 pub use download::resolve;
+pub use exgentic::HubExgenticDataset;
 pub use public::{hub_dataset, HubPublicDataset, HubWekaDataset};
 pub use rows::{read_rows, Row, Rows};
 

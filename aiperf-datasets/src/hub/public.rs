@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use aiperf_core::config::PromptCorpus;
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy, Turn};
 use serde_json::Value;
@@ -17,6 +16,9 @@ use crate::Tokenizer;
 /// The prompt of speech-recognition datasets, as the Python AIPerf sends it.
 pub const SPEECH_PROMPT: &str = "Transcribe this audio.";
 
+/// Longer speech clips are skipped, as 0.13 skips them (the ASR benchmark convention).
+const MAX_SPEECH_SECONDS: f64 = 30.0;
+
 /// The split `entry` loads, with `--hf-subset`'s config when given; `None` for entries
 /// not on the hub.
 pub fn hub_dataset(entry: &PublicDatasetEntry, hf_subset: Option<&str>) -> Option<HubDataset> {
@@ -24,7 +26,10 @@ pub fn hub_dataset(entry: &PublicDatasetEntry, hf_subset: Option<&str>) -> Optio
         id: entry.hub_id?.to_string(),
         config: hf_subset.or(entry.config).map(str::to_string),
         split: entry.split.to_string(),
-        revision: None,
+        revision: match entry.rows {
+            RowConversion::AgentTrace { version } => Some(version.revision().to_string()),
+            _ => None,
+        },
     })
 }
 
@@ -34,19 +39,33 @@ pub fn hub_dataset(entry: &PublicDatasetEntry, hf_subset: Option<&str>) -> Optio
 pub struct HubPublicDataset {
     entry: &'static PublicDatasetEntry,
     files: Vec<PathBuf>,
+    max_conversations: Option<usize>,
 }
 
 impl HubPublicDataset {
-    /// A source reading `files` (from [`super::resolve`]) as `entry` says; nothing is
+    /// A source reading `files` (from [`super::resolve`]) as `entry` says, at most
+    /// `max_conversations` of them (see [`PublicDatasetEntry::row_limit`]); nothing is
     /// read until it is loaded.
-    pub fn new(entry: &'static PublicDatasetEntry, files: Vec<PathBuf>) -> Self {
-        Self { entry, files }
+    pub fn new(
+        entry: &'static PublicDatasetEntry,
+        files: Vec<PathBuf>,
+        max_conversations: Option<usize>,
+    ) -> Self {
+        Self {
+            entry,
+            files,
+            max_conversations,
+        }
     }
 }
 
 impl DatasetSource for HubPublicDataset {
     fn load(&mut self) -> Result<Dataset, DatasetError> {
-        let conversations = conversations(self.entry, read_rows(&self.files, None))?;
+        let conversations = conversations(
+            self.entry,
+            read_rows(&self.files, None),
+            self.max_conversations,
+        )?;
         Ok(Dataset {
             conversations,
             preferred_sampling: SamplingStrategy::Sequential,
@@ -66,10 +85,6 @@ pub struct HubWekaDataset {
 }
 
 impl HubWekaDataset {
-    /// The Python AIPerf 0.13's prompt corpus for weka corpora when `--prompt-corpus`
-    /// is not given.
-    pub const DEFAULT_CORPUS: PromptCorpus = PromptCorpus::Coding;
-
     /// A source reading `files` (from [`super::resolve`]) with `options` (the seed,
     /// corpus, `--max-context-length` and `--use-think-time-only` apply); nothing is
     /// read until it is loaded.
@@ -95,15 +110,18 @@ impl DatasetSource for HubWekaDataset {
 }
 
 /// The conversations of `rows` as `entry` says (rows without a usable prompt are
-/// skipped, as the Python AIPerf skips them). A dataset whose rows lack the entry's
-/// column, or of which no row is usable, is an error naming the columns it has.
+/// skipped, as the Python AIPerf skips them), read until `max_conversations` are made:
+/// the rows after them are never read. A dataset whose rows lack the entry's column, or
+/// of which no row is usable, is an error naming the columns it has.
 pub fn conversations(
     entry: &PublicDatasetEntry,
-    rows: impl Iterator<Item = Result<Row, HubError>>,
+    mut rows: impl Iterator<Item = Result<Row, HubError>>,
+    max_conversations: Option<usize>,
 ) -> Result<Vec<Conversation>, HubError> {
     let mut conversations = Vec::new();
     let mut columns_seen: Option<Vec<String>> = None;
-    for row in rows {
+    while max_conversations.is_none_or(|max| conversations.len() < max) {
+        let Some(row) = rows.next() else { break };
         let row = row?;
         if columns_seen.is_none() {
             columns_seen = Some(row.keys().cloned().collect());
@@ -125,6 +143,7 @@ pub fn conversations(
                 .collect(),
             RowConversion::MtBench => mt_bench_turns(&row),
             RowConversion::Speech { column } => speech_turn(&row, column).into_iter().collect(),
+            RowConversion::VideoQuestion => video_question(&row).into_iter().collect(),
             _ => {
                 return Err(HubError::NotFound {
                     id: entry.name.to_string(),
@@ -262,22 +281,120 @@ fn image_mime(base64: &str) -> Option<&'static str> {
     .map(|(_, mime)| mime)
 }
 
-/// The clip of a `{bytes, path}` audio value when it is WAV or MP3 (what chat endpoints
-/// take); other encodings (FLAC) are skipped, as decoding them is not built in.
+/// The clip of a `{bytes, path}` audio value: WAV and MP3 as they are (what chat
+/// endpoints take), FLAC decoded to 16-bit WAV as 0.13 sends it; clips over 30 s are
+/// skipped (0.13's ASR convention), as are other encodings and FLAC that does not
+/// decode.
 fn speech_turn(row: &Row, column: &str) -> Option<Turn> {
     let bytes = row.get(column)?.get("bytes")?.as_str()?;
-    let format = if bytes.starts_with("UklGR") {
-        "wav"
+    let clip = if bytes.starts_with("UklGR") {
+        format!("wav,{bytes}")
     } else if bytes.starts_with("SUQz") || bytes.starts_with("//") {
-        "mp3"
+        format!("mp3,{bytes}")
+    } else if bytes.starts_with("ZkxhQ") {
+        format!("wav,{}", flac_as_wav(bytes)?)
     } else {
         return None;
     };
-    let clip = format!("{format},{bytes}");
+    let seconds = clip_seconds(&clip);
+    if seconds.is_some_and(|s| s > MAX_SPEECH_SECONDS) {
+        return None;
+    }
     Some(Turn {
         texts: vec![SPEECH_PROMPT.to_string()],
-        audio_duration_s: clip_seconds(&clip),
+        audio_duration_s: seconds,
         audios: vec![clip],
         ..Turn::default()
     })
+}
+
+/// An MMVU row's question and choices with its video; `None` without either.
+fn video_question(row: &Row) -> Option<Turn> {
+    let question = row
+        .get("question")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim();
+    let choices = match row.get("choices") {
+        Some(Value::Object(choices)) => choices
+            .iter()
+            .filter_map(|(letter, text)| Some(format!("{letter}.{}", text_of(Some(text))?)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    };
+    let prompt = match (question.is_empty(), choices.is_empty()) {
+        (false, false) => format!("{question} {choices}"),
+        (false, true) => question.to_string(),
+        (true, _) => choices,
+    };
+    if prompt.is_empty() {
+        return None;
+    }
+    Some(Turn {
+        texts: vec![prompt],
+        videos: vec![video_url(row.get("video")?)?],
+        ..Turn::default()
+    })
+}
+
+/// A video value as the URL a request carries: a URL (or `data:` URL) as it is, a bare
+/// path as a `file://` URL, `{bytes, path}` as a `data:` URL typed by the path's
+/// extension (MP4 when it tells nothing).
+fn video_url(value: &Value) -> Option<String> {
+    match value {
+        Value::String(url) if url.contains("://") || url.starts_with("data:") => Some(url.clone()),
+        Value::String(path) if !path.is_empty() => Some(format!("file://{path}")),
+        Value::Object(video) => {
+            let bytes = video.get("bytes")?.as_str().filter(|b| !b.is_empty())?;
+            let path = video
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let extension = path
+                .rsplit_once('.')
+                .map(|(_, ext)| ext.to_ascii_lowercase());
+            let mime = match extension.as_deref() {
+                Some("webm") => "video/webm",
+                Some("mov") => "video/quicktime",
+                Some("avi") => "video/x-msvideo",
+                Some("mkv") => "video/x-matroska",
+                _ => "video/mp4",
+            };
+            Some(format!("data:{mime};base64,{bytes}"))
+        }
+        _ => None,
+    }
+}
+
+/// Base64 FLAC as base64 16-bit PCM WAV of the same channels and rate, as 0.13's
+/// soundfile round trip writes it (samples of other depths scaled to 16 bits, rounded
+/// and clipped); `None` when it does not decode.
+#[cfg(feature = "media")]
+fn flac_as_wav(base64_flac: &str) -> Option<String> {
+    use base64::Engine as _;
+
+    let engine = base64::engine::general_purpose::STANDARD;
+    let flac = engine.decode(base64_flac).ok()?;
+    let mut reader = claxon::FlacReader::new(std::io::Cursor::new(flac)).ok()?;
+    let info = reader.streaminfo();
+    let channels = u16::try_from(info.channels).ok()?;
+    let bits = i32::try_from(info.bits_per_sample).ok()?;
+    let to_16_bits = |sample: i32| -> i16 {
+        let scaled = (f64::from(sample) * 2f64.powi(16 - bits)).round();
+        scaled.clamp(f64::from(i16::MIN), f64::from(i16::MAX)) as i16
+    };
+    let samples = reader
+        .samples()
+        .map(|sample| sample.map(to_16_bits))
+        .collect::<Result<Vec<i16>, _>>()
+        .ok()?;
+    let wav = crate::media::audio::pcm16_wav(&samples, info.sample_rate, channels);
+    Some(engine.encode(wav))
+}
+
+/// Without the `media` feature there is no WAV writer: FLAC clips are skipped.
+#[cfg(not(feature = "media"))]
+fn flac_as_wav(_: &str) -> Option<String> {
+    None
 }

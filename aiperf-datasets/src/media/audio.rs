@@ -84,8 +84,31 @@ fn pick<T: Copy, R: Rng + ?Sized>(items: &[T], rng: &mut R) -> Option<T> {
 /// A PCM WAV file: the 44-byte RIFF header, then `samples` (interleaved, in [-1, 1])
 /// at `bits` per sample (8-bit unsigned, 16/24/32-bit signed little-endian).
 pub fn wav_bytes(samples: &[f64], sample_rate: u32, channels: u16, bits: u16) -> Vec<u8> {
+    let mut out = wav_header(samples.len(), sample_rate, channels, bits);
+    for &x in samples {
+        match bits {
+            8 => out.push(((x * 127.0).round() + 128.0) as u8),
+            16 => out.extend_from_slice(&((x * 32_767.0).round() as i16).to_le_bytes()),
+            24 => out.extend_from_slice(&((x * 8_388_607.0).round() as i32).to_le_bytes()[..3]),
+            _ => out.extend_from_slice(&((x * 2_147_483_647.0).round() as i32).to_le_bytes()),
+        }
+    }
+    out
+}
+
+/// A 16-bit PCM WAV file of `samples` (interleaved) as they are.
+pub fn pcm16_wav(samples: &[i16], sample_rate: u32, channels: u16) -> Vec<u8> {
+    let mut out = wav_header(samples.len(), sample_rate, channels, 16);
+    for sample in samples {
+        out.extend_from_slice(&sample.to_le_bytes());
+    }
+    out
+}
+
+/// The 44-byte RIFF header of a PCM WAV file of `samples` samples, with room for them.
+fn wav_header(samples: usize, sample_rate: u32, channels: u16, bits: u16) -> Vec<u8> {
     let bytes_per_sample = usize::from(bits / 8);
-    let data_len = samples.len() * bytes_per_sample;
+    let data_len = samples * bytes_per_sample;
     let block_align = channels * (bits / 8);
     let mut out = Vec::with_capacity(44 + data_len);
     out.extend_from_slice(b"RIFF");
@@ -100,13 +123,5 @@ pub fn wav_bytes(samples: &[f64], sample_rate: u32, channels: u16, bits: u16) ->
     out.extend_from_slice(&bits.to_le_bytes());
     out.extend_from_slice(b"data");
     out.extend_from_slice(&(data_len as u32).to_le_bytes());
-    for &x in samples {
-        match bits {
-            8 => out.push(((x * 127.0).round() + 128.0) as u8),
-            16 => out.extend_from_slice(&((x * 32_767.0).round() as i16).to_le_bytes()),
-            24 => out.extend_from_slice(&((x * 8_388_607.0).round() as i32).to_le_bytes()[..3]),
-            _ => out.extend_from_slice(&((x * 2_147_483_647.0).round() as i32).to_le_bytes()),
-        }
-    }
     out
 }

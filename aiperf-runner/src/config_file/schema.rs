@@ -630,12 +630,63 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
                 "video_batch_size",
             ])
         }
-        "public" => Err(field.error(
-            "a public dataset in a configuration file is not available in aiperf-rs; \
-             use --public-dataset on the command line",
-        )),
+        "public" => {
+            let name = r
+                .take("dataset")
+                .ok_or_else(|| field.error("a public dataset needs `dataset`"))?;
+            input.public_dataset = Some(name.string()?.into());
+            if let Some(f) = r.take("entries") {
+                input.num_dataset_entries = Some(f.count()?);
+            }
+            if let Some(f) = r.take("hf_subset") {
+                input.hf_subset = Some(f.string()?);
+            }
+            if let Some(f) = r.take("hf_weka_dataset") {
+                input.hf_weka_dataset = Some(f.string()?);
+            }
+            if let Some(f) = r.take("filters") {
+                let mut filters = f.map()?;
+                for entry in filters.rest() {
+                    let value = Field {
+                        file: f.file,
+                        line: entry.line,
+                        path: format!("{}.{}", f.path, entry.key),
+                        node: &entry.value,
+                    };
+                    input
+                        .dataset_filters
+                        .insert(entry.key.clone(), value.string()?);
+                }
+            }
+            // The trace options 0.13's public dataset takes (its Weka corpora replay).
+            let trace = &mut input.trace;
+            if let Some(f) = r.take("ignore_trace_delays") {
+                trace.ignore_delays = f.boolean()?;
+            }
+            if let Some(f) = r.take("use_think_time_only") {
+                trace.use_think_time_only = f.boolean()?;
+            }
+            if let Some(f) = r.take("inter_turn_delay_cap_seconds") {
+                trace.inter_turn_delay_cap_seconds = Some(f.number()?);
+            }
+            if let Some(f) = r.take("max_context_length") {
+                trace.max_context_length = Some(f.count()?);
+            }
+            read_system_prompt(&mut r, config)?;
+            if let Some(prompts) = r.take("prompts") {
+                let mut p = prompts.map()?;
+                read_corpus(&mut p, config)?;
+                p.finish(&[])?;
+            }
+            r.finish(&[
+                "cache_bust",
+                "osl",
+                "synthesis",
+                "trace_idle_gap_cap_seconds",
+            ])
+        }
         other => Err(field.error(&format!(
-            "unknown dataset type {other:?}; expected synthetic or file"
+            "unknown dataset type {other:?}; expected synthetic, file or public"
         ))),
     }
 }

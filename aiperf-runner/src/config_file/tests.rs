@@ -662,3 +662,62 @@ benchmark:
          `speedup_ratio`?"
     );
 }
+
+#[test]
+fn a_public_dataset_maps_like_its_flags() {
+    let weka = parse(
+        "benchmark:\n  model: m\n  dataset:\n    type: public\n    dataset: weka_hf\n    \
+         hfWekaDataset: semianalysisai/cc-traces-weka-test\n    hfSubset: small\n    \
+         entries: 5\n    use_think_time_only: true\n    max_context_length: 4096\n",
+    )
+    .unwrap();
+    let input = &weka.benchmark.input;
+    assert_eq!(
+        input
+            .public_dataset
+            .as_ref()
+            .map(aiperf_core::config::PublicDataset::name),
+        Some("weka_hf")
+    );
+    assert_eq!(
+        input.hf_weka_dataset.as_deref(),
+        Some("semianalysisai/cc-traces-weka-test")
+    );
+    assert_eq!(input.hf_subset.as_deref(), Some("small"));
+    assert_eq!(input.num_dataset_entries, Some(5));
+    assert!(input.trace.use_think_time_only);
+    assert_eq!(input.trace.max_context_length, Some(4096));
+
+    let exgentic = parse(
+        "benchmark:\n  model: m\n  dataset:\n    type: public\n    dataset: exgentic_v2\n    \
+         filters:\n      harness: claude_code\n      benchmark: swebench\n",
+    )
+    .unwrap();
+    let filters: Vec<(&str, &str)> = exgentic
+        .benchmark
+        .input
+        .dataset_filters
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        filters,
+        [("benchmark", "swebench"), ("harness", "claude_code")]
+    );
+
+    assert_eq!(
+        error("benchmark:\n  model: m\n  dataset:\n    type: public\n    hf_subset: x\n"),
+        "bench.yaml:3: benchmark.dataset: a public dataset needs `dataset`"
+    );
+    // Checked with the rest of the configuration, as the flag is.
+    let misplaced = parse(
+        "benchmark:\n  model: m\n  dataset:\n    type: public\n    dataset: aimo\n    \
+         hf_weka_dataset: semianalysisai/cc-traces-weka-test\n",
+    )
+    .unwrap();
+    assert_eq!(
+        misplaced.benchmark.validate().unwrap_err().to_string(),
+        "input.hf_weka_dataset requires input.public_dataset weka_hf"
+    );
+    weka.benchmark.validate().unwrap();
+}
