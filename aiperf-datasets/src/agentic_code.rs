@@ -94,7 +94,7 @@ pub struct Lognormal {
 }
 
 impl Lognormal {
-    fn new(mean: f64, median: f64) -> Self {
+    pub(crate) fn new(mean: f64, median: f64) -> Self {
         Self {
             mean,
             median,

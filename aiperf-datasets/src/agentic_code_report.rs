@@ -355,18 +355,6 @@ mod tests {
     use super::*;
     use crate::agentic_code::{AgenticTurn, Lognormal};
 
-    fn lognormal(mean: f64, median: f64) -> Lognormal {
-        Lognormal {
-            mean,
-            median,
-            min: None,
-            max: None,
-            bias: None,
-            mu: None,
-            sigma: None,
-        }
-    }
-
     fn session(end: SessionEnd, turns: &[(u64, u64, u32, f64)]) -> AgenticSession {
         AgenticSession {
             session_id: "s".into(),
@@ -391,9 +379,9 @@ mod tests {
         let mut config = AgenticCodeConfig::default();
         config.cache.layer1_tokens = 500;
         config.cache.layer1_5_tokens = 0;
-        config.cache.layer2 = lognormal(1500.0, 1000.0);
-        config.generation_length = lognormal(100.0, 80.0);
-        config.new_tokens_per_turn = lognormal(200.0, 100.0);
+        config.cache.layer2 = Lognormal::new(1500.0, 1000.0);
+        config.generation_length = Lognormal::new(100.0, 80.0);
+        config.new_tokens_per_turn = Lognormal::new(200.0, 100.0);
         config.max_prompt_tokens = 5000;
         let sessions = vec![
             session(

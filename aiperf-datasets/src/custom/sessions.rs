@@ -61,3 +61,14 @@ impl Sessions {
         self.conversations
     }
 }
+
+/// A recorded agent session (weka, tracelab) as a conversation of `turns`, in the context
+/// mode both formats replay with.
+pub(super) fn replayed_session(session_id: String, turns: Vec<Turn>) -> Conversation {
+    Conversation {
+        session_id,
+        turns,
+        context_mode: aiperf_core::ContextMode::MessageArrayWithResponses,
+        ..Conversation::default()
+    }
+}

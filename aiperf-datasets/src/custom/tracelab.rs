@@ -26,13 +26,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use aiperf_core::config::TracelabJoin;
-use aiperf_core::{Branch, BranchMode, ContextMode, Conversation, Turn};
+use aiperf_core::{Branch, BranchMode, Conversation, Turn};
 use serde_json::Value;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
 use super::iso_time::unix_ms;
 use super::record::{for_each_record_of, Record};
+use super::sessions::replayed_session;
 
 /// Event types that feed a round: the request is submitted once the last one landed.
 const INPUT_EVENTS: [&str; 2] = ["user_message", "tool_result"];
@@ -204,7 +205,7 @@ pub(crate) fn load(
             children,
             &mut nested,
         );
-        roots.push(conversation(session.id.clone(), session_turns));
+        roots.push(replayed_session(session.id.clone(), session_turns));
     }
     let unnested = (0..sessions.len()).filter(|&index| {
         parents[index].is_some() && !nested.contains(&index) && !sessions[index].rounds.is_empty()
@@ -214,21 +215,12 @@ pub(crate) fn load(
             session = sessions[index].id,
             "replaying a tracelab subagent on its own: its parent has no round before its spawn"
         );
-        roots.push(conversation(
+        roots.push(replayed_session(
             sessions[index].id.clone(),
             std::mem::take(&mut turns[index]),
         ));
     }
     Ok(roots)
-}
-
-fn conversation(session_id: String, turns: Vec<Turn>) -> Conversation {
-    Conversation {
-        session_id,
-        turns,
-        context_mode: ContextMode::MessageArrayWithResponses,
-        ..Conversation::default()
-    }
 }
 
 /// Each session's parent and the window it ran in, as 0.13 recovers them: the tightest
@@ -330,7 +322,7 @@ fn nest_subagents(
                     first.delay_ms = Some((first_at - group.spawned_at).max(0.0));
                 }
                 let id = format!("{}::sa:{}", sessions[parent].id, sessions[child].id);
-                Arc::new(conversation(id, child_turns))
+                Arc::new(replayed_session(id, child_turns))
             })
             .collect();
         parent_turns[group.spawner].branches.push(Branch {

@@ -29,6 +29,7 @@ use serde::Deserialize;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
 use super::hash_prompts::HashIdPrompts;
+use super::sessions::replayed_session;
 use super::weka_chains::{self, ChainRequest, WorkerKind};
 use crate::seed::derive_seed;
 use crate::Tokenizer;
@@ -522,7 +523,7 @@ impl SessionBuilder<'_> {
         }
         if spawned_at.is_some() {
             Self::attach(&mut turns, &requests, groups);
-            return Ok((conversation(session_id, turns), agents));
+            return Ok((replayed_session(session_id, turns), agents));
         }
         for agent in agents {
             let spawner = requests
@@ -539,7 +540,7 @@ impl SessionBuilder<'_> {
             );
         }
         Self::attach(&mut turns, &requests, groups);
-        Ok((conversation(session_id, turns), Vec::new()))
+        Ok((replayed_session(session_id, turns), Vec::new()))
     }
 
     /// Hangs each group's children on its spawning turn: started as that turn is sent
@@ -620,16 +621,6 @@ fn add_to_group(
             spawned_at,
             children,
         }),
-    }
-}
-
-/// A session replayed as the trace recorded it.
-fn conversation(session_id: String, turns: Vec<Turn>) -> Conversation {
-    Conversation {
-        session_id,
-        turns,
-        context_mode: ContextMode::MessageArrayWithResponses,
-        ..Conversation::default()
     }
 }
 

@@ -660,15 +660,7 @@ fn read_dataset(field: &Field<'_>, config: &mut BenchmarkConfig) -> Result<(), C
             }
             // The trace options 0.13's public dataset takes (its Weka corpora replay).
             let trace = &mut input.trace;
-            if let Some(f) = r.take("ignore_trace_delays") {
-                trace.ignore_delays = f.boolean()?;
-            }
-            if let Some(f) = r.take("use_think_time_only") {
-                trace.use_think_time_only = f.boolean()?;
-            }
-            if let Some(f) = r.take("inter_turn_delay_cap_seconds") {
-                trace.inter_turn_delay_cap_seconds = Some(f.number()?);
-            }
+            read_replay_delays(&mut r, trace)?;
             if let Some(f) = r.take("max_context_length") {
                 trace.max_context_length = Some(f.count()?);
             }
@@ -735,12 +727,7 @@ fn read_trace_options(
     config: &mut BenchmarkConfig,
 ) -> Result<(), ConfigFileError> {
     let trace = &mut config.input.trace;
-    if let Some(f) = r.take("ignore_trace_delays") {
-        trace.ignore_delays = f.boolean()?;
-    }
-    if let Some(f) = r.take("use_think_time_only") {
-        trace.use_think_time_only = f.boolean()?;
-    }
+    read_replay_delays(r, trace)?;
     if let Some(f) = r.take("replay_speedup") {
         trace.replay_speedup = Some(f.number()?);
     }
@@ -752,6 +739,21 @@ fn read_trace_options(
     }
     if let Some(f) = r.take("force_min_tokens") {
         trace.omit_min_tokens = !f.boolean()?;
+    }
+    Ok(())
+}
+
+/// How a replay waits between recorded requests, for file and public datasets alike:
+/// `--ignore-trace-delays`, `--use-think-time-only`, `--inter-turn-delay-cap-seconds`.
+fn read_replay_delays(
+    r: &mut MapReader<'_>,
+    trace: &mut aiperf_core::config::TraceOptions,
+) -> Result<(), ConfigFileError> {
+    if let Some(f) = r.take("ignore_trace_delays") {
+        trace.ignore_delays = f.boolean()?;
+    }
+    if let Some(f) = r.take("use_think_time_only") {
+        trace.use_think_time_only = f.boolean()?;
     }
     if let Some(f) = r.take("inter_turn_delay_cap_seconds") {
         trace.inter_turn_delay_cap_seconds = Some(f.number()?);
