@@ -319,14 +319,16 @@ fn a_subagent_session_inside_a_spawning_call_runs_as_a_child_joined_after_the_ca
     assert!(child.turns.iter().all(|t| t.branches.is_empty()));
 }
 
+/// A timed user row of a Codex session.
+fn codex(session: &str, input: u32, output: u32, tools: serde_json::Value) -> String {
+    let mut row: serde_json::Value =
+        serde_json::from_str(&timed_row(session, "u", input, output, tools)).unwrap();
+    row["provider"] = json!("codex");
+    row.to_string()
+}
+
 #[test]
 fn a_codex_session_spawns_within_its_first_spawn_to_its_last_wait() {
-    let codex = |session: &str, input: u32, output: u32, tools: serde_json::Value| {
-        let mut row: serde_json::Value =
-            serde_json::from_str(&timed_row(session, "u", input, output, tools)).unwrap();
-        row["provider"] = json!("codex");
-        row.to_string()
-    };
     let rows = [
         // spawn_agent returns at once; the window runs to the last wait_agent result.
         codex("p", 0, 1, tool("spawn_agent", 1, 1, 5)),
@@ -421,12 +423,6 @@ fn the_tracelab_switches_turn_the_join_off_widen_it_or_leave_codex_out() {
         [("p", vec![]), ("c", vec![]), ("s2", vec![])]
     );
 
-    let codex = |session: &str, input: u32, output: u32, tools: serde_json::Value| {
-        let mut row: serde_json::Value =
-            serde_json::from_str(&timed_row(session, "u", input, output, tools)).unwrap();
-        row["provider"] = json!("codex");
-        row.to_string()
-    };
     let rows = [
         codex("p", 0, 1, tool("spawn_agent", 1, 1, 5)),
         codex("p", 2, 3, tool("wait_agent", 3, 20, 17_000)),
