@@ -97,36 +97,6 @@ fn video_poll_interval(text: &str) -> anyhow::Result<std::time::Duration> {
     }
 }
 
-/// The `AIPERF_DATASET_TRACELAB_*` switches of 0.13 that `lookup` finds set; the
-/// others keep their defaults.
-fn tracelab_join(lookup: impl Fn(&str) -> Option<String>) -> anyhow::Result<TracelabJoin> {
-    let mut join = TracelabJoin::default();
-    if let Some(text) = lookup("AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN") {
-        join.subagents = env_bool("AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN", &text)?;
-    }
-    if let Some(text) = lookup("AIPERF_DATASET_TRACELAB_CODEX_SUBAGENT_JOIN") {
-        join.codex = env_bool("AIPERF_DATASET_TRACELAB_CODEX_SUBAGENT_JOIN", &text)?;
-    }
-    if let Some(text) = lookup("AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS") {
-        join.min_spawn_ms = text.trim().parse().map_err(|_| {
-            anyhow::anyhow!(
-                "AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS must be a whole number of \
-                 milliseconds (0 or more), got {text:?}"
-            )
-        })?;
-    }
-    Ok(join)
-}
-
-/// A boolean environment variable, spelled as 0.13's settings accept it.
-fn env_bool(name: &str, text: &str) -> anyhow::Result<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "t" | "yes" | "y" | "on" => Ok(true),
-        "0" | "false" | "f" | "no" | "n" | "off" => Ok(false),
-        _ => anyhow::bail!("{name} must be true or false, got {text:?}"),
-    }
-}
-
 pub(crate) fn multi_run_options(runs: &RunsArgs) -> MultiRunOptions {
     MultiRunOptions {
         count: runs.num_profile_runs,
@@ -229,7 +199,7 @@ pub(crate) fn build_config(args: &ProfileArgs) -> anyhow::Result<BenchmarkConfig
     }
 
     args.input.apply(&mut config.input)?;
-    config.input.trace.tracelab_join = tracelab_join(|name| std::env::var(name).ok())?;
+    config.input.trace.tracelab_join = TracelabJoin::from_env()?;
     args.rankings.apply(&mut config.input);
 
     config.load = args.load.to_config();
@@ -568,45 +538,6 @@ mod tests {
             video_poll_interval("fast").unwrap_err().to_string(),
             "AIPERF_HTTP_VIDEO_POLL_INTERVAL must be a number of seconds from 0.001 to 10, \
              got \"fast\""
-        );
-    }
-
-    #[test]
-    fn the_tracelab_switches_are_read_as_0_13_spells_them() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(key, _)| *key == name)
-                    .map(|(_, value)| (*value).to_owned())
-            }
-        };
-        assert_eq!(tracelab_join(env(&[])).unwrap(), TracelabJoin::default());
-        assert_eq!(
-            tracelab_join(env(&[
-                ("AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN", "False"),
-                ("AIPERF_DATASET_TRACELAB_CODEX_SUBAGENT_JOIN", "0"),
-                ("AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS", " 2500 "),
-            ]))
-            .unwrap(),
-            TracelabJoin {
-                subagents: false,
-                codex: false,
-                min_spawn_ms: 2500
-            }
-        );
-        assert_eq!(
-            tracelab_join(env(&[("AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN", "maybe")]))
-                .unwrap_err()
-                .to_string(),
-            "AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN must be true or false, got \"maybe\""
-        );
-        assert_eq!(
-            tracelab_join(env(&[("AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS", "-1")]))
-                .unwrap_err()
-                .to_string(),
-            "AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS must be a whole number of milliseconds \
-             (0 or more), got \"-1\""
         );
     }
 

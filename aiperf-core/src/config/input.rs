@@ -293,6 +293,56 @@ impl Default for TracelabJoin {
     }
 }
 
+impl TracelabJoin {
+    /// The defaults, changed by the `AIPERF_DATASET_TRACELAB_*` environment variables the
+    /// Python AIPerf 0.13 reads (`SUBAGENT_JOIN`, `CODEX_SUBAGENT_JOIN`, `MIN_SPAWN_MS`).
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// [`TracelabJoin::from_env`] with the variables `lookup` finds set.
+    ///
+    /// ```
+    /// use aiperf_core::config::TracelabJoin;
+    ///
+    /// let join = TracelabJoin::from_lookup(|name| {
+    ///     (name == "AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN").then(|| "off".to_owned())
+    /// })?;
+    /// assert!(!join.subagents && join.codex);
+    /// # Ok::<(), aiperf_core::config::ConfigError>(())
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let mut join = Self::default();
+        if let Some(text) = lookup("AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN") {
+            join.subagents = env_bool("AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN", &text)?;
+        }
+        if let Some(text) = lookup("AIPERF_DATASET_TRACELAB_CODEX_SUBAGENT_JOIN") {
+            join.codex = env_bool("AIPERF_DATASET_TRACELAB_CODEX_SUBAGENT_JOIN", &text)?;
+        }
+        if let Some(text) = lookup("AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS") {
+            join.min_spawn_ms = text.trim().parse().map_err(|_| ConfigError::OutOfRange {
+                field: "AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS",
+                rule: "a whole number of milliseconds (0 or more)",
+                value: format!("{text:?}"),
+            })?;
+        }
+        Ok(join)
+    }
+}
+
+/// A boolean environment variable, spelled as 0.13's settings accept it.
+fn env_bool(name: &'static str, text: &str) -> Result<bool, ConfigError> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "t" | "yes" | "y" | "on" => Ok(true),
+        "0" | "false" | "f" | "no" | "n" | "off" => Ok(false),
+        _ => Err(ConfigError::OutOfRange {
+            field: name,
+            rule: "true or false",
+            value: format!("{text:?}"),
+        }),
+    }
+}
+
 /// Trace re-synthesis (`--synthesis-*`, docs/datasets.md#trace-synthesis): how a
 /// `hash_ids` trace is scaled before it is replayed or written by `aiperf synthesize`.
 /// The default changes nothing.
@@ -1045,6 +1095,48 @@ impl InputConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tracelab_switches_are_read_as_0_13_spells_them() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            }
+        };
+        assert_eq!(
+            TracelabJoin::from_lookup(env(&[])).unwrap(),
+            TracelabJoin::default()
+        );
+        assert_eq!(
+            TracelabJoin::from_lookup(env(&[
+                ("AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN", "False"),
+                ("AIPERF_DATASET_TRACELAB_CODEX_SUBAGENT_JOIN", "0"),
+                ("AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS", " 2500 "),
+            ]))
+            .unwrap(),
+            TracelabJoin {
+                subagents: false,
+                codex: false,
+                min_spawn_ms: 2500
+            }
+        );
+        assert_eq!(
+            TracelabJoin::from_lookup(env(&[("AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN", "maybe")]))
+                .unwrap_err()
+                .to_string(),
+            "AIPERF_DATASET_TRACELAB_SUBAGENT_JOIN must be true or false, got \"maybe\""
+        );
+        assert_eq!(
+            TracelabJoin::from_lookup(env(&[("AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS", "-1")]))
+                .unwrap_err()
+                .to_string(),
+            "AIPERF_DATASET_TRACELAB_MIN_SPAWN_MS must be a whole number of milliseconds \
+             (0 or more), got \"-1\""
+        );
+    }
 
     fn err(config: InputConfig) -> String {
         config.validate().unwrap_err().to_string()
