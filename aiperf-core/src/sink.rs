@@ -43,6 +43,15 @@ pub trait RecordSink: Send + 'static {
         Ok(())
     }
 
+    /// Every record the sink has not received yet started at or after `start_ns` (perf
+    /// ns of the run's clock): what came before it is complete, and a sink that orders
+    /// records by time can settle it and let it go. Called now and then between records
+    /// on the processing thread, never decreasing. The default ignores it.
+    fn on_watermark(&mut self, start_ns: u64) -> Result<(), SinkError> {
+        let _ = start_ns;
+        Ok(())
+    }
+
     /// Called once after the last record.
     fn finish(self, run: &RunInfo) -> Result<Self::Output, SinkError>;
 
@@ -86,6 +95,11 @@ impl<A: RecordSink, B: RecordSink> RecordSink for Tee<A, B> {
         self.second.on_phase_start(phase, start_ns)
     }
 
+    fn on_watermark(&mut self, start_ns: u64) -> Result<(), SinkError> {
+        self.first.on_watermark(start_ns)?;
+        self.second.on_watermark(start_ns)
+    }
+
     fn finish(self, run: &RunInfo) -> Result<Self::Output, SinkError> {
         Ok((self.first.finish(run)?, self.second.finish(run)?))
     }
@@ -107,6 +121,10 @@ impl<S: RecordSink> RecordSink for Box<S> {
 
     fn on_phase_start(&mut self, phase: Phase, start_ns: u64) -> Result<(), SinkError> {
         (**self).on_phase_start(phase, start_ns)
+    }
+
+    fn on_watermark(&mut self, start_ns: u64) -> Result<(), SinkError> {
+        (**self).on_watermark(start_ns)
     }
 
     fn finish(self, run: &RunInfo) -> Result<Self::Output, SinkError> {

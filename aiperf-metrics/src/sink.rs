@@ -100,6 +100,9 @@ pub struct MetricsSink {
     /// calls for it).
     hinted_cache_reporting: bool,
     timeline: Timeline,
+    /// Where the profiling phase started (perf ns), once it did: the window start the
+    /// timeline's incremental sweep needs.
+    profiling_start_ns: Option<u64>,
     /// The per-record outputs, fed in the order they were added.
     writers: Vec<Box<dyn RecordWriter>>,
     /// The `--export-http-trace` switch of the writer of
@@ -282,6 +285,7 @@ impl MetricsSink {
             retries: 0,
             hinted_cache_reporting: false,
             timeline: Timeline::new(),
+            profiling_start_ns: None,
             writers: Vec::new(),
             records_http_trace: None,
             clock: None,
@@ -357,8 +361,21 @@ impl MetricsSink {
 
     /// Records where the profiling phase starts (slice 0 of the time slices).
     pub fn phase_started(&mut self, phase: Phase, start_ns: u64) {
-        if let (Phase::Profiling, Some(slices)) = (phase, &mut self.slices) {
-            slices.origin_ns = Some(start_ns);
+        if phase == Phase::Profiling {
+            self.profiling_start_ns = Some(start_ns);
+            if let Some(slices) = &mut self.slices {
+                slices.origin_ns = Some(start_ns);
+            }
+        }
+    }
+
+    /// Every profiling record not absorbed yet starts at or after `watermark_ns`: the
+    /// time-weighted metrics sweep what lies before it now and let those requests go,
+    /// so their memory stays bounded by the requests in flight instead of growing with
+    /// the run ([`Timeline::advance`]). Time slices keep their requests to the end.
+    pub fn watermark(&mut self, watermark_ns: u64) {
+        if let Some(start) = self.profiling_start_ns {
+            self.timeline.advance(watermark_ns, start);
         }
     }
 
@@ -937,6 +954,11 @@ impl RecordSink for MetricsSink {
 
     fn on_phase_start(&mut self, phase: Phase, start_ns: u64) -> Result<(), SinkError> {
         self.phase_started(phase, start_ns);
+        Ok(())
+    }
+
+    fn on_watermark(&mut self, start_ns: u64) -> Result<(), SinkError> {
+        self.watermark(start_ns);
         Ok(())
     }
 

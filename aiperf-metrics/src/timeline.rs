@@ -12,8 +12,13 @@
 //! (decode concurrency > 0, prefill concurrency > 0, anything in flight). See
 //! docs/metrics.md for each definition.
 //!
-//! Memory: 40 bytes per valid request plus 16 per event at the end (about 90 MB for a
-//! million requests); the distributions themselves are bounded (t-digest past a limit).
+//! Memory: requests are kept until the sweep has passed them. Without a watermark that is
+//! the end of the run (40 bytes per valid request, plus the events, 24 bytes each, while
+//! the final sweep runs: about 110 MB for a million requests). With one
+//! ([`Timeline::advance`], which the engine's processing thread supplies through
+//! `RecordSink::on_watermark`), a request is dropped once every event of it is swept,
+//! so what is kept is bounded by the requests in flight, not by the run's length; the
+//! distributions are bounded too (t-digest past a limit).
 
 use crate::catalogue::MetricId;
 use crate::stats::{WeightedDistribution, WeightedStats};
@@ -46,12 +51,26 @@ impl Entry {
             _ => 0.0,
         }
     }
+
+    /// Its events in `[from, before)`: (time, kind) with kind 0 = start, 1 = first content
+    /// response, 2 = end.
+    fn events_in(&self, from: u64, before: u64) -> impl Iterator<Item = (u64, u8)> {
+        [(Some(self.start), 0), (self.first, 1), (Some(self.end), 2)]
+            .into_iter()
+            .filter_map(|(at, kind)| at.map(|at| (at, kind)))
+            .filter(move |(at, _)| (from..before).contains(at))
+    }
 }
 
 /// Collects request intervals and computes the time-weighted metrics.
 #[derive(Debug, Clone, Default)]
 pub struct Timeline {
-    entries: Vec<Entry>,
+    /// Requests with events the sweep has not reached, in the order they were added:
+    /// events at one instant are taken in that order, so any split of the sweep gives the
+    /// same sums.
+    pending: Vec<Entry>,
+    added: u64,
+    sweep: Sweep,
 }
 
 /// The metrics [`Timeline::compute`] produces, in output order.
@@ -89,145 +108,58 @@ impl Timeline {
         osl: Option<u64>,
     ) {
         let end = end.max(start);
-        self.entries.push(Entry {
+        self.pending.push(Entry {
             start,
             first: first.map(|f| f.clamp(start, end)),
             end,
             isl: isl.unwrap_or(0) as f64,
             osl: osl.unwrap_or(0) as f64,
         });
+        self.added += 1;
     }
 
     /// Number of requests added.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        usize::try_from(self.added).unwrap_or(usize::MAX)
     }
 
     /// True when no request was added.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.added == 0
+    }
+
+    /// Requests still kept: those with an event at or after the last watermark.
+    pub fn kept(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Sweeps every event before `watermark` now, and lets go of the requests that have
+    /// none after it. The caller promises that every request added later starts at or
+    /// after `watermark`, that the window [`Timeline::compute`] gets starts at
+    /// `window_start` (given again here because the sweep needs it from its first
+    /// step) and ends at or after every request's end. [`Timeline::compute`] then gives
+    /// exactly what it gives without this call.
+    pub fn advance(&mut self, watermark: u64, window_start: u64) {
+        let window_start = *self.sweep.window_start.get_or_insert(window_start);
+        if watermark > self.sweep.swept_before {
+            // Every request ends by the window's end: no segment before the watermark
+            // needs cutting there.
+            self.sweep_before(watermark, (window_start, u64::MAX));
+        }
     }
 
     /// Time-weighted statistics over `[window.0, window.1]` (perf ns), one per
     /// [`TIMELINE_METRICS`] entry. Empty when there is no request or the window is empty.
-    /// `active_*` metrics that were never active report zeros.
-    pub fn compute(&self, window: (u64, u64)) -> Vec<(MetricId, WeightedStats)> {
-        let (w0, w1) = window;
-        if self.entries.is_empty() || w1 <= w0 {
+    /// `active_*` metrics that were never active report zeros. After
+    /// [`Timeline::advance`] the window starts where that call said.
+    pub fn compute(&mut self, window: (u64, u64)) -> Vec<(MetricId, WeightedStats)> {
+        let window = (self.sweep.window_start.unwrap_or(window.0), window.1);
+        if self.is_empty() || window.1 <= window.0 {
             return Vec::new();
         }
-        // (time, kind, index): kind 0 = start, 1 = first, 2 = end
-        let mut events: Vec<(u64, u8, u32)> = Vec::with_capacity(self.entries.len() * 3);
-        for (i, e) in self.entries.iter().enumerate() {
-            let i = i as u32;
-            events.push((e.start, 0, i));
-            if let Some(f) = e.first {
-                events.push((f, 1, i));
-            }
-            events.push((e.end, 2, i));
-        }
-        events.sort_unstable();
-
-        let mut d: Vec<WeightedDistribution> = (0..TIMELINE_METRICS.len())
-            .map(|_| WeightedDistribution::default())
-            .collect();
-        let (mut conc, mut pconc, mut dconc) = (0i64, 0i64, 0i64);
-        let (mut prate, mut drate, mut tif, mut slope) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-        let mut prev = w0.min(events[0].0);
-        let last = events.last().map_or(w1, |e| e.0);
-        let tail = (w1 > last).then_some((w1, 3u8, 0u32));
-
-        for &(t, kind, i) in events.iter().chain(tail.iter()) {
-            if t > prev {
-                let (a, b) = (prev.max(w0), t.min(w1));
-                if b > a {
-                    let weight = (b - a) as f64;
-                    let tif_a = tif + slope * (a - prev) as f64;
-                    let tif_b = tif_a + slope * weight;
-                    let dps = drate * 1e9; // tokens/sec
-                    let dpu = if dconc > 0 { dps / dconc as f64 } else { 0.0 };
-                    let ppu = if pconc > 0 { prate / pconc as f64 } else { 0.0 };
-                    let flat = |v: f64| (v, v);
-                    let samples = [
-                        conc as f64,
-                        dps,
-                        prate,
-                        dconc as f64,
-                        pconc as f64,
-                        prate + dps,
-                        dpu,
-                        ppu,
-                    ];
-                    for (dist, v) in d.iter_mut().zip(samples) {
-                        dist.push(v, weight, flat(v));
-                    }
-                    d[8].push(
-                        f64::midpoint(tif_a, tif_b),
-                        weight,
-                        (tif_a.min(tif_b), tif_a.max(tif_b)),
-                    );
-                    if dconc > 0 {
-                        d[9].push(dps, weight, flat(dps));
-                        d[11].push(dpu, weight, flat(dpu));
-                    }
-                    if pconc > 0 {
-                        d[10].push(prate, weight, flat(prate));
-                        d[12].push(ppu, weight, flat(ppu));
-                    }
-                    if conc > 0 {
-                        d[13].push(prate + dps, weight, flat(prate + dps));
-                    }
-                }
-                tif += slope * (t - prev) as f64;
-                prev = t;
-            }
-            if kind == 3 {
-                break;
-            }
-            let e = &self.entries[i as usize];
-            let streaming = e.first.is_some();
-            match kind {
-                0 => {
-                    conc += 1;
-                    if streaming {
-                        pconc += 1;
-                        prate += e.prefill_rate();
-                        tif += e.isl;
-                    }
-                }
-                1 => {
-                    pconc -= 1;
-                    prate -= e.prefill_rate();
-                    dconc += 1;
-                    drate += e.decode_rate_per_ns();
-                    slope += e.decode_rate_per_ns();
-                    if e.osl >= 1.0 {
-                        tif += 1.0;
-                    }
-                }
-                _ => {
-                    conc -= 1;
-                    if streaming {
-                        dconc -= 1;
-                        drate -= e.decode_rate_per_ns();
-                        slope -= e.decode_rate_per_ns();
-                        tif -= e.isl
-                            + if e.osl >= 1.0 { 1.0 } else { 0.0 }
-                            + e.decode_rate_per_ns() * e.first.map_or(0.0, |f| (e.end - f) as f64);
-                    }
-                }
-            }
-            // cancel floating-point drift whenever a population empties
-            if pconc == 0 {
-                prate = 0.0;
-            }
-            if dconc == 0 {
-                drate = 0.0;
-                slope = 0.0;
-            }
-            if conc == 0 {
-                tif = 0.0;
-            }
+        self.sweep_before(u64::MAX, window);
+        if self.sweep.previous.is_some_and(|last| window.1 > last) {
+            self.sweep.step_to(window.1, window);
         }
         let zero = WeightedStats {
             avg: 0.0,
@@ -241,9 +173,179 @@ impl Timeline {
         };
         TIMELINE_METRICS
             .iter()
-            .zip(d)
+            .zip(&self.sweep.dists)
             .map(|(id, dist)| (*id, dist.stats().unwrap_or(zero)))
             .collect()
+    }
+
+    /// Applies the pending events in `[swept so far, before)` in time order (ties: start,
+    /// first response, end; then the order requests were added) and drops the requests
+    /// left with none.
+    fn sweep_before(&mut self, before: u64, window: (u64, u64)) {
+        let from = self.sweep.swept_before;
+        let mut events: Vec<(u64, u8, usize)> = self
+            .pending
+            .iter()
+            .enumerate()
+            .flat_map(|(position, entry)| {
+                entry
+                    .events_in(from, before)
+                    .map(move |(at, kind)| (at, kind, position))
+            })
+            .collect();
+        events.sort_unstable();
+        for (at, kind, position) in events {
+            self.sweep.step_to(at, window);
+            self.sweep.apply(kind, &self.pending[position]);
+        }
+        self.pending.retain(|entry| entry.end >= before);
+        self.sweep.swept_before = before;
+    }
+}
+
+/// The state of the sweep: the step functions' current values and the distributions of
+/// the segments swept so far.
+#[derive(Debug, Clone)]
+struct Sweep {
+    /// Events before this instant are applied.
+    swept_before: u64,
+    /// The window's start, once [`Timeline::advance`] fixed it.
+    window_start: Option<u64>,
+    /// The instant the segments swept so far end at.
+    previous: Option<u64>,
+    concurrency: i64,
+    prefill_concurrency: i64,
+    decode_concurrency: i64,
+    prefill_rate: f64,
+    decode_rate: f64,
+    tokens_in_flight: f64,
+    slope: f64,
+    dists: Vec<WeightedDistribution>,
+}
+
+impl Default for Sweep {
+    fn default() -> Self {
+        Self {
+            swept_before: 0,
+            window_start: None,
+            previous: None,
+            concurrency: 0,
+            prefill_concurrency: 0,
+            decode_concurrency: 0,
+            prefill_rate: 0.0,
+            decode_rate: 0.0,
+            tokens_in_flight: 0.0,
+            slope: 0.0,
+            dists: (0..TIMELINE_METRICS.len())
+                .map(|_| WeightedDistribution::default())
+                .collect(),
+        }
+    }
+}
+
+impl Sweep {
+    /// Adds the segment from the previous instant to `at` (its part inside `window`) to
+    /// the distributions, at the current values.
+    fn step_to(&mut self, at: u64, (w0, w1): (u64, u64)) {
+        let previous = *self.previous.get_or_insert(w0.min(at));
+        if at <= previous {
+            return;
+        }
+        let (a, b) = (previous.max(w0), at.min(w1));
+        if b > a {
+            let weight = (b - a) as f64;
+            let tif_a = self.tokens_in_flight + self.slope * (a - previous) as f64;
+            let tif_b = tif_a + self.slope * weight;
+            let dps = self.decode_rate * 1e9; // tokens/sec
+            let (conc, pconc, dconc) = (
+                self.concurrency,
+                self.prefill_concurrency,
+                self.decode_concurrency,
+            );
+            let prate = self.prefill_rate;
+            let dpu = if dconc > 0 { dps / dconc as f64 } else { 0.0 };
+            let ppu = if pconc > 0 { prate / pconc as f64 } else { 0.0 };
+            let flat = |v: f64| (v, v);
+            let samples = [
+                conc as f64,
+                dps,
+                prate,
+                dconc as f64,
+                pconc as f64,
+                prate + dps,
+                dpu,
+                ppu,
+            ];
+            let d = &mut self.dists;
+            for (dist, v) in d.iter_mut().zip(samples) {
+                dist.push(v, weight, flat(v));
+            }
+            d[8].push(
+                f64::midpoint(tif_a, tif_b),
+                weight,
+                (tif_a.min(tif_b), tif_a.max(tif_b)),
+            );
+            if dconc > 0 {
+                d[9].push(dps, weight, flat(dps));
+                d[11].push(dpu, weight, flat(dpu));
+            }
+            if pconc > 0 {
+                d[10].push(prate, weight, flat(prate));
+                d[12].push(ppu, weight, flat(ppu));
+            }
+            if conc > 0 {
+                d[13].push(prate + dps, weight, flat(prate + dps));
+            }
+        }
+        self.tokens_in_flight += self.slope * (at - previous) as f64;
+        self.previous = Some(at);
+    }
+
+    /// Applies one event of `e`: 0 = start, 1 = first content response, 2 = end.
+    fn apply(&mut self, kind: u8, e: &Entry) {
+        let streaming = e.first.is_some();
+        match kind {
+            0 => {
+                self.concurrency += 1;
+                if streaming {
+                    self.prefill_concurrency += 1;
+                    self.prefill_rate += e.prefill_rate();
+                    self.tokens_in_flight += e.isl;
+                }
+            }
+            1 => {
+                self.prefill_concurrency -= 1;
+                self.prefill_rate -= e.prefill_rate();
+                self.decode_concurrency += 1;
+                self.decode_rate += e.decode_rate_per_ns();
+                self.slope += e.decode_rate_per_ns();
+                if e.osl >= 1.0 {
+                    self.tokens_in_flight += 1.0;
+                }
+            }
+            _ => {
+                self.concurrency -= 1;
+                if streaming {
+                    self.decode_concurrency -= 1;
+                    self.decode_rate -= e.decode_rate_per_ns();
+                    self.slope -= e.decode_rate_per_ns();
+                    self.tokens_in_flight -= e.isl
+                        + if e.osl >= 1.0 { 1.0 } else { 0.0 }
+                        + e.decode_rate_per_ns() * e.first.map_or(0.0, |f| (e.end - f) as f64);
+                }
+            }
+        }
+        // cancel floating-point drift whenever a population empties
+        if self.prefill_concurrency == 0 {
+            self.prefill_rate = 0.0;
+        }
+        if self.decode_concurrency == 0 {
+            self.decode_rate = 0.0;
+            self.slope = 0.0;
+        }
+        if self.concurrency == 0 {
+            self.tokens_in_flight = 0.0;
+        }
     }
 }
 
@@ -317,6 +419,59 @@ mod tests {
         assert!(close(get(&s, "effective_concurrency").avg, 0.5));
         assert_eq!(get(&s, "tokens_in_flight").max, 0.0);
         assert_eq!(get(&s, "active_decode_throughput").avg, 0.0);
+    }
+
+    /// `count` requests as a run makes them, in completion order: (start, first, end,
+    /// isl, osl), starts every ~1 ms, latencies 2–300 ms, streaming or not.
+    fn run_of(count: u64, streaming: bool) -> Vec<(u64, Option<u64>, u64, u64, u64)> {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |below: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) % below
+        };
+        let mut requests: Vec<_> = (0..count)
+            .map(|i| {
+                // Ties on purpose: several requests start at one instant.
+                let start = MS + i / 3 * MS + next(2) * 7;
+                let end = start + 2 * MS + next(298) * MS;
+                let first = streaming.then(|| start + next(end - start + 1));
+                (start, first, end, 10 + next(500), 1 + next(100))
+            })
+            .collect();
+        requests.sort_by_key(|r| r.2);
+        requests
+    }
+
+    #[test]
+    fn a_sweep_advanced_by_watermarks_gives_exactly_the_whole_runs_figures() {
+        for streaming in [true, false] {
+            let requests = run_of(5_000, streaming);
+            let window = (0, requests.iter().map(|r| r.2).max().unwrap() + 50 * MS);
+            let mut whole = Timeline::new();
+            let mut advanced = Timeline::new();
+            let mut most_kept = 0;
+            for (done, &(start, first, end, isl, osl)) in requests.iter().enumerate() {
+                whole.push(start, first, end, Some(isl), Some(osl));
+                advanced.push(start, first, end, Some(isl), Some(osl));
+                if done % 100 == 99 {
+                    // What the engine promises: nothing still to come started earlier.
+                    let watermark = requests[done + 1..].iter().map(|r| r.0).min();
+                    advanced.advance(watermark.unwrap_or(u64::MAX), window.0);
+                    most_kept = most_kept.max(advanced.kept());
+                }
+            }
+            assert!(
+                most_kept < 2_500,
+                "kept {most_kept} of 5,000: the sweep let nothing go"
+            );
+            // Bit for bit: the same segments summed in the same order.
+            let whole = whole.compute(window);
+            let advanced = advanced.compute(window);
+            assert_eq!(format!("{whole:?}"), format!("{advanced:?}"));
+            assert!(get(&whole, "effective_concurrency").avg > 10.0);
+        }
     }
 
     #[test]

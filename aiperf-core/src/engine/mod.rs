@@ -46,11 +46,13 @@ mod phase;
 mod plan;
 mod prompt_maker;
 mod session;
+mod watermark;
 
 pub use plan::{Cancellation, PhasePlan};
 
 use phase::PhaseRunner;
 use prompt_maker::PromptMaker;
+use watermark::{Ticket, Unprocessed};
 
 /// Most finished exchanges waiting for the processing thread (see the module docs). At
 /// ~40 KB for a 128-token stream this bounds the backlog near 40 MB.
@@ -214,6 +216,8 @@ struct Shared {
     cache_bust: CacheBust,
     /// Makes the deferred prompts ahead of the schedule, when the dataset has any.
     prompt_maker: Option<PromptMaker>,
+    /// The requests whose records the sink has not received: the processing watermark.
+    unprocessed: Arc<Unprocessed>,
 }
 
 /// Builds a [`Benchmark`] of one configuration. The configuration decides everything it
@@ -375,6 +379,7 @@ impl BenchmarkBuilder {
             keep_raw: config.output.export_level == ExportLevel::Raw,
             cache_bust: config.input.cache_bust,
             prompt_maker,
+            unprocessed: Arc::default(),
             endpoint,
             transport,
         };
@@ -394,6 +399,8 @@ impl BenchmarkBuilder {
 /// A request that finished (or failed before it could be sent), waiting to be processed.
 struct Finished {
     credit: Credit,
+    /// Held until the record reached the sink.
+    ticket: Ticket,
     model: String,
     payload: Bytes,
     /// The input-length text of a multi-turn request (its history included); `None` for
@@ -436,6 +443,7 @@ impl<S: RecordSink> Benchmark<S> {
             rx,
             sink,
             Arc::clone(&self.shared.endpoint),
+            Arc::clone(&self.shared.unprocessed),
             clock,
             Arc::clone(&self.progress),
             self.cancel.clone(),
@@ -490,6 +498,7 @@ fn spawn_processor<S: RecordSink>(
     mut rx: mpsc::Receiver<ToProcessor>,
     mut sink: S,
     endpoint: Arc<dyn Endpoint>,
+    unprocessed: Arc<Unprocessed>,
     clock: Clock,
     progress: Arc<Progress>,
     cancel: CancellationToken,
@@ -501,6 +510,7 @@ fn spawn_processor<S: RecordSink>(
         let mut current_phase = None;
         let mut stop_processing_at = None;
         let mut skipped = 0_u64;
+        let mut since_watermark = 0_u32;
         while let Some(message) = next_message(&mut rx) {
             if failure.is_some() {
                 continue; // drain so senders never block; the first error is reported
@@ -528,7 +538,14 @@ fn spawn_processor<S: RecordSink>(
                         }
                         progress.completed.fetch_add(1, Ordering::Relaxed);
                     }
-                    sink.on_record(record)
+                    since_watermark += 1;
+                    sink.on_record(record).and_then(|()| {
+                        if since_watermark < RECORDS_PER_WATERMARK {
+                            return Ok(());
+                        }
+                        since_watermark = 0;
+                        sink.on_watermark(clock.perf_ns(unprocessed.watermark()))
+                    })
                 }
             };
             if let Err(error) = delivered {
@@ -548,6 +565,11 @@ fn spawn_processor<S: RecordSink>(
         }
     })
 }
+
+/// How many records the processing thread hands the sink between two watermarks: often
+/// enough that what a sink keeps until then stays small, rarely enough that the lock
+/// and the sink's settling cost nothing per record.
+const RECORDS_PER_WATERMARK: u32 = 1024;
 
 /// How long the processing thread naps when it finds no message, before it blocks on the
 /// channel. Under load the messages of the nap pile up and are taken without waiting, so
@@ -576,12 +598,16 @@ fn next_message(rx: &mut mpsc::Receiver<ToProcessor>) -> Option<ToProcessor> {
 fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> RequestRecord {
     let Finished {
         credit,
+        ticket,
         model,
         payload,
         input_text,
         sent_headers,
         outcome,
     } = finished;
+    // Let go before the record reaches the sink: the watermark is only read between
+    // records, on this thread, so it cannot pass this record's start too soon.
+    drop(ticket);
     let conversation = Arc::clone(&credit.conversation);
     let turn = conversation.turns.get(credit.turn_index);
     let input_text = input_text

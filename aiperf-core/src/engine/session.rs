@@ -14,6 +14,7 @@ use tokio::task::JoinSet;
 
 use super::job::JobBounds;
 use super::phase::{PhaseRunner, PhaseState};
+use super::watermark::Ticket;
 use super::{random_uuid, Finished, Outcome, ToProcessor};
 use crate::cache_bust;
 use crate::conversation::{Branch, BranchMode, ContextMode, Conversation, Turn};
@@ -168,6 +169,7 @@ impl PhaseRunner {
                     _ => break,
                 }
             }
+            let (ticket, issued_at) = self.shared.unprocessed.issue();
             let credit = Credit {
                 id: credit_id,
                 phase: state.phase,
@@ -176,7 +178,7 @@ impl PhaseRunner {
                 correlation_id: correlation_id.clone(),
                 request_id: random_uuid(),
                 scheduled_at,
-                issued_at: Instant::now(),
+                issued_at,
             };
             self.progress.sent.fetch_add(1, Ordering::Relaxed);
             let is_last = turn_index + 1 == turn_count;
@@ -206,7 +208,14 @@ impl PhaseRunner {
                 }
             }
             let reply = self
-                .send_turn(credit, &url, turns, want_reply, is_last, state)
+                .send_turn(
+                    Issued { credit, ticket },
+                    &url,
+                    turns,
+                    want_reply,
+                    is_last,
+                    state,
+                )
                 .await;
             state.returned.fetch_add(1, Ordering::Relaxed);
             if let Some(reply) = reply.filter(|r| keeps_history && !r.is_empty()) {
@@ -288,13 +297,14 @@ impl PhaseRunner {
     /// read out of the response for the next turn's history; the stamps are taken by then.
     async fn send_turn(
         &self,
-        credit: Credit,
+        issued: Issued,
         url: &str,
         turns: &[Turn],
         want_reply: bool,
         last_turn: bool,
         state: &PhaseState,
     ) -> Option<String> {
+        let Issued { credit, ticket } = issued;
         let shared = &self.shared;
         let conversation = Arc::clone(&credit.conversation);
         let current = &conversation.turns[credit.turn_index];
@@ -315,6 +325,7 @@ impl PhaseRunner {
             Err(error) => {
                 let finished = Finished {
                     credit,
+                    ticket,
                     model,
                     payload: Bytes::new(),
                     input_text,
@@ -399,6 +410,7 @@ impl PhaseRunner {
             .results
             .send(ToProcessor::Finished(Finished {
                 credit,
+                ticket,
                 model,
                 payload: built.json_view.unwrap_or(built.body),
                 input_text,
@@ -408,4 +420,11 @@ impl PhaseRunner {
             .await;
         reply
     }
+}
+
+/// A credit with its [`Ticket`]: the request counts as unprocessed until its record
+/// reaches the sink.
+struct Issued {
+    credit: Credit,
+    ticket: Ticket,
 }

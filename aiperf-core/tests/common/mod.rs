@@ -124,6 +124,10 @@ impl Endpoint for Transcript {
 #[derive(Default)]
 pub(crate) struct SlowEcho {
     pub latency: Duration,
+    /// Each request takes `latency` times 1, 2, 3 or 4 in turn, so requests finish out
+    /// of the order they started.
+    pub staggered: bool,
+    pub calls: AtomicUsize,
     pub ttft: Option<Duration>,
     pub in_flight: AtomicUsize,
     pub peak: AtomicUsize,
@@ -168,7 +172,13 @@ impl SlowEcho {
                 notify.notify_one();
             }
         }
-        tokio::time::sleep_until((started_at + self.latency).into()).await;
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        let latency = if self.staggered {
+            self.latency * (1 + (call % 4) as u32)
+        } else {
+            self.latency
+        };
+        tokio::time::sleep_until((started_at + latency).into()).await;
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         let at = Instant::now();
         exchange.head_at.get_or_insert(at);
