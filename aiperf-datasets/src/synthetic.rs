@@ -267,9 +267,10 @@ impl SyntheticDataset {
     /// Generates the conversations.
     pub fn generate(&self) -> Result<Vec<Conversation>, SyntheticError> {
         let mut composer = Composer::new(self)?;
-        let conversations = (0..self.entries)
-            .map(|_| composer.conversation())
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut conversations = Vec::with_capacity(self.entries);
+        for _ in 0..self.entries {
+            conversations.push(composer.conversation()?);
+        }
         tracing::debug!(
             entries = conversations.len(),
             seed = self.root_seed,
@@ -359,9 +360,14 @@ impl<'a> Composer<'a> {
             vec![self.rankings_turn(shape)]
         } else {
             let count = self.dataset.turns.sample(&mut self.turn_count_rng);
-            (0..count)
-                .map(|index| self.turn(index == 0))
-                .collect::<Result<_, _>>()?
+            // Sized up front: collected from a fallible iterator, a one-turn conversation
+            // would hold room for four turns (1.3 KB more per conversation, and a
+            // synthetic dataset has one conversation per request).
+            let mut turns = Vec::with_capacity(count as usize);
+            for index in 0..count {
+                turns.push(self.turn(index == 0)?);
+            }
+            turns
         };
         let user_context_message = self
             .dataset
@@ -500,6 +506,15 @@ mod tests {
             assert_eq!(turn.delay_ms, None);
         }
         assert!(distinct.len() > 5);
+    }
+
+    #[test]
+    fn a_conversation_holds_room_for_its_turns_only() {
+        // A dataset has one conversation per request: three spare turns each were most
+        // of a million-request run's memory.
+        for c in dataset(&input(Some(5))).generate().unwrap() {
+            assert_eq!((c.turns.len(), c.turns.capacity()), (1, 1));
+        }
     }
 
     #[test]

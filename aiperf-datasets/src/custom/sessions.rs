@@ -39,7 +39,13 @@ impl Sessions {
             self.ids_made += 1;
             self.open(id)
         };
-        self.conversations[index].turns.push(turn);
+        let turns = &mut self.conversations[index].turns;
+        if turns.is_empty() {
+            // Room for one: a first push would make room for four (1.3 KB more per
+            // conversation, most of a single-turn file's memory).
+            turns.reserve_exact(1);
+        }
+        turns.push(turn);
         index
     }
 
@@ -70,5 +76,22 @@ pub(super) fn replayed_session(session_id: String, turns: Vec<Turn>) -> Conversa
         turns,
         context_mode: aiperf_core::ContextMode::MessageArrayWithResponses,
         ..Conversation::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_single_turn_session_holds_room_for_one_turn_and_longer_ones_grow() {
+        let mut sessions = Sessions::new();
+        sessions.push(None, Turn::text("alone"));
+        sessions.push(Some("s".into()), Turn::text("first"));
+        sessions.push(Some("s".into()), Turn::text("second"));
+        let conversations = sessions.finish();
+        assert_eq!(conversations[0].turns.capacity(), 1);
+        assert_eq!(conversations[1].turns.len(), 2);
+        assert_eq!(conversations[1].turns[1].texts, ["second"]);
     }
 }
