@@ -203,10 +203,9 @@ impl Blocks {
     /// The tokens of `plan`: every block whole but the last, of which `final_block`
     /// tokens, then the tail.
     fn tokens(&self, plan: &BlockPrompt) -> Vec<u32> {
-        let tail = plan.tail.map_or(0, |tail| tail.len() + 1);
-        let mut tokens =
-            Vec::with_capacity(self.size * plan.hash_ids.len() + plan.final_block + tail);
         let last = plan.hash_ids.len().saturating_sub(1);
+        let tail = plan.tail.map_or(0, |tail| tail.len() + 1);
+        let mut tokens = Vec::with_capacity(self.size * last + plan.final_block + tail);
         for (index, id) in plan.hash_ids.iter().enumerate() {
             let size = if index == last {
                 plan.final_block
