@@ -82,8 +82,8 @@ impl Source {
 }
 
 /// Where a token block lies in a generator's corpus: `len` tokens from `start`, wrapping
-/// at the end. A trace of 83,000 distinct 512-token blocks keeps 16 bytes a block this
-/// way instead of 2 KB, and copies the tokens only when a prompt is decoded.
+/// at the end. A trace prompt is kept this way (a few bytes a block instead of 2 KB for
+/// 512 tokens) and its tokens are copied only when it is decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TokenWindow {
     start: usize,
@@ -95,14 +95,6 @@ impl TokenWindow {
     pub(crate) fn len(self) -> usize {
         self.len
     }
-
-    /// The first `len` tokens of the window.
-    pub(crate) fn prefix(self, len: usize) -> Self {
-        Self {
-            len: len.min(self.len),
-            ..self
-        }
-    }
 }
 
 /// A generator's corpus, shared, to read [`TokenWindow`]s from on any thread.
@@ -113,6 +105,30 @@ impl CorpusTokens {
     /// The tokens of `window`, appended to `out`.
     pub(crate) fn take(&self, window: TokenWindow, out: &mut Vec<u32>) {
         self.0.take(window, out);
+    }
+
+    /// How many places a window may start at (at least 1): the prose and coding
+    /// corpora's clean-start words, the random corpus' pool positions.
+    pub(crate) fn starts(&self) -> usize {
+        match &*self.0 {
+            Source::Text(corpus) => corpus.prompt_starts.len().max(1),
+            Source::Random(pool) => pool.len().max(1),
+        }
+    }
+
+    /// The window of `len` tokens from start number `index` (modulo
+    /// [`CorpusTokens::starts`]).
+    pub(crate) fn window_at(&self, index: usize, len: usize) -> TokenWindow {
+        let index = index % self.starts();
+        let start = match &*self.0 {
+            Source::Text(corpus) => corpus
+                .prompt_starts
+                .get(index)
+                .and_then(|word| corpus.word_starts.get(*word as usize))
+                .map_or(0, |start| *start as usize),
+            Source::Random(_) => index,
+        };
+        TokenWindow { start, len }
     }
 }
 

@@ -8,6 +8,8 @@ use rand_chacha::ChaCha8Rng;
 pub const PROMPT_LENGTH: &str = "dataset.prompt.length";
 /// Stream for the prompt corpus (corpus order and window positions).
 pub const PROMPT_CORPUS: &str = "dataset.prompt.corpus";
+/// Stream for where hash-id blocks start in the prompt corpus.
+pub const HASH_BLOCKS: &str = "dataset.prompt.hash_blocks";
 /// Stream for requested output lengths.
 pub const MAX_TOKENS: &str = "composer.turn.max_tokens";
 /// Stream for the number of passages of ranking requests.

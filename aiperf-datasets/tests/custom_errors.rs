@@ -211,21 +211,33 @@ fn rule_violations() {
 }
 
 #[test]
-fn hash_ids_with_a_bad_final_block() {
-    // Block size 10: three hash ids need 21..=30 tokens.
+fn hash_ids_that_leave_the_final_block_no_token() {
+    // Block size 10: three hash ids need at least 21 tokens; 31 and more are prefix only
+    // (accepted, as by 0.13), 20 leaves hash id 3 nothing.
     let (message, kind) = error_of(
         "trace.jsonl",
-        "{\"input_length\": 25, \"hash_ids\": [1, 2, 3]}\n{\"input_length\": 31, \"hash_ids\": [1, 2, 3]}\n",
+        "{\"input_length\": 21, \"hash_ids\": [1, 2, 3]}\n\
+         {\"input_length\": 31, \"hash_ids\": [1, 2, 3]}\n\
+         {\"input_length\": 20, \"hash_ids\": [1, 2, 3]}\n",
         CustomDatasetType::MooncakeTrace,
     );
     assert_eq!(kind, DatasetFileErrorKind::Invalid);
     assert_eq!(
         message,
-        "FILE:2: hash_ids: input_length 31 does not fit 3 hash ids of 10-token blocks: the final block would hold 11 tokens (must be 1 to 10); check --isl-block-size"
+        "FILE:3: hash_ids: input_length 20 is too short for 3 hash ids of 10-token blocks: the final block would hold 0 tokens (must be at least 1); check --isl-block-size"
     );
     assert_eq!(
-        mooncake("{\"input_length\": 20, \"hash_ids\": [1, 2, 3]}\n"),
-        "FILE:1: hash_ids: input_length 20 does not fit 3 hash ids of 10-token blocks: the final block would hold 0 tokens (must be 1 to 10); check --isl-block-size"
+        mooncake("{\"input_length\": 5, \"hash_ids\": [1, 2, 3]}\n"),
+        "FILE:1: hash_ids: input_length 5 is too short for 3 hash ids of 10-token blocks: the final block would hold -15 tokens (must be at least 1); check --isl-block-size"
+    );
+    assert_eq!(
+        error_of(
+            "trace.jsonl",
+            "{\"chat_id\": 1, \"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1, 2]}\n",
+            CustomDatasetType::BailianTrace,
+        )
+        .0,
+        "FILE:1: hash_ids: input_length 10 is too short for 2 hash ids of 10-token blocks: the final block would hold 0 tokens (must be at least 1); check --isl-block-size"
     );
 }
 

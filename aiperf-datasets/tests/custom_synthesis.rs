@@ -1,11 +1,13 @@
 //! `--synthesis-*` applied while a trace loads: the prompts follow the synthesized
 //! lengths and shared blocks, timestamps and output lengths are scaled, and requests
-//! over `max_isl` are gone. Non-trace formats refuse synthesis.
+//! over `max_isl` are gone; a prefix-only line's fresh tail gets blocks of its own. Non-trace
+//! formats refuse synthesis.
 #![allow(clippy::unwrap_used)]
 
 use std::io::Write;
 
 use aiperf_core::config::{CustomDatasetType, TraceSynthesis};
+use aiperf_datasets::custom::synthesize_mooncake_trace;
 use aiperf_datasets::{load_custom_dataset, CustomDatasetOptions, LoadedDataset, Tokenizer};
 
 const TRACE: &str = "{\"timestamp\": 1000, \"input_length\": 40, \"output_length\": 9, \"hash_ids\": [1, 2, 3]}\n\
@@ -81,4 +83,33 @@ fn synthesis_of_a_non_trace_format_is_an_error() {
         ),
         "{error}"
     );
+}
+
+#[test]
+fn a_prefix_only_line_is_synthesized_with_blocks_for_its_fresh_tail() {
+    // Block size 16: line 1 is prefix only (two whole blocks, then 8 fresh tokens).
+    let trace = "{\"input_length\": 40, \"hash_ids\": [1, 2]}\n\
+                 {\"input_length\": 32, \"hash_ids\": [1, 2]}\n";
+    let synthesis = TraceSynthesis {
+        prompt_len_multiplier: 2.0,
+        ..TraceSynthesis::default()
+    };
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(trace.as_bytes()).unwrap();
+    let written = synthesize_mooncake_trace(file.path(), &synthesis, 16, 3).unwrap();
+    // The shared [1, 2] stays; the 8 fresh tokens double and get a block id of their own.
+    assert_eq!(
+        written.to_jsonl(),
+        "{\"input_length\":48,\"hash_ids\":[1,2,3]}\n{\"input_length\":32,\"hash_ids\":[1,2]}\n"
+    );
+
+    let loaded = load(trace, CustomDatasetType::MooncakeTrace, synthesis).unwrap();
+    let tokenizer = Tokenizer::builtin();
+    let tokens: Vec<Vec<u32>> = loaded
+        .conversations
+        .iter()
+        .map(|c| tokenizer.encode(&c.turns[0].texts[0]))
+        .collect();
+    assert_eq!(tokens[0].len(), 48);
+    assert_eq!(tokens[0][..32], tokens[1][..]);
 }

@@ -342,3 +342,37 @@ fn prompts_come_from_the_coding_corpus_unless_another_is_named() {
     assert_eq!(unnamed, with_corpus(Some(PromptCorpus::Coding)));
     assert_ne!(unnamed, with_corpus(Some(PromptCorpus::Sonnet)));
 }
+
+#[test]
+fn a_request_longer_than_its_recorded_blocks_continues_with_fresh_tokens() {
+    // Block size 16: both requests recorded one block for 40 tokens (prefix only, as
+    // 0.13 reads them); the third is cut to the ⌈20 / 16⌉ = 2 blocks it needs.
+    let trace = r#"{"id": "p", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
+      "requests": [
+        {"t": 0.0, "type": "n", "model": "m", "in": 40, "out": 1, "hash_ids": [1], "api_time": 0.1},
+        {"t": 1.0, "type": "n", "model": "m", "in": 40, "out": 1, "hash_ids": [1], "api_time": 0.1},
+        {"t": 2.0, "type": "n", "model": "m", "in": 20, "out": 1, "hash_ids": [1, 2, 3], "api_time": 0.1}
+      ]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.json"), trace).unwrap();
+    let options = CustomDatasetOptions {
+        seed: 4,
+        corpus: Some(PromptCorpus::Sonnet),
+        ..CustomDatasetOptions::default()
+    };
+    let tokenizer = Tokenizer::builtin();
+    let loaded = load_custom_dataset(dir.path(), &options, &tokenizer).unwrap();
+    let tokens: Vec<Vec<u32>> = loaded.conversations[0]
+        .turns
+        .iter()
+        .map(|t| tokenizer.encode(&t.texts[0]))
+        .collect();
+    assert_eq!(
+        tokens.iter().map(Vec::len).collect::<Vec<_>>(),
+        [40, 40, 20]
+    );
+    // Hash id 1 leads all three; the fresh tails of the first two differ.
+    assert_eq!(tokens[0][..16], tokens[1][..16]);
+    assert_eq!(tokens[0][..16], tokens[2][..16]);
+    assert_ne!(tokens[0][16..], tokens[1][16..]);
+}

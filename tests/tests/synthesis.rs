@@ -121,7 +121,8 @@ fn a_bad_option_or_line_is_a_usage_error() {
     let output = synthesize(&format!("trace --input-file {}", trace.display()));
     assert_exit(&output, 2);
     assert!(String::from_utf8_lossy(&output.stderr).contains(&format!(
-        "{}:1: hash_ids: input_length 10 does not fit 2 hash ids of 512-token blocks",
+        "{}:1: hash_ids: input_length 10 is too short for 2 hash ids of 512-token blocks: \
+         the final block would hold -502 tokens (must be at least 1); check --isl-block-size",
         trace.display()
     )));
     let output = synthesize(&format!(

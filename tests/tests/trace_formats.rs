@@ -1,6 +1,7 @@
 //! The trace formats users export from serving platforms, replayed by the built binary
 //! against the recording mock server: a Baseten Parquet trace (whole sessions sampled by
-//! `--trace-session-sample-ratio`), a SageMaker data capture and a weka agentic trace.
+//! `--trace-session-sample-ratio`), a SageMaker data capture, a weka agentic trace and
+//! mooncake traces (prefix-only lines included).
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 mod common;
@@ -412,4 +413,57 @@ async fn a_mooncake_trace_sends_and_records_the_prompts_its_loader_makes() {
     recorded.sort();
     bodies.sort();
     assert_eq!(recorded, bodies);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefix_only_mooncake_lines_are_sent_at_their_input_length() {
+    // Block size 20: lines 2 and 3 ask for more than the 40 tokens of their two hash ids
+    // (prefix only, as captured traces record them); line 4 is the two blocks alone.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"timestamp\": 0, \"input_length\": 30, \"output_length\": 3, \"hash_ids\": [1, 9]}\n\
+         {\"timestamp\": 20, \"input_length\": 70, \"output_length\": 3, \"hash_ids\": [1, 9]}\n\
+         {\"timestamp\": 40, \"input_length\": 55, \"output_length\": 3, \"hash_ids\": [1, 9]}\n\
+         {\"timestamp\": 60, \"input_length\": 40, \"output_length\": 3, \"hash_ids\": [1, 9]}\n",
+    )
+    .unwrap();
+    let bodies = recorded_bodies(
+        dir.path(),
+        &format!(
+            "--input-file {} --custom-dataset-type mooncake_trace --isl-block-size 20 \
+             --tokenizer builtin",
+            trace.display()
+        ),
+    )
+    .await;
+    assert_eq!(bodies.len(), 4);
+    let inputs = common::read_json(&dir.path().join("artifacts").join("inputs.json"));
+    let tokenizer = Tokenizer::builtin();
+    let prompts: Vec<Vec<u32>> = inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| tokenizer.encode(&last_text(&session["payloads"][0])))
+        .collect();
+    assert_eq!(
+        prompts.iter().map(Vec::len).collect::<Vec<_>>(),
+        [30, 70, 55, 40]
+    );
+    // The blocks of hash ids 1 and 9 lead every prompt; the fresh tails differ.
+    assert_eq!(prompts[1][..40], prompts[3][..]);
+    assert_eq!(prompts[2][..40], prompts[3][..]);
+    assert_eq!(prompts[0][..], prompts[3][..30]);
+    assert_ne!(prompts[1][40..55], prompts[2][40..55]);
+    let mut sent: Vec<String> = bodies.iter().map(last_text).collect();
+    let mut recorded: Vec<String> = inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|session| last_text(&session["payloads"][0]))
+        .collect();
+    sent.sort();
+    recorded.sort();
+    assert_eq!(sent, recorded);
 }

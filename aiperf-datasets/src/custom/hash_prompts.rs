@@ -1,24 +1,28 @@
 //! Trace prompts (docs/datasets.md#trace-prompts-from-hash-ids): each hash id of a trace
 //! stands for one block of prompt tokens, so requests sharing leading hash ids share a
-//! token prefix (and the server's KV-cache blocks for it).
+//! token prefix (and the server's KV-cache blocks for it). A line longer than its hash
+//! ids' blocks is *prefix only*: the hash ids describe its cached prefix, and the rest is
+//! fresh tokens of its own.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
 use aiperf_core::DeferredText;
+use rand::RngExt;
 
 use crate::prompt::{BlockSeparator, CorpusTokens, PromptGenerator, TokenWindow};
-use crate::seed::{derive_seed, PROMPT_CORPUS};
+use crate::seed::{derive_rng, derive_seed, HASH_BLOCKS, PROMPT_CORPUS};
 use crate::{SyntheticError, Tokenizer};
 
 /// The longest prompt a trace line may ask for, in tokens: far beyond any model's
 /// context, and small enough that a typo such as an extra digit cannot exhaust memory.
 pub(super) const MAX_PROMPT_TOKENS: u64 = 1 << 24;
 
-/// Makes the prompts of a trace: one cached token block per hash id, and independent
-/// exact-length prompts for lines without hash ids. Same seed and tokenizer, same
-/// prompts.
+/// Makes the prompts of a trace: one token block per hash id, fresh tokens after the
+/// blocks of a prefix-only line, and independent exact-length prompts for lines without
+/// hash ids. A block depends only on the seed, its hash id and its size, so the same hash
+/// id has the same text in any trace file, slice or order; the fresh parts are drawn in
+/// the order prompts are asked for. Same seed, tokenizer and order: same prompts.
 ///
 /// ```
 /// use aiperf_datasets::{custom::HashIdPrompts, Tokenizer};
@@ -27,49 +31,61 @@ pub(super) const MAX_PROMPT_TOKENS: u64 = 1 << 24;
 ///
 /// let mut prompts = HashIdPrompts::new(
 ///     Tokenizer::builtin(), 7, 4, PromptCorpus::Sonnet, RandomCorpusStyle::Vllm)?;
-/// let a = prompts.tokens(10, &[1, 2, 3])?;
+/// let a = prompts.tokens(10, &[1, 2, 3])?; // blocks of 4, 4 and 2 tokens
 /// let b = prompts.tokens(6, &[1, 9])?;
 /// assert_eq!(a.len(), 10);
 /// assert_eq!(a[..4], b[..4]); // hash id 1: the same block
-/// assert!(prompts.tokens(13, &[1, 2, 3]).is_err()); // final block of 5 > 4
+/// let c = prompts.tokens(13, &[1, 2, 3])?; // prefix only: 3 whole blocks, 1 fresh token
+/// assert_eq!(c.len(), 13);
+/// assert_eq!(c[..10], a[..]); // a short block is the start of the whole one
+/// assert!(prompts.tokens(8, &[1, 2, 3]).is_err()); // no token left for hash id 3
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct HashIdPrompts {
+    /// The fresh parts: tails of prefix-only lines, prompts of lines without hash ids.
     generator: PromptGenerator,
-    block_size: usize,
-    /// Shared with the deferred prompts made of it (copied if it grows after that).
-    table: Arc<BlockTable>,
+    /// Shared with the deferred prompts made of it.
+    blocks: Arc<Blocks>,
 }
 
-/// The token block of every hash id seen so far, and how to decode them. A block is kept
-/// as where its tokens lie in the corpus, not as the tokens: a long trace's distinct
-/// blocks would otherwise hold hundreds of megabytes before the first request.
-#[derive(Debug, Clone)]
-struct BlockTable {
+/// Where every hash id's block lies in the corpus, and how to decode prompts of them.
+/// Nothing is kept per hash id: a block is the corpus window at the start its id maps to,
+/// `(scale · id + shift) mod starts`. With `scale` coprime to the number of starts the map
+/// is one-to-one, so ids below that number (every id of most traces) never share a start,
+/// which would give unrelated prompts the same first block (a false prefix-cache hit).
+#[derive(Debug)]
+struct Blocks {
     tokenizer: Tokenizer,
     corpus: CorpusTokens,
     separator: Option<BlockSeparator>,
-    blocks: HashMap<u64, Block>,
+    size: usize,
+    scale: u128,
+    shift: u128,
 }
 
-/// One hash id's tokens: the separator first when there is one, then corpus windows (more
-/// than one when the block was first made short and grown later).
-#[derive(Debug, Clone, Default)]
-struct Block {
-    separator: bool,
-    windows: Vec<TokenWindow>,
+/// A prompt of hash-id blocks, as [`HashIdPrompts::plan`] laid it out for one line.
+#[derive(Debug, Clone)]
+pub(super) struct BlockPrompt {
+    hash_ids: Vec<u64>,
+    /// Tokens of the last hash id's block: all of it but in a short final block.
+    final_block: usize,
+    /// The fresh tokens after the blocks of a prefix-only line (after the separator).
+    tail: Option<TokenWindow>,
 }
 
-impl Block {
-    fn len(&self) -> usize {
-        usize::from(self.separator) + self.windows.iter().map(|w| w.len()).sum::<usize>()
-    }
+/// How a prompt of `input_length` tokens lies over its hash ids' blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fit {
+    /// Tokens of the last hash id's block (1 to the block size).
+    final_block: u64,
+    /// Fresh tokens after the last block.
+    tail: u64,
 }
 
 impl HashIdPrompts {
     /// Prompts for `tokenizer` with `block_size`-token blocks (at least 1), drawn from
-    /// `corpus` (see [`PromptGenerator::with_corpus`]) with the corpus stream of `seed`.
+    /// `corpus` (see [`PromptGenerator::with_corpus`]) with the streams of `seed`.
     pub fn new(
         tokenizer: Tokenizer,
         seed: u64,
@@ -89,71 +105,72 @@ impl HashIdPrompts {
             corpus,
             style,
         )?;
-        let table = BlockTable {
+        let corpus = generator.shared_corpus();
+        let starts = corpus.starts() as u64;
+        let mut rng = derive_rng(seed, HASH_BLOCKS);
+        let scale = loop {
+            let scale = if starts > 1 {
+                rng.random_range(1..starts)
+            } else {
+                1
+            };
+            if gcd(scale, starts) == 1 {
+                break scale;
+            }
+        };
+        let blocks = Blocks {
             separator: BlockSeparator::of(&tokenizer),
             tokenizer,
-            corpus: generator.shared_corpus(),
-            blocks: HashMap::new(),
+            corpus,
+            size: block_size as usize,
+            scale: u128::from(scale),
+            shift: u128::from(rng.random_range(0..starts)),
         };
         Ok(Self {
             generator,
-            block_size: block_size as usize,
-            table: Arc::new(table),
+            blocks: Arc::new(blocks),
         })
     }
 
     /// The block separator in use (the tokenizer's BOS, else EOS), if any.
     pub fn separator(&self) -> Option<&BlockSeparator> {
-        self.table.separator.as_ref()
+        self.blocks.separator.as_ref()
     }
 
     /// The token ids of a prompt of `input_length` tokens made of the blocks of
-    /// `hash_ids`: every block but the last has the block size, the last one
-    /// `input_length − (n−1)·block size`, which must be in `1..=block size`. `Err` is the
-    /// reason, for an error naming the line.
+    /// `hash_ids` (at least one): every block but the last has the block size, the last
+    /// one `input_length − (n−1)·block size` up to the block size, which must leave it at
+    /// least 1 token; a longer prompt is prefix only, the blocks whole and then fresh
+    /// tokens. `Err` is the reason, for an error naming the line.
     pub fn tokens(&mut self, input_length: u64, hash_ids: &[u64]) -> Result<Vec<u32>, String> {
         if hash_ids.is_empty() {
-            check_length(input_length)?;
-            return Err(misfit(
-                self.block_size as u64,
-                input_length,
-                hash_ids,
-                i128::from(input_length),
-            ));
+            return Err(
+                "no hash ids: a prompt without them is made as text (HashIdPrompts::prompt)"
+                    .to_string(),
+            );
         }
-        let final_block = self.make_blocks(input_length, hash_ids)?;
-        Ok(self.table.tokens(hash_ids, final_block, self.block_size))
+        let plan = self.plan(input_length, hash_ids.to_vec())?;
+        Ok(self.blocks.tokens(&plan))
     }
 
-    /// Makes (and caches) the blocks of a prompt of `input_length` tokens made of
-    /// `hash_ids`, in the order every prompt of the trace needs them (the corpus stream
-    /// is drawn from as blocks are first seen); `Ok` is the size of the final block.
-    pub(super) fn make_blocks(
+    /// Lays out a prompt of `input_length` tokens made of `hash_ids` (see
+    /// [`HashIdPrompts::tokens`]), drawing its fresh tail now, if it has one (the
+    /// generator's stream is drawn from in the order prompts are planned).
+    pub(super) fn plan(
         &mut self,
         input_length: u64,
-        hash_ids: &[u64],
-    ) -> Result<u64, String> {
-        let final_block = self.check(input_length, hash_ids)?;
-        for (index, id) in hash_ids.iter().enumerate() {
-            let size = if index + 1 == hash_ids.len() {
-                final_block as usize
-            } else {
-                self.block_size
-            };
-            let cached = self.table.blocks.get(id).map_or(0, Block::len);
-            if cached == 0 {
-                let fresh = self.fresh_block(size);
-                Arc::make_mut(&mut self.table).blocks.insert(*id, fresh);
-            } else if cached < size {
-                // First seen as a short final block, now needed whole: grow it, so
-                // every prompt with this hash id still shares its leading tokens.
-                let more = self.generator.token_window(size - cached);
-                if let Some(block) = Arc::make_mut(&mut self.table).blocks.get_mut(id) {
-                    block.windows.push(more);
-                }
-            }
-        }
-        Ok(final_block)
+        hash_ids: Vec<u64>,
+    ) -> Result<BlockPrompt, String> {
+        let fit = fit(self.blocks.size as u64, input_length, &hash_ids)?;
+        let tail = (fit.tail > 0).then(|| {
+            let separator = usize::from(self.blocks.separator.is_some());
+            self.generator.token_window(fit.tail as usize - separator)
+        });
+        Ok(BlockPrompt {
+            hash_ids,
+            final_block: fit.final_block as usize,
+            tail,
+        })
     }
 
     /// The prompt text for `input_length` tokens and `hash_ids` (see
@@ -165,72 +182,57 @@ impl HashIdPrompts {
             return Ok(self.generator.generate(input_length as usize));
         }
         let tokens = self.tokens(input_length, hash_ids)?;
-        Ok(self.table.decode(&tokens))
+        Ok(self.blocks.decode(&tokens))
     }
 
-    /// The prompt of [`HashIdPrompts::prompt`] as a recipe, made when a run needs it,
-    /// for blocks made already by [`HashIdPrompts::make_blocks`]. Ask for the recipes once
-    /// every prompt's blocks are made: the recipes share the blocks, which are copied if
-    /// more are made after.
-    pub(super) fn deferred_prompt(&self, hash_ids: Vec<u64>, final_block: u64) -> DeferredText {
-        let table = Arc::clone(&self.table);
-        let block_size = self.block_size;
-        DeferredText::new(move || table.decode(&table.tokens(&hash_ids, final_block, block_size)))
+    /// The prompt of a [`HashIdPrompts::plan`] as a recipe, made when a run needs it.
+    pub(super) fn deferred_prompt(&self, plan: BlockPrompt) -> DeferredText {
+        let blocks = Arc::clone(&self.blocks);
+        DeferredText::new(move || blocks.decode(&blocks.tokens(&plan)))
     }
 
     /// Checks that a prompt of `input_length` tokens can be made of `hash_ids` (see
     /// [`HashIdPrompts::tokens`]; any length up to the limit without hash ids), before
-    /// any prompt is made; `Ok` is the size of the final block. `Err` is the reason.
-    pub(super) fn check(&self, input_length: u64, hash_ids: &[u64]) -> Result<u64, String> {
-        check_blocks(self.block_size as u64, input_length, hash_ids)
-    }
-
-    fn fresh_block(&mut self, size: usize) -> Block {
-        let separator = self.table.separator.is_some();
-        Block {
-            separator,
-            windows: vec![self.generator.token_window(size - usize::from(separator))],
-        }
+    /// any prompt is made. `Err` is the reason.
+    pub(super) fn check(&self, input_length: u64, hash_ids: &[u64]) -> Result<(), String> {
+        check_blocks(self.blocks.size as u64, input_length, hash_ids)
     }
 }
 
-impl BlockTable {
-    /// The tokens of a prompt of `hash_ids`' blocks (made already): every block whole but
-    /// the last, of which `final_block` tokens.
-    fn tokens(&self, hash_ids: &[u64], final_block: u64, block_size: usize) -> Vec<u32> {
-        let mut tokens =
-            Vec::with_capacity(block_size * (hash_ids.len() - 1) + final_block as usize);
-        for (index, id) in hash_ids.iter().enumerate() {
-            let size = if index + 1 == hash_ids.len() {
-                final_block as usize
+impl Blocks {
+    /// The tokens of `plan`: every block whole but the last, of which `final_block`
+    /// tokens, then the tail.
+    fn tokens(&self, plan: &BlockPrompt) -> Vec<u32> {
+        let last = plan.hash_ids.len().saturating_sub(1);
+        let tail = plan.tail.map_or(0, |tail| tail.len() + 1);
+        let mut tokens = Vec::with_capacity(self.size * last + plan.final_block + tail);
+        for (index, id) in plan.hash_ids.iter().enumerate() {
+            let size = if index == last {
+                plan.final_block
             } else {
-                block_size
+                self.size
             };
-            if let Some(block) = self.blocks.get(id) {
-                // A full block may end this prompt: only its first `size` tokens.
-                self.take(block, size, &mut tokens);
-            }
+            let body = size - usize::from(self.separator.is_some());
+            self.push(self.corpus.window_at(self.start(*id), body), &mut tokens);
+        }
+        if let Some(tail) = plan.tail {
+            self.push(tail, &mut tokens);
         }
         tokens
     }
 
-    /// The first `size` tokens of `block`, appended to `out`.
-    fn take(&self, block: &Block, mut size: usize, out: &mut Vec<u32>) {
-        if let (true, Some(separator)) = (block.separator, &self.separator) {
-            if size == 0 {
-                return;
-            }
+    /// The start number of hash id `id`'s block.
+    fn start(&self, id: u64) -> usize {
+        let starts = self.corpus.starts() as u128;
+        ((self.scale * (u128::from(id) % starts) + self.shift) % starts) as usize
+    }
+
+    /// The separator, if any, then the tokens of `window`, appended to `out`.
+    fn push(&self, window: TokenWindow, out: &mut Vec<u32>) {
+        if let Some(separator) = &self.separator {
             out.push(separator.id);
-            size -= 1;
         }
-        for window in &block.windows {
-            if size == 0 {
-                break;
-            }
-            let window = window.prefix(size);
-            self.corpus.take(window, out);
-            size -= window.len();
-        }
+        self.corpus.take(window, out);
     }
 
     /// Decodes prompt tokens. Decoding skips special tokens, so the separator's text is
@@ -248,26 +250,35 @@ impl BlockTable {
 }
 
 /// [`HashIdPrompts::check`] for `block`-token blocks.
-pub(super) fn check_blocks(block: u64, input_length: u64, hash_ids: &[u64]) -> Result<u64, String> {
-    check_length(input_length)?;
-    if hash_ids.is_empty() {
-        return Ok(input_length);
-    }
-    let full_blocks = hash_ids.len() as u64 - 1;
-    let final_block = i128::from(input_length) - i128::from(full_blocks) * i128::from(block);
-    if final_block <= 0 || final_block > i128::from(block) {
-        return Err(misfit(block, input_length, hash_ids, final_block));
-    }
-    Ok(final_block as u64)
+pub(super) fn check_blocks(block: u64, input_length: u64, hash_ids: &[u64]) -> Result<(), String> {
+    fit(block, input_length, hash_ids).map(drop)
 }
 
-fn misfit(block: u64, input_length: u64, hash_ids: &[u64], final_block: i128) -> String {
-    format!(
-        "input_length {input_length} does not fit {} hash ids of {block}-token blocks: \
-         the final block would hold {final_block} tokens (must be 1 to {block}); \
-         check --isl-block-size",
-        hash_ids.len()
-    )
+/// How `input_length` tokens lie over `hash_ids`' `block`-token blocks: the final block
+/// gets what the others leave, up to a whole block, and must get at least 1 token; the
+/// rest is the tail (the whole prompt without hash ids).
+fn fit(block: u64, input_length: u64, hash_ids: &[u64]) -> Result<Fit, String> {
+    check_length(input_length)?;
+    let Some(full_blocks) = (hash_ids.len() as u64).checked_sub(1) else {
+        return Ok(Fit {
+            final_block: 0,
+            tail: input_length,
+        });
+    };
+    let rest = i128::from(input_length) - i128::from(full_blocks) * i128::from(block);
+    if rest <= 0 {
+        return Err(format!(
+            "input_length {input_length} is too short for {} hash ids of {block}-token \
+             blocks: the final block would hold {rest} tokens (must be at least 1); check \
+             --isl-block-size",
+            hash_ids.len()
+        ));
+    }
+    let final_block = rest.min(i128::from(block)) as u64;
+    Ok(Fit {
+        final_block,
+        tail: (rest as u64) - final_block,
+    })
 }
 
 /// Rejects prompt lengths over [`MAX_PROMPT_TOKENS`].
@@ -279,4 +290,12 @@ fn check_length(input_length: u64) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The greatest common divisor of `a` and `b`.
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }

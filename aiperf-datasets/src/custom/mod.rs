@@ -6,8 +6,8 @@
 //! [`load_custom_dataset`] reads a file (or a folder, for random pools) into
 //! conversations, detecting the format with [`detect_dataset_type`] when none is given.
 //! Every line is validated: a typo in a key, a wrong type or a trace line whose
-//! `hash_ids` do not fit its `input_length` is a [`DatasetFileError`] naming the file,
-//! line and field.
+//! `input_length` is too short for its `hash_ids` is a [`DatasetFileError`] naming the
+//! file, line and field.
 //!
 //! ```
 //! use aiperf_core::config::CustomDatasetType;

@@ -49,7 +49,7 @@ pub fn synthesize_mooncake_trace(
         let hash_ids = record.take_u64_list("hash_ids")?.unwrap_or_default();
         match input_length {
             Some(length) => check_blocks(u64::from(block_size), length, &hash_ids),
-            None if hash_ids.is_empty() => Ok(0),
+            None if hash_ids.is_empty() => Ok(()),
             None => Err("hash_ids are only allowed with input_length".to_string()),
         }
         .map_err(|message| {

@@ -7,7 +7,7 @@ use std::path::Path;
 use aiperf_core::Turn;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
-use super::hash_prompts::HashIdPrompts;
+use super::hash_prompts::{BlockPrompt, HashIdPrompts};
 use crate::synthesis::{TraceRequest, TraceSynthesizer};
 
 /// A parsed trace line whose prompt is not made yet: `turn` has everything but the
@@ -22,8 +22,8 @@ pub(super) struct PendingTurn<T> {
 
 /// Applies `synthesis` (if any) to the read requests, then makes each synthesized
 /// prompt in file order; returns the finished turns with their placement data. With
-/// `defer`, prompts of hash ids are left as recipes ([`Turn::deferred_text`]) whose
-/// blocks are made here: the text is decoded when the run needs it.
+/// `defer`, prompts of hash ids are left as recipes ([`Turn::deferred_text`]), laid out
+/// here: the text is decoded when the run needs it.
 pub(super) fn finish_turns<T>(
     path: &Path,
     pending: Vec<(TraceRequest, PendingTurn<T>)>,
@@ -35,12 +35,16 @@ pub(super) fn finish_turns<T>(
         Some(synthesizer) => synthesizer.apply(pending).0,
         None => pending,
     };
-    // First every line's blocks, in file order (the corpus is drawn from in that order),
-    // then the recipes, which share the finished blocks.
-    let mut made = Vec::with_capacity(pending.len());
+    let mut finished = Vec::with_capacity(pending.len());
+    // In file order: the fresh parts of the prompts are drawn in that order.
     for (request, pending) in pending {
-        let prompt = match request.input_length {
-            Some(length) => Some(
+        let PendingTurn {
+            line,
+            mut turn,
+            place,
+        } = pending;
+        if let Some(length) = request.input_length {
+            let prompt =
                 make_prompt(prompts, length, request.hash_ids.clone()).map_err(|message| {
                     let field = if request.hash_ids.is_empty() {
                         "input_length"
@@ -48,51 +52,35 @@ pub(super) fn finish_turns<T>(
                         "hash_ids"
                     };
                     DatasetFileError::file(path, DatasetFileErrorKind::Invalid, message)
-                        .at_line(pending.line)
+                        .at_line(line)
                         .in_field(field)
-                })?,
-            ),
-            None => None,
-        };
-        made.push((request, pending, prompt));
-    }
-    Ok(made
-        .into_iter()
-        .map(
-            |(
-                request,
-                PendingTurn {
-                    mut turn, place, ..
-                },
-                prompt,
-            )| {
-                match prompt {
-                    Some(Prompt::Text(text)) => turn.texts.push(text),
-                    Some(Prompt::Blocks(hash_ids, final_block)) => {
-                        let deferred = prompts.deferred_prompt(hash_ids, final_block);
-                        if defer {
-                            turn.deferred_text = Some(deferred);
-                        } else {
-                            turn.texts.push(deferred.make());
-                        }
+                })?;
+            match prompt {
+                Prompt::Text(text) => turn.texts.push(text),
+                Prompt::Blocks(plan) => {
+                    let deferred = prompts.deferred_prompt(plan);
+                    if defer {
+                        turn.deferred_text = Some(deferred);
+                    } else {
+                        turn.texts.push(deferred.make());
                     }
-                    None => {}
                 }
-                turn.timestamp_ms = request.timestamp_ms;
-                turn.max_tokens = request.output_length;
-                (turn, place)
-            },
-        )
-        .collect())
+            }
+        }
+        turn.timestamp_ms = request.timestamp_ms;
+        turn.max_tokens = request.output_length;
+        finished.push((turn, place));
+    }
+    Ok(finished)
 }
 
 /// A line's prompt: made already, or blocks to decode.
 enum Prompt {
     Text(String),
-    Blocks(Vec<u64>, u64),
+    Blocks(BlockPrompt),
 }
 
-/// Makes a prompt without hash ids now; makes the blocks of one with hash ids.
+/// Makes a prompt without hash ids now; lays out one with hash ids.
 fn make_prompt(
     prompts: &mut HashIdPrompts,
     length: u64,
@@ -101,6 +89,5 @@ fn make_prompt(
     if hash_ids.is_empty() {
         return prompts.prompt(length, &hash_ids).map(Prompt::Text);
     }
-    let final_block = prompts.make_blocks(length, &hash_ids)?;
-    Ok(Prompt::Blocks(hash_ids, final_block))
+    prompts.plan(length, hash_ids).map(Prompt::Blocks)
 }

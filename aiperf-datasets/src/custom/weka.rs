@@ -577,10 +577,10 @@ impl SessionBuilder<'_> {
         let mut previous: Option<(f64, &Request)> = None;
         for &(index, t, request) in requests {
             let input = request.input_length.max(1);
-            let blocks = fitted_blocks(&request.hash_ids, input, u64::from(self.block_size));
+            let blocks = needed_blocks(&request.hash_ids, input, u64::from(self.block_size));
             let text = self
                 .prompts
-                .prompt(input, &blocks)
+                .prompt(input, blocks)
                 .map_err(|message| (format!("{field}[{index}]"), message))?;
             let delay_ms = previous.map(|(before_t, before)| match request.think_time {
                 Some(think) if self.think_time_only => think.max(0.0) * 1000.0,
@@ -694,17 +694,12 @@ fn subagent_end(agent: &SpawnedAgent, start: f64) -> f64 {
         .unwrap_or(start)
 }
 
-/// Exactly ⌈input / block⌉ block ids: the recorded ones, cut to that count, or padded
-/// with ids past every recorded one when the recording hashed fewer blocks.
-fn fitted_blocks(recorded: &[u64], input: u64, block: u64) -> Vec<u64> {
-    let needed = input.div_ceil(block) as usize;
-    let mut blocks: Vec<u64> = recorded.iter().copied().take(needed).collect();
-    let mut next = recorded.iter().max().map_or(0, |max| max + 1) + (1 << 40);
-    while blocks.len() < needed {
-        blocks.push(next);
-        next += 1;
-    }
-    blocks
+/// The recorded block ids a prompt of `input` tokens uses: at most ⌈input / block⌉ of
+/// them. A recording that hashed fewer blocks is prefix only: the prompt continues with
+/// fresh tokens of its own (docs/datasets.md#trace-prompts-from-hash-ids), as in 0.13.
+fn needed_blocks(recorded: &[u64], input: u64, block: u64) -> &[u64] {
+    let needed = usize::try_from(input.div_ceil(block)).unwrap_or(usize::MAX);
+    &recorded[..needed.min(recorded.len())]
 }
 
 /// Whether `path` is a weka trace file, or a folder whose first `.json` file is one.
@@ -733,11 +728,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blocks_are_cut_or_padded_to_the_input() {
-        assert_eq!(fitted_blocks(&[5, 6, 7], 20, 16), vec![5, 6]);
-        assert_eq!(
-            fitted_blocks(&[5], 40, 16),
-            vec![5, 6 + (1 << 40), 7 + (1 << 40)]
-        );
+    fn blocks_are_cut_to_the_input_or_kept_as_its_prefix() {
+        assert_eq!(needed_blocks(&[5, 6, 7], 20, 16), [5, 6]);
+        assert_eq!(needed_blocks(&[5, 6, 7], 48, 16), [5, 6, 7]);
+        assert_eq!(needed_blocks(&[5], 40, 16), [5]);
+        assert_eq!(needed_blocks(&[], 40, 16), [0_u64; 0]);
     }
 }
