@@ -154,6 +154,9 @@ struct Rows {
     request_end_ns: UInt64Builder,
     benchmark_phase: StringBuilder,
     metrics: Vec<(&'static MetricDef, MetricColumn)>,
+    /// Where each metric's value is in the record being pushed, by catalogue index:
+    /// filled once per record instead of a search of its values per column.
+    value_at: Vec<Option<usize>>,
     error_code: UInt16Builder,
     error_type: StringBuilder,
     error_message: StringBuilder,
@@ -176,6 +179,7 @@ impl Rows {
             metrics: metric_defs()
                 .map(|d| (d, MetricColumn::for_def(d)))
                 .collect(),
+            value_at: vec![None; CATALOGUE.len()],
             error_code: UInt16Builder::new(),
             error_type: StringBuilder::new(),
             error_message: StringBuilder::new(),
@@ -198,9 +202,16 @@ impl Rows {
         self.request_start_ns.append_value(wall(record.start_ns));
         self.request_ack_ns.append_option(record.head_ns.map(wall));
         self.request_end_ns.append_value(wall(record.end_ns));
-        self.benchmark_phase.append_value(credit.phase.to_string());
+        self.benchmark_phase.append_value(credit.phase.as_str());
+        self.value_at.fill(None);
+        // In reverse, so that a metric computed twice shows its first value, as
+        // `RecordMetrics::get` finds it.
+        for (position, (def, _)) in metrics.values.iter().enumerate().rev() {
+            self.value_at[def.id.index()] = Some(position);
+        }
         for (def, column) in &mut self.metrics {
-            column.append(metrics.get(def.id));
+            let value = self.value_at[def.id.index()].map(|at| &metrics.values[at].1);
+            column.append(value);
         }
         // as JSONL: a failed record without error details is an invalid result
         let invalid;
