@@ -605,6 +605,16 @@ async fn each_request_goes_to_its_own_url_whatever_was_sent_before() {
         request_lines(&failing),
         ["POST /v1/chat/completions HTTP/1.1"]
     );
+    // The whole request as the server read it: the Host header as hyper-util writes it,
+    // after the request's own headers.
+    let host = ok.url.trim_start_matches("http://");
+    assert_eq!(
+        ok.requests.lock().unwrap()[0],
+        format!(
+            "POST /first?q=1 HTTP/1.1\r\ncontent-type: application/json\r\n\
+             authorization: Bearer secret-key\r\nhost: {host}\r\ncontent-length: 7\r\n\r\n{{\"x\":1}}"
+        )
+    );
 }
 
 #[tokio::test]
