@@ -41,9 +41,12 @@ requests=$(python3 -c 'import json,sys;print(int(json.load(open(sys.argv[1]))["r
 awk -v n="$requests" '{printf "%d requests, %.0f req/s, client CPU %.1f us per request (user %.1f s, system %.1f s)\n", n, n / '"$SECONDS_PER_RUN"', ($2 + $3) / n * 1e6, $2, $3}' \
     "$OUT/aiperf.time"
 
-echo "== CPU by thread"
-perf report -i "$OUT/perf.data" --no-children --sort comm --stdio -g none 2>/dev/null \
-    | grep -E '^ +[0-9]' | head -10
+# The sending runtime runs on the main thread and the record processor on a thread of its
+# own, both called `aiperf`: perf's `pid` key tells threads apart by id (the main thread's
+# is the lowest).
+echo "== CPU by thread (thread id:name; sending runtime = the lowest id)"
+perf report -i "$OUT/perf.data" --no-children --sort pid --stdio -g none 2>/dev/null \
+    | grep -E '^ +[0-9]' | head -6
 echo "== functions above 1 % (self time)"
 perf report -i "$OUT/perf.data" --no-children --percent-limit 1 --sort comm,dso,sym \
     --stdio -g none 2>/dev/null | grep -E '^ +[0-9]'

@@ -199,12 +199,32 @@ impl Conversation {
     /// The text whose token count is the input sequence length of the request that sends
     /// `turns` of this conversation: system message, user context and every turn's texts,
     /// joined by one space (images, audio and video are never counted).
+    ///
+    /// Written into one string sized up front: the record processor builds it for every
+    /// record, and a copy of each part before the join doubled the copying.
     pub fn input_text(&self, turns: &[Turn]) -> String {
-        let mut parts: Vec<String> = Vec::with_capacity(turns.len() + 2);
-        parts.extend(self.system_message.iter().cloned());
-        parts.extend(self.user_context_message.iter().cloned());
-        parts.extend(turns.iter().map(Turn::joined_text));
-        parts.join(" ")
+        let messages = self.system_message.iter().chain(&self.user_context_message);
+        let parts = messages.clone().count() + turns.len();
+        let length = messages.clone().map(String::len).sum::<usize>()
+            + turns
+                .iter()
+                .flat_map(|turn| &turn.texts)
+                .map(String::len)
+                .sum::<usize>()
+            + parts.saturating_sub(1);
+        let mut text = String::with_capacity(length);
+        let pieces = messages
+            .map(std::slice::from_ref)
+            .chain(turns.iter().map(|turn| turn.texts.as_slice()));
+        for (index, part) in pieces.enumerate() {
+            if index > 0 {
+                text.push(' ');
+            }
+            for piece in part {
+                text.push_str(piece);
+            }
+        }
+        text
     }
 }
 
@@ -225,5 +245,29 @@ mod tests {
             ..Conversation::default()
         };
         assert_eq!(conversation.input_text(&conversation.turns), "sys ctx ab");
+    }
+
+    #[test]
+    fn input_text_separates_every_part_even_empty_ones() {
+        let turn = |texts: &[&str]| Turn {
+            texts: texts.iter().map(|t| (*t).to_owned()).collect(),
+            ..Turn::default()
+        };
+        let bare = Conversation {
+            session_id: "s".into(),
+            ..Conversation::default()
+        };
+        assert_eq!(bare.input_text(&[]), "");
+        assert_eq!(bare.input_text(&[turn(&["only"])]), "only");
+        assert_eq!(
+            bare.input_text(&[turn(&["a", "b"]), turn(&[]), turn(&["c"])]),
+            "ab  c"
+        );
+        let with_context = Conversation {
+            user_context_message: Some("ctx".into()),
+            ..bare
+        };
+        assert_eq!(with_context.input_text(&[]), "ctx");
+        assert_eq!(with_context.input_text(&[turn(&["q"])]), "ctx q");
     }
 }

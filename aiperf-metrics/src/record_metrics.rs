@@ -3,9 +3,11 @@
 //! Every value is produced in its display unit (see [`crate::catalogue`]): latencies in
 //! ms, throughputs in tokens/sec(/user), counts in tokens, differences in %.
 
+use std::sync::LazyLock;
+
 use aiperf_core::{RequestRecord, TokenCounter, Usage};
 
-use crate::catalogue::{MetricDef, MetricId, MetricsContext};
+use crate::catalogue::{MetricDef, MetricId, MetricKind, MetricsContext, CATALOGUE};
 
 const NS_PER_MS: f64 = 1e6;
 const NS_PER_SEC: f64 = 1e9;
@@ -396,6 +398,15 @@ fn decode_tokens(record: &RequestRecord, osl: u64, ctx: &MetricsContext) -> u64 
     }
 }
 
+/// How many record metrics the catalogue has: a record never has more values, so their
+/// vector is allocated once instead of growing five times per record.
+static RECORD_METRICS: LazyLock<usize> = LazyLock::new(|| {
+    CATALOGUE
+        .iter()
+        .filter(|def| def.kind == MetricKind::Record)
+        .count()
+});
+
 /// Computes the record metrics of `record` given its token counts
 /// (docs/metrics.md#per-request-metrics).
 ///
@@ -416,6 +427,7 @@ pub fn compute_record_metrics(
         out.push(ctx, MetricId::ErrorIsl, tokens.input.map(|v| v as f64));
         return out;
     }
+    out.values.reserve_exact(*RECORD_METRICS);
     let start = record.start_ns;
     let content: Vec<u64> = record.content_responses().map(|r| r.perf_ns).collect();
     let (Some(&first), Some(&last)) = (content.first(), content.last()) else {

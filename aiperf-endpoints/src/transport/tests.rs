@@ -570,6 +570,54 @@ async fn a_non_tls_answer_to_https_is_a_tls_error() {
 }
 
 #[tokio::test]
+async fn each_request_goes_to_its_own_url_whatever_was_sent_before() {
+    let ok = server(Behaviour::Ok).await;
+    let failing = server(Behaviour::ServerError).await;
+    let transport = transport();
+    let mut statuses = Vec::new();
+    for url in [
+        format!("{}/first?q=1", ok.url),
+        format!("{}/v1/chat/completions", failing.url),
+        "ftp://h/x".to_owned(),
+        format!("{}/first?q=1", ok.url),
+        format!("{}/second", ok.url),
+    ] {
+        let exchange = transport.send(post(&url, None)).await;
+        statuses.push(exchange.status);
+    }
+    assert_eq!(statuses, [Some(200), Some(500), None, Some(200), Some(200)]);
+    let request_lines = |server: &TestServer| -> Vec<String> {
+        let requests = server.requests.lock().unwrap();
+        requests
+            .iter()
+            .map(|r| r.lines().next().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        request_lines(&ok),
+        [
+            "POST /first?q=1 HTTP/1.1",
+            "POST /first?q=1 HTTP/1.1",
+            "POST /second HTTP/1.1"
+        ]
+    );
+    assert_eq!(
+        request_lines(&failing),
+        ["POST /v1/chat/completions HTTP/1.1"]
+    );
+    // The whole request as the server read it: the Host header as hyper-util writes it,
+    // after the request's own headers.
+    let host = ok.url.trim_start_matches("http://");
+    assert_eq!(
+        ok.requests.lock().unwrap()[0],
+        format!(
+            "POST /first?q=1 HTTP/1.1\r\ncontent-type: application/json\r\n\
+             authorization: Bearer secret-key\r\nhost: {host}\r\ncontent-length: 7\r\n\r\n{{\"x\":1}}"
+        )
+    );
+}
+
+#[tokio::test]
 async fn bad_urls_and_headers_fail_without_sending_or_leaking_values() {
     let transport = transport();
     for url in ["localhost:8000/x", "ftp://h/x", "http://", "not a url"] {

@@ -120,13 +120,16 @@ impl<T: Write + Unpin> Write for Timed<T> {
 }
 
 /// The size of an HTTP/1.1 request as written: request line, the given headers plus
-/// `host` and `content-length`, the blank line and the body.
+/// `content-length` (and `host` from the URL when the headers have none), the blank line
+/// and the body.
 pub(crate) fn request_size(request: &http::Request<Full<Bytes>>, body_len: usize) -> u64 {
     let uri = request.uri();
     let target = uri.path_and_query().map_or("/", |p| p.as_str());
-    let host = uri.authority().map_or("", |a| a.as_str());
     let mut size = request.method().as_str().len() + 1 + target.len() + " HTTP/1.1\r\n".len();
-    size += "host: \r\n".len() + host.len();
+    if !request.headers().contains_key(http::header::HOST) {
+        let host = uri.authority().map_or("", |a| a.as_str());
+        size += "host: \r\n".len() + host.len();
+    }
     size += "content-length: \r\n".len() + body_len.to_string().len();
     for (name, value) in request.headers() {
         size += name.as_str().len() + 2 + value.len() + 2;
@@ -159,5 +162,16 @@ mod tests {
                         content-type: application/json\r\n\r\n{\"x\":1}"
             .len() as u64;
         assert_eq!(request_size(&request, 7), expected);
+    }
+
+    #[test]
+    fn a_host_header_of_the_request_is_counted_once() {
+        let request = http::Request::post("http://127.0.0.1:80/v1/chat")
+            .header("host", "127.0.0.1")
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap();
+        let expected =
+            "POST /v1/chat HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 2\r\n\r\n{}".len() as u64;
+        assert_eq!(request_size(&request, 2), expected);
     }
 }

@@ -48,14 +48,14 @@ impl LineFile {
         self.end_line()
     }
 
-    /// Appends `value` serialised as JSON, and its newline, without an intermediate
-    /// string. A value that fails to serialise leaves nothing behind.
-    pub(crate) fn append_json(
+    /// Appends the line `write` serialises into the buffer (no intermediate string), and
+    /// its newline. A line whose writing fails leaves nothing behind.
+    pub(crate) fn append_with(
         &mut self,
-        value: &impl serde::Serialize,
+        write: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
     ) -> Result<(), MetricsError> {
         let line_start = self.buffer.len();
-        if let Err(error) = serde_json::to_writer(&mut self.buffer, value) {
+        if let Err(error) = write(&mut self.buffer) {
             self.buffer.truncate(line_start);
             return Err(error.into());
         }
@@ -129,16 +129,25 @@ mod tests {
     }
 
     #[test]
-    fn a_value_that_cannot_be_serialised_leaves_no_partial_line() {
+    fn a_line_that_cannot_be_serialised_leaves_no_partial_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("records.jsonl");
         let mut file = LineFile::create(&path, 100).unwrap();
-        file.append_json(&serde_json::json!({"a": 1})).unwrap();
-        // serde_json starts the object, then refuses the key.
+        let json =
+            |value: serde_json::Value| move |out: &mut Vec<u8>| serde_json::to_writer(out, &value);
+        file.append_with(json(serde_json::json!({"a": 1}))).unwrap();
+        // A line written in parts: the first part lands, then the second fails (serde_json
+        // starts the object, then refuses the key).
         let unkeyable = std::collections::BTreeMap::from([((1, 2), 3)]);
-        let error = file.append_json(&unkeyable).unwrap_err().to_string();
+        let error = file
+            .append_with(|out| {
+                out.extend_from_slice(b"{\"first\":");
+                serde_json::to_writer(out, &unkeyable)
+            })
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("key must be a string"), "{error}");
-        file.append_json(&serde_json::json!({"a": 2})).unwrap();
+        file.append_with(json(serde_json::json!({"a": 2}))).unwrap();
         file.finish().unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Client CPU per request of `bench/profile.sh` section 1's run (non-streaming chat,
+# concurrency 64, ISL/OSL 128, `--fast` mock) for several aiperf builds, run in the order
+# given against one mock server: alternate them (before after before after …) so that
+# the machine's load falls on both alike. CPU is user + system of the whole process
+# (start-up included) over the requests it completed.
+# Usage: bash bench/cpu_pairs.sh SECONDS LABEL=AIPERF_BINARY [LABEL=AIPERF_BINARY …]
+# MOCK=path/to/aiperf-mock-server (default target/release/aiperf-mock-server).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECONDS_PER_RUN=$1
+shift
+MOCK=${MOCK:-target/release/aiperf-mock-server}
+WORK=$(mktemp -d)
+PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+URL="http://127.0.0.1:$PORT"
+"$MOCK" --port "$PORT" --random-seed 1 --fast >"$WORK/mock.log" 2>&1 &
+MOCK_PID=$!
+trap 'kill "$MOCK_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do
+    curl -sf "$URL/health" >/dev/null && break
+    sleep 0.05
+done
+
+for run in "$@"; do
+    label=${run%%=*}
+    binary=${run#*=}
+    /usr/bin/time -f '%e %U %S' -o "$WORK/time" \
+        "$binary" profile -m mock-model --url "$URL" --ui-type none --random-seed 1 \
+        --artifact-dir "$WORK/run" --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" \
+        --isl 128 --osl 128 >"$WORK/out" 2>&1
+    requests=$(python3 -c 'import json,sys;print(int(json.load(open(sys.argv[1]))["request_count"]["avg"]))' \
+        "$WORK/run/profile_export_aiperf.json")
+    awk -v n="$requests" -v label="$label" -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+        '{printf "%-10s %7d requests, %6.0f req/s, client CPU %5.1f us per request (user %.2f s, system %.2f s), load %s\n", label, n, n / '"$SECONDS_PER_RUN"', ($2 + $3) / n * 1e6, $2, $3, load}' \
+        "$WORK/time"
+    rm -rf "$WORK/run"
+done
