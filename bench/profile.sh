@@ -5,8 +5,8 @@
 # BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_MILLION sets the size of 6,
 # AIPERF_BENCH_STREAMS the concurrency of 8. AIPERF_BENCH_BIN measures another aiperf
 # binary (a build of an older commit, for before/after figures); with AIPERF_BENCH_MOCK
-# (a mock server binary) too, nothing is built. Sections 9 and 10 capture
-# loopback traffic with tcpdump (root).
+# (a mock server binary) too, nothing is built. Sections 9, 10 and 11 capture
+# loopback traffic with tcpdump (root); 11 needs a binary with --no-socket-reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -221,6 +221,37 @@ section_10() {
     done
 }
 
-for section in ${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10}; do
+# per_thousand NAME: client CPU seconds per 1,000 requests of a run.
+per_thousand() {
+    python3 -c "print(f'{$(cpu_seconds "$1") / $(json "$1" 'int(s["request_count"]["avg"])') * 1000:.2f}')"
+}
+
+section_11() {
+    echo "== 11. the socket reader on and off, alternating twice: capacity against the --fast mock (concurrency 64, ${SECONDS_PER_RUN} s) and stamps against the wire (mock TTFT 20 ms / ITL 5 ms, section 9's runs)"
+    local flag
+    for pass in 1 2; do
+        for mode in on off; do
+            flag=()
+            [ "$mode" = off ] && flag=(--no-socket-reader)
+            start_mock --fast
+            run_aiperf "plain_$mode$pass" --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" \
+                --isl 128 --osl 128 "${flag[@]}"
+            run_aiperf "streamed_$mode$pass" --streaming --concurrency 64 \
+                --benchmark-duration "$SECONDS_PER_RUN" --isl 128 --osl 128 "${flag[@]}"
+            printf 'reader %s, pass %s: non-streaming %.0f req/s (client CPU %s s per 1,000), streaming %.0f req/s (client CPU %s s per 1,000)\n' \
+                "$mode" "$pass" "$(json "plain_$mode$pass" 's["request_throughput"]["avg"]')" \
+                "$(per_thousand "plain_$mode$pass")" \
+                "$(json "streamed_$mode$pass" 's["request_throughput"]["avg"]')" \
+                "$(per_thousand "streamed_$mode$pass")"
+            start_mock --ttft 20 --itl 5
+            for run in 1:100 64:2000 512:5120; do
+                printf '  concurrency %s: ' "${run%%:*}"
+                wire_run "wire_$mode${pass}_${run%%:*}" "${run%%:*}" "${run##*:}" "${flag[@]}"
+            done
+        done
+    done
+}
+
+for section in ${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11}; do
     "section_$section"
 done
