@@ -9,8 +9,10 @@ Per request on each connection:
   ITL  = (last content packet - first content packet) / (content deltas - 1), the AIPerf
          definition (request latency - TTFT) / (output tokens - 1) with one token per delta,
          as the mock sends them.
-Prints one JSON object: {"ttft": {"n", "mean", "p99"}, "itl": {...}} in ms, percentiles
-interpolated linearly (numpy's default, as aiperf reports them).
+Prints one JSON object: {"ttft": {"n", "mean", "p99"}, "itl": {...}, "ttft_reused": {...}}
+in ms, percentiles interpolated linearly (numpy's default, as aiperf reports them).
+`ttft_reused` leaves out each connection's first request: for those aiperf counts the
+connection's set-up (as the Python AIPerf does) and the wire's TTFT does not.
 """
 import json
 import re
@@ -65,6 +67,7 @@ def main():
     path, port = sys.argv[1], int(sys.argv[2])
     requests = {}  # client port -> the request in progress
     done = []
+    connected = set()  # client ports that already sent a request
 
     def close(request):
         if request and request["first"] is not None:
@@ -74,7 +77,9 @@ def main():
         if destination == port:
             if payload.startswith(b"POST "):
                 close(requests.get(source))
-                requests[source] = {"sent": t, "first": None, "last": None, "deltas": 0}
+                requests[source] = {"sent": t, "first": None, "last": None, "deltas": 0,
+                                     "reused": source in connected}
+                connected.add(source)
             elif source in requests and requests[source]["first"] is None:
                 requests[source]["sent"] = t  # later segments of the same request
         elif source == port and destination in requests:
@@ -89,7 +94,8 @@ def main():
         close(request)
     ttft = [(r["first"] - r["sent"]) * 1e3 for r in done]
     itl = [(r["last"] - r["first"]) * 1e3 / (r["deltas"] - 1) for r in done if r["deltas"] > 1]
-    print(json.dumps({"ttft": summary(ttft), "itl": summary(itl)}))
+    reused = [(r["first"] - r["sent"]) * 1e3 for r in done if r["reused"]]
+    print(json.dumps({"ttft": summary(ttft), "itl": summary(itl), "ttft_reused": summary(reused)}))
 
 
 if __name__ == "__main__":

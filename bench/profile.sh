@@ -5,8 +5,8 @@
 # BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_MILLION sets the size of 6,
 # AIPERF_BENCH_STREAMS the concurrency of 8. AIPERF_BENCH_BIN measures another aiperf
 # binary (a build of an older commit, for before/after figures); with AIPERF_BENCH_MOCK
-# (a mock server binary) too, nothing is built. Sections 9 and 10 capture
-# loopback traffic with tcpdump (root).
+# (a mock server binary) too, nothing is built. Sections 9, 10 and 11 capture
+# loopback traffic with tcpdump (root); 11 needs a binary with --no-socket-reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -172,7 +172,9 @@ print(f'peak RSS {big / 1024:.0f} MB ({$STREAMS // 10} streams: {small / 1024:.0
 # wire_run NAME CONCURRENCY REQUESTS [ARGS…]: streaming ISL 128 / OSL 32 against the running
 # mock while tcpdump captures the loopback; prints our TTFT and ITL (mean, p99) next to the
 # wire's (bench/pcap_truth.py: request's last packet → first content packet; first → last
-# content packet over the deltas between).
+# content packet over the deltas between); then TTFT again for the requests on reused
+# connections only (a new connection's set-up counts in ours, as in the Python AIPerf, and
+# not on the wire).
 wire_run() {
     local name=$1 concurrency=$2 requests=$3 capture
     shift 3
@@ -187,13 +189,26 @@ wire_run() {
     python3 - "$WORK/$name" "$(python3 bench/pcap_truth.py "$WORK/$name.pcap" "$PORT")" \
         "$(grep -o '[0-9]* packets dropped by kernel' "$WORK/$name.tcpdump" | cut -d' ' -f1)" <<'EOF'
 import json, sys
+sys.path.insert(0, "bench")
+from pcap_truth import percentile
 ours = json.load(open(sys.argv[1] + "/profile_export_aiperf.json"))
+def records():
+    with open(sys.argv[1] + "/profile_export.jsonl") as f:
+        for l in f:
+            yield json.loads(l)
 wire, dropped = json.loads(sys.argv[2]), sys.argv[3] or "?"
 line = []
 for label, metric, key in (("TTFT", "time_to_first_token", "ttft"), ("ITL", "inter_token_latency", "itl")):
     o, w = ours[metric], wire[key]
     line.append(f"{label} ours {o['avg']:.3f} / {o['p99']:.3f} ms, wire {w['mean']:.3f} / {w['p99']:.3f} ms "
                 f"(mean {o['avg'] - w['mean']:+.3f}, p99 {o['p99'] - w['p99']:+.3f})")
+reused = sorted(r["metrics"]["time_to_first_token"]["value"] for r in records()
+                if r["metrics"].get("http_req_connection_reused", {}).get("value")
+                and "time_to_first_token" in r["metrics"])
+o = {"avg": sum(reused) / len(reused), "p99": percentile(reused, 0.99)} if reused else {"avg": float("nan"), "p99": float("nan")}
+w = wire["ttft_reused"]
+line.append(f"reused connections only: TTFT ours {o['avg']:.3f} / {o['p99']:.3f} ms, wire {w['mean']:.3f} / {w['p99']:.3f} ms "
+            f"(mean {o['avg'] - w['mean']:+.3f}, p99 {o['p99'] - w['p99']:+.3f})")
 print("; ".join(line) + f"; {wire['ttft']['n']} requests on the wire, {dropped} packets dropped")
 EOF
 }
@@ -226,6 +241,37 @@ section_10() {
     done
 }
 
-for section in ${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10}; do
+# per_thousand NAME: client CPU seconds per 1,000 requests of a run.
+per_thousand() {
+    python3 -c "print(f'{$(cpu_seconds "$1") / $(json "$1" 'int(s["request_count"]["avg"])') * 1000:.2f}')"
+}
+
+section_11() {
+    echo "== 11. the socket reader on and off, alternating twice: capacity against the --fast mock (concurrency 64, ${SECONDS_PER_RUN} s) and stamps against the wire (mock TTFT 20 ms / ITL 5 ms, section 9's runs)"
+    local flag
+    for pass in 1 2; do
+        for mode in on off; do
+            flag=()
+            [ "$mode" = off ] && flag=(--no-socket-reader)
+            start_mock --fast
+            run_aiperf "plain_$mode$pass" --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" \
+                --isl 128 --osl 128 "${flag[@]}"
+            run_aiperf "streamed_$mode$pass" --streaming --concurrency 64 \
+                --benchmark-duration "$SECONDS_PER_RUN" --isl 128 --osl 128 "${flag[@]}"
+            printf 'reader %s, pass %s: non-streaming %.0f req/s (client CPU %s s per 1,000), streaming %.0f req/s (client CPU %s s per 1,000)\n' \
+                "$mode" "$pass" "$(json "plain_$mode$pass" 's["request_throughput"]["avg"]')" \
+                "$(per_thousand "plain_$mode$pass")" \
+                "$(json "streamed_$mode$pass" 's["request_throughput"]["avg"]')" \
+                "$(per_thousand "streamed_$mode$pass")"
+            start_mock --ttft 20 --itl 5
+            for run in 1:100 64:2000 512:5120; do
+                printf '  concurrency %s: ' "${run%%:*}"
+                wire_run "wire_$mode${pass}_${run%%:*}" "${run%%:*}" "${run##*:}" "${flag[@]}"
+            done
+        done
+    done
+}
+
+for section in ${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11}; do
     "section_$section"
 done

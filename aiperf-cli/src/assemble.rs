@@ -73,6 +73,7 @@ pub(crate) fn transport_options(args: &ProfileArgs) -> TransportOptions {
         tls_insecure_skip_verify: endpoint.tls_insecure_skip_verify || verify_off_by_env,
         http2: endpoint.http2,
         max_response_bytes: endpoint.max_response_mib * 1024 * 1024,
+        socket_reader: !endpoint.no_socket_reader,
     }
 }
 
@@ -418,6 +419,22 @@ mod tests {
             config.endpoint.session_header.as_deref(),
             Some("X-Session-ID")
         );
+    }
+
+    #[test]
+    fn the_socket_reader_is_on_unless_refused() {
+        let transport = |extra: &[&str]| {
+            let argv = ["aiperf", "profile", "-m", "m"]
+                .iter()
+                .chain(extra)
+                .map(std::string::ToString::to_string);
+            let Command::Profile(args) = Cli::try_parse_from(argv).unwrap().command else {
+                panic!("expected the profile subcommand");
+            };
+            transport_options(&args)
+        };
+        assert!(transport(&[]).socket_reader);
+        assert!(!transport(&["--no-socket-reader"]).socket_reader);
     }
 
     #[test]

@@ -421,6 +421,7 @@ const TRANSPORT_FLAGS: &[&str] = &[
     "tls_insecure_skip_verify",
     "http2",
     "max_response_mib",
+    "no_socket_reader",
 ];
 const READINESS_FLAGS: &[&str] = &[
     "wait_for_model_timeout",

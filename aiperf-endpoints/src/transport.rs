@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aiperf_core::transport::BoxFuture;
@@ -118,6 +118,7 @@ pub struct HttpTransportBuilder {
     insecure_skip_verify: bool,
     sticky_sessions: bool,
     max_response_bytes: u64,
+    socket_reader: bool,
 }
 
 impl Default for HttpTransportBuilder {
@@ -132,6 +133,7 @@ impl Default for HttpTransportBuilder {
             insecure_skip_verify: false,
             sticky_sessions: false,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            socket_reader: true,
         }
     }
 }
@@ -209,6 +211,20 @@ impl HttpTransportBuilder {
         self
     }
 
+    /// Read every connection on a thread of its own, as soon as its bytes arrive (default
+    /// on). Each read then carries its own arrival stamp however busy the runtime sending
+    /// the requests is; without it, a runtime that gets round to a socket late reads the
+    /// server's writes waiting there at once, and their frames share the last one's stamp
+    /// (TTFT and ITL off by that delay). The thread starts with the first connection and
+    /// ends with the transport. Off: the sending runtime reads its sockets itself, one
+    /// thread fewer and no hand-over between threads (see docs/metrics.md, "Where stamps
+    /// come from", for what each costs).
+    #[must_use]
+    pub fn socket_reader(mut self, enabled: bool) -> Self {
+        self.socket_reader = enabled;
+        self
+    }
+
     /// Builds the transport. Must be called inside a Tokio runtime only when sending,
     /// not when building.
     pub fn build(self) -> Result<HttpTransport, TransportBuildError> {
@@ -225,7 +241,8 @@ impl HttpTransportBuilder {
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1();
-        let tcp = WireConnector::new(tcp);
+        let reader = self.socket_reader.then(Arc::default);
+        let tcp = WireConnector::new(tcp, reader);
         let connector = TimedConnector::new(if self.http2 {
             https.enable_http2().wrap_connector(tcp)
         } else {
@@ -732,6 +749,7 @@ fn causes<'a>(
     })
 }
 
+mod reader;
 mod traced;
 mod wire;
 

@@ -533,6 +533,7 @@ fn build_transport(options: &TransportOptions) -> Result<HttpTransport, RunError
     Ok(builder
         .http2(options.http2)
         .max_response_bytes(options.max_response_bytes)
+        .socket_reader(options.socket_reader)
         .build()?)
 }
 

@@ -118,6 +118,10 @@ pub struct TransportOptions {
     /// `ResponseTooLargeError` (default
     /// [`DEFAULT_MAX_RESPONSE_BYTES`](aiperf_endpoints::DEFAULT_MAX_RESPONSE_BYTES), 64 MiB).
     pub max_response_bytes: u64,
+    /// Read every connection on a thread of its own as soon as its bytes arrive, so each
+    /// read keeps its own arrival stamp however busy the sending threads are (default
+    /// on; see [`HttpTransportBuilder::socket_reader`](aiperf_endpoints::HttpTransportBuilder::socket_reader)).
+    pub socket_reader: bool,
 }
 
 impl Default for TransportOptions {
@@ -128,6 +132,7 @@ impl Default for TransportOptions {
             tls_insecure_skip_verify: false,
             http2: false,
             max_response_bytes: aiperf_endpoints::DEFAULT_MAX_RESPONSE_BYTES,
+            socket_reader: true,
         }
     }
 }

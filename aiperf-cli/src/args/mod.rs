@@ -448,6 +448,13 @@ pub(crate) struct EndpointArgs {
     #[arg(long)]
     pub http2: bool,
 
+    /// Read the sockets on the threads that send, not on a thread of their own. That
+    /// thread reads each server write as it arrives, so TTFT and ITL keep the wire's
+    /// times however busy the sending threads are; without it they gain the sending
+    /// threads' delays under load (see docs/metrics.md, "Where stamps come from").
+    #[arg(long = "no-socket-reader")]
+    pub no_socket_reader: bool,
+
     /// The most one response body may hold, in MiB. A server that sends more (an endless
     /// stream, say) fails that request with ResponseTooLargeError instead of filling the
     /// client's memory.

@@ -220,8 +220,24 @@ fn transport() -> HttpTransport {
 
 #[tokio::test]
 async fn chunks_are_stamped_on_arrival() {
+    stamped_on_arrival(transport()).await;
+}
+
+/// The sending runtime reads the sockets itself.
+#[tokio::test]
+async fn without_the_socket_reader_chunks_are_stamped_on_arrival() {
+    stamped_on_arrival(
+        HttpTransport::builder()
+            .socket_reader(false)
+            .build()
+            .unwrap(),
+    )
+    .await;
+}
+
+async fn stamped_on_arrival(transport: HttpTransport) {
     let server = server(Behaviour::SlowStream).await;
-    let exchange = transport()
+    let exchange = transport
         .send(post(&format!("{}/v1/chat/completions", server.url), None))
         .await;
     assert_eq!(exchange.error, None);
@@ -281,7 +297,9 @@ async fn a_silent_server_times_out_after_the_request_timeout() {
 #[tokio::test]
 async fn the_timeout_covers_the_body() {
     let server = server(Behaviour::SlowStream).await;
-    let timeout = Duration::from_millis(30);
+    // Between the events (150 ms apart), with room for a loaded machine to deliver the
+    // first: the transport's reader thread must also get the CPU.
+    let timeout = Duration::from_millis(100);
     let exchange = transport().send(post(&server.url, Some(timeout))).await;
     assert_eq!(exchange.error, Some(TransportError::Timeout(timeout)));
     assert_eq!(exchange.status, Some(200));
@@ -292,7 +310,9 @@ async fn the_timeout_covers_the_body() {
 async fn a_client_cancellation_cuts_the_stream_and_closes_the_connection() {
     let server = server(Behaviour::SlowStream).await;
     let transport = transport();
-    let cancel_after = Duration::from_millis(25);
+    // Between the events (150 ms apart), with room for a loaded machine to deliver the
+    // first.
+    let cancel_after = Duration::from_millis(100);
     let control = SendControl {
         cancel_after: Some(cancel_after),
         ..SendControl::default()
@@ -306,7 +326,7 @@ async fn a_client_cancellation_cuts_the_stream_and_closes_the_connection() {
     );
     assert_eq!(
         exchange.error.as_ref().unwrap().to_string(),
-        "Request cancelled 0.025s after being sent"
+        "Request cancelled 0.100s after being sent"
     );
     assert_eq!(exchange.body(), b"data: a\n\n", "what came before is kept");
     // The aborted connection is not reused.
@@ -718,8 +738,9 @@ async fn an_enormous_timeout_means_no_timeout() {
     assert_eq!(exchange.body(), b"ok");
 }
 
-/// The runtime is blocked while the second event arrives: its stamp is still its arrival
-/// (the kernel's receive time on Linux), not when the runtime got round to reading it.
+/// The runtime is blocked while both events arrive: their stamps are still their own
+/// arrivals (the socket reader read them as they came), not when the runtime got round
+/// to them.
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn a_chunk_read_late_keeps_its_arrival_stamp() {
@@ -751,10 +772,17 @@ async fn a_chunk_read_late_keeps_its_arrival_stamp() {
     let unblocked_at = Instant::now();
     let exchange = sending.await.unwrap();
     assert_eq!(exchange.chunks.len(), 2, "{:?}", exchange.chunks);
-    let second = exchange.chunks.get(1).unwrap().at;
+    let (first, second) = (
+        exchange.chunks.get(0).unwrap().at,
+        exchange.chunks.get(1).unwrap().at,
+    );
     assert!(
         second + Duration::from_millis(500) < unblocked_at,
         "stamped {:?} before the runtime could read",
         unblocked_at.saturating_duration_since(second)
     );
+    // 150 ms apart at the server: the socket reader read each on its own (this runtime
+    // would have read both at once, and stamped both with the second's arrival).
+    let gap = second - first;
+    assert!(gap >= Duration::from_millis(100), "gap {gap:?}");
 }

@@ -11,23 +11,30 @@
 //! Elsewhere, or when the option is refused, a read is stamped when it happens: still no
 //! later than the frame it yields.
 //!
-//! Limits (documented in docs/metrics.md): TCP reports the arrival of the *last* segment
-//! a read consumed, so when the reader was so late that two server writes wait in the
-//! socket, both frames carry the second one's stamp; the wrapper sits below TLS, so a TLS
-//! record split over reads carries the stamp of the read that completed it.
+//! TCP reports the arrival of the *last* segment a read consumed, so when the reader is
+//! so late that two server writes wait in the socket, both frames carry the second one's
+//! stamp. The transport's [`SocketReader`] (on by default) reads every connection on a
+//! thread of its own as soon as bytes arrive, so that rarely happens; each read waits with
+//! its stamp until hyper takes it, and is published when hyper does. The wrapper sits
+//! below TLS, so a TLS record split over reads carries the stamp of the read that
+//! completed it (documented in docs/metrics.md).
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Instant;
 
 use http::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
-use hyper_util::rt::TokioIo;
+#[cfg(target_os = "linux")]
+use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tower_service::Service;
+
+use super::reader::{Inbox, ReaderThread, SocketReader};
 
 #[cfg(target_os = "linux")]
 use aiperf_core::clock::instant_of_unix_time;
@@ -65,7 +72,7 @@ impl WireClock {
 
     /// Records a read; stamps never go backwards on one connection (two reads' kernel
     /// stamps converted a few nanoseconds apart could).
-    fn read(&self, at: Instant) {
+    pub(super) fn read(&self, at: Instant) {
         let mut stamps = self.stamps();
         stamps.received = Some(stamps.received.map_or(at, |previous| previous.max(at)));
     }
@@ -106,15 +113,17 @@ impl Arrivals {
     }
 }
 
-/// Wraps the TCP connector so every connection it opens is a [`WireStream`].
+/// Wraps the TCP connector so every connection it opens is a [`WireStream`], read by the
+/// transport's [`SocketReader`] when it has one.
 #[derive(Debug, Clone)]
 pub(crate) struct WireConnector {
     tcp: HttpConnector,
+    reader: Option<Arc<SocketReader>>,
 }
 
 impl WireConnector {
-    pub(crate) fn new(tcp: HttpConnector) -> Self {
-        Self { tcp }
+    pub(crate) fn new(tcp: HttpConnector, reader: Option<Arc<SocketReader>>) -> Self {
+        Self { tcp, reader }
     }
 }
 
@@ -133,14 +142,11 @@ impl Service<Uri> for WireConnector {
 
     fn call(&mut self, uri: Uri) -> Self::Future {
         let connecting = self.tcp.call(uri);
+        let reader = self.reader.clone();
         Box::pin(async move {
-            let io = connecting.await?;
-            let kernel_stamps = kernel::enable(io.inner());
-            Ok(WireStream {
-                io,
-                kernel_stamps,
-                clock: WireClock::default(),
-            })
+            let stream = connecting.await?.into_inner();
+            let thread = reader.as_deref().and_then(SocketReader::thread);
+            Ok(WireStream::new(stream, thread)?)
         })
     }
 }
@@ -149,16 +155,51 @@ impl Service<Uri> for WireConnector {
 /// with its completion.
 #[derive(Debug)]
 pub(crate) struct WireStream {
-    io: TokioIo<TcpStream>,
-    /// The kernel accepted `SO_TIMESTAMPNS`: reads go through `recvmsg`.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    kernel_stamps: bool,
+    stream: Arc<TcpStream>,
+    reads: Reads,
     clock: WireClock,
+}
+
+/// Who reads the socket.
+#[derive(Debug)]
+enum Reads {
+    /// The runtime that polls the connection, when hyper asks; `kernel_stamps`: the kernel
+    /// accepted `SO_TIMESTAMPNS` and reads go through `recvmsg`.
+    Here { kernel_stamps: bool },
+    /// The socket reader's thread, as soon as bytes arrive; they wait here.
+    Reader(Arc<Inbox>),
+}
+
+impl WireStream {
+    /// A new connection, moved to the reader thread when there is one.
+    fn new(stream: TcpStream, reader: Option<&ReaderThread>) -> std::io::Result<Self> {
+        let kernel_stamps = kernel::enable(&stream);
+        let (stream, reads) = match reader {
+            Some(reader) => {
+                let (stream, inbox) = reader.adopt(stream, kernel_stamps)?;
+                (stream, Reads::Reader(inbox))
+            }
+            None => (Arc::new(stream), Reads::Here { kernel_stamps }),
+        };
+        Ok(Self {
+            stream,
+            reads,
+            clock: WireClock::default(),
+        })
+    }
+}
+
+impl Drop for WireStream {
+    fn drop(&mut self) {
+        if let Reads::Reader(inbox) = &self.reads {
+            inbox.close();
+        }
+    }
 }
 
 impl Connection for WireStream {
     fn connected(&self) -> Connected {
-        self.io.connected().extra(self.clock.clone())
+        self.stream.connected().extra(self.clock.clone())
     }
 }
 
@@ -166,18 +207,26 @@ impl Read for WireStream {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        buf: ReadBufCursor<'_>,
+        mut buf: ReadBufCursor<'_>,
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
-        #[cfg(target_os = "linux")]
-        if this.kernel_stamps {
-            return kernel::poll_read(this.io.inner(), &this.clock, cx, buf);
+        let kernel_stamps = match &this.reads {
+            Reads::Reader(inbox) => return inbox.poll_read(&this.clock, cx, buf),
+            Reads::Here { kernel_stamps } => *kernel_stamps,
+        };
+        loop {
+            ready!(this.stream.poll_read_ready(cx))?;
+            let read = read_now(&this.stream, kernel_stamps, buf.remaining(), |bytes, at| {
+                buf.put_slice(bytes);
+                this.clock.read(at);
+            });
+            match read {
+                Ok(()) => return Poll::Ready(Ok(())),
+                // Readiness was stale: wait for the next wake-up.
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(error) => return Poll::Ready(Err(error)),
+            }
         }
-        let read = Pin::new(&mut this.io).poll_read(cx, buf);
-        if read.is_ready() {
-            this.clock.read(Instant::now());
-        }
-        read
     }
 }
 
@@ -188,26 +237,25 @@ impl Write for WireStream {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
-        // Stamped before the system call: a thread that loses the CPU right after it would
-        // stamp the write late, after the server already started (seen under load).
-        let before = Instant::now();
-        let written = Pin::new(&mut this.io).poll_write(cx, buf);
-        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-            this.clock.wrote(before);
-        }
-        written
+        this.write_with(cx, |stream| stream.try_write(buf))
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        // Writes go straight to the socket.
+        Poll::Ready(Ok(()))
     }
 
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let shut = socket2::SockRef::from(&*self.stream).shutdown(std::net::Shutdown::Write);
+        Poll::Ready(match shut {
+            // Shut already, or the peer is gone: nothing is left to send either way.
+            Err(error) if error.kind() == std::io::ErrorKind::NotConnected => Ok(()),
+            shut => shut,
+        })
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
+        true
     }
 
     fn poll_write_vectored(
@@ -216,48 +264,96 @@ impl Write for WireStream {
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
-        let before = Instant::now();
-        let written = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
-        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-            this.clock.wrote(before);
-        }
-        written
+        this.write_with(cx, |stream| stream.try_write_vectored(bufs))
     }
+}
+
+impl WireStream {
+    /// Writes once the socket takes bytes, stamping the write. The socket may be driven by
+    /// the reader thread's runtime: waiting for it to be writable works from any runtime.
+    fn write_with(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut write: impl FnMut(&TcpStream) -> std::io::Result<usize>,
+    ) -> Poll<std::io::Result<usize>> {
+        loop {
+            ready!(self.stream.poll_write_ready(cx))?;
+            // Stamped before the system call: a thread that loses the CPU right after it
+            // would stamp the write late, after the server already started (seen under
+            // load).
+            let before = Instant::now();
+            match write(&self.stream) {
+                Ok(written) => {
+                    if written > 0 {
+                        self.clock.wrote(before);
+                    }
+                    return Poll::Ready(Ok(written));
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(error) => return Poll::Ready(Err(error)),
+            }
+        }
+    }
+}
+
+/// The most bytes one read takes: hyper's read buffer starts at 8 KiB and grows for
+/// large bodies; 64 KiB keeps those reads as large as hyper's own.
+pub(crate) const READ_AT_MOST: usize = 64 * 1024;
+
+/// Per thread, not per connection: 10,000 open streams must not hold 10,000 buffers.
+struct Scratch {
+    bytes: Vec<u8>,
+    #[cfg(target_os = "linux")]
+    control: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch {
+        bytes: vec![0; READ_AT_MOST],
+        #[cfg(target_os = "linux")]
+        control: nix::cmsg_space!(nix::sys::time::TimeSpec),
+    });
+}
+
+/// Reads what the socket holds now (at most `want` bytes, none at its end) and hands the
+/// bytes and their arrival to `take`; `WouldBlock` when nothing is there. The arrival is
+/// the kernel's receive stamp with `kernel_stamps`, else the time of the read.
+pub(crate) fn read_now<R>(
+    stream: &TcpStream,
+    kernel_stamps: bool,
+    want: usize,
+    take: impl FnOnce(&[u8], Instant) -> R,
+) -> std::io::Result<R> {
+    SCRATCH.with_borrow_mut(|scratch| {
+        let want = want.min(scratch.bytes.len());
+        #[cfg(target_os = "linux")]
+        if kernel_stamps {
+            let Scratch { bytes, control } = scratch;
+            let into = &mut bytes[..want];
+            let (len, arrived) = stream.try_io(Interest::READABLE, || {
+                kernel::receive(stream, into, control)
+            })?;
+            return Ok(take(&into[..len], arrived.unwrap_or_else(Instant::now)));
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = kernel_stamps;
+        let into = &mut scratch.bytes[..want];
+        let len = stream.try_read(into)?;
+        Ok(take(&into[..len], Instant::now()))
+    })
 }
 
 /// Kernel receive timestamps through `recvmsg` (Linux).
 #[cfg(target_os = "linux")]
 mod kernel {
-    use std::cell::RefCell;
     use std::io::IoSliceMut;
     use std::os::fd::AsRawFd;
-    use std::task::{ready, Context, Poll};
     use std::time::Duration;
 
-    use hyper::rt::ReadBufCursor;
     use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
-    use nix::sys::time::TimeSpec;
-    use tokio::io::Interest;
     use tokio::net::TcpStream;
 
-    use super::{instant_of_unix_time, Instant, WireClock};
-
-    /// The most bytes one read takes: hyper's read buffer starts at 8 KiB and grows for
-    /// large bodies; 64 KiB keeps those reads as large as hyper's own.
-    const READ_AT_MOST: usize = 64 * 1024;
-
-    /// Per thread, not per connection: 10,000 open streams must not hold 10,000 buffers.
-    struct Scratch {
-        bytes: Vec<u8>,
-        control: Vec<u8>,
-    }
-
-    thread_local! {
-        static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch {
-            bytes: vec![0; READ_AT_MOST],
-            control: nix::cmsg_space!(TimeSpec),
-        });
-    }
+    use super::{instant_of_unix_time, Instant};
 
     /// Asks the kernel to stamp received data; false when it refuses.
     pub(super) fn enable(stream: &TcpStream) -> bool {
@@ -270,49 +366,12 @@ mod kernel {
         }
     }
 
-    /// Reads what the socket holds (as much as `buf` takes) and records when it arrived.
-    pub(super) fn poll_read(
-        stream: &TcpStream,
-        clock: &WireClock,
-        cx: &mut Context<'_>,
-        mut buf: ReadBufCursor<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        loop {
-            ready!(stream.poll_read_ready(cx))?;
-            let received = SCRATCH.with_borrow_mut(|scratch| {
-                let Scratch { bytes, control } = scratch;
-                let want = buf.remaining().min(bytes.len());
-                let into = &mut bytes[..want];
-                stream
-                    .try_io(Interest::READABLE, || receive(stream, into, control))
-                    .map(|(len, arrived)| {
-                        buf.put_slice(&into[..len]);
-                        arrived
-                    })
-            });
-            match received {
-                Ok(arrived) => {
-                    clock.read(arrived.map_or_else(Instant::now, |at| {
-                        instant_of_unix_time(Duration::new(
-                            u64::try_from(at.tv_sec()).unwrap_or(0),
-                            u32::try_from(at.tv_nsec()).unwrap_or(0),
-                        ))
-                    }));
-                    return Poll::Ready(Ok(()));
-                }
-                // Readiness was stale: wait for the next wake-up.
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(error) => return Poll::Ready(Err(error)),
-            }
-        }
-    }
-
     /// One `recvmsg`: the byte count and the kernel's receive stamp, when it sent one.
-    fn receive(
+    pub(super) fn receive(
         stream: &TcpStream,
         into: &mut [u8],
         control: &mut [u8],
-    ) -> std::io::Result<(usize, Option<TimeSpec>)> {
+    ) -> std::io::Result<(usize, Option<Instant>)> {
         let mut iov = [IoSliceMut::new(into)];
         let message = recvmsg::<()>(
             stream.as_raw_fd(),
@@ -326,7 +385,15 @@ mod kernel {
                 _ => None,
             })
         });
-        Ok((message.bytes, arrived))
+        Ok((
+            message.bytes,
+            arrived.map(|at| {
+                instant_of_unix_time(Duration::new(
+                    u64::try_from(at.tv_sec()).unwrap_or(0),
+                    u32::try_from(at.tv_nsec()).unwrap_or(0),
+                ))
+            }),
+        ))
     }
 }
 
@@ -342,33 +409,49 @@ mod kernel {
 mod tests {
     use std::time::Duration;
 
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
     use super::*;
 
-    /// A connected pair: our stream (kernel stamps as asked) and the server's end.
+    /// A connected pair: our stream, read by this runtime (kernel stamps as asked), and
+    /// the server's end.
     async fn pair(kernel_stamps: bool) -> (WireStream, TcpStream) {
+        let (client, server) = connected().await;
+        let kernel_stamps = kernel_stamps && kernel::enable(&client);
+        let stream = WireStream {
+            stream: Arc::new(client),
+            reads: Reads::Here { kernel_stamps },
+            clock: WireClock::default(),
+        };
+        (stream, server)
+    }
+
+    /// A connected pair whose client end `reader` reads.
+    async fn pair_on(reader: &SocketReader) -> (WireStream, TcpStream) {
+        let (client, server) = connected().await;
+        let stream = WireStream::new(client, Some(reader.thread().unwrap())).unwrap();
+        assert!(matches!(stream.reads, Reads::Reader(_)));
+        (stream, server)
+    }
+
+    async fn connected() -> (TcpStream, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let client = TcpStream::connect(listener.local_addr().unwrap());
         let (client, accepted) = tokio::join!(client, listener.accept());
-        let io = TokioIo::new(client.unwrap());
-        let kernel_stamps = kernel_stamps && kernel::enable(io.inner());
-        let stream = WireStream {
-            io,
-            kernel_stamps,
-            clock: WireClock::default(),
-        };
-        (stream, accepted.unwrap().0)
+        (client.unwrap(), accepted.unwrap().0)
+    }
+
+    /// One read of at most `at_most` bytes.
+    async fn read_at_most(stream: &mut WireStream, at_most: usize) -> std::io::Result<Vec<u8>> {
+        let mut storage = vec![0u8; at_most];
+        let mut buf = hyper::rt::ReadBuf::new(&mut storage);
+        std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_read(cx, buf.unfilled())).await?;
+        Ok(buf.filled().to_vec())
     }
 
     async fn read(stream: &mut WireStream) -> Vec<u8> {
-        let mut storage = [0u8; 64];
-        let mut buf = hyper::rt::ReadBuf::new(&mut storage);
-        std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_read(cx, buf.unfilled()))
-            .await
-            .unwrap();
-        buf.filled().to_vec()
+        read_at_most(stream, 64).await.unwrap()
     }
 
     /// Bytes written, then read 100 ms later: stamped when they arrived, not when read.
@@ -376,7 +459,15 @@ mod tests {
     #[tokio::test]
     async fn a_read_is_stamped_with_the_kernel_arrival_time() {
         let (mut stream, mut server) = pair(true).await;
-        assert!(stream.kernel_stamps, "the kernel refused SO_TIMESTAMPNS");
+        assert!(
+            matches!(
+                stream.reads,
+                Reads::Here {
+                    kernel_stamps: true
+                }
+            ),
+            "the kernel refused SO_TIMESTAMPNS"
+        );
         let before_write = Instant::now();
         server.write_all(b"data: 1\n\n").await.unwrap();
         let after_write = Instant::now();
@@ -455,5 +546,182 @@ mod tests {
             .unwrap();
         let written = stream.clock.written_at().unwrap();
         assert!(written >= before && written <= Instant::now());
+    }
+
+    /// The point of the socket reader: two writes 100 ms apart arrive while the runtime
+    /// that consumes them is blocked, and each is still read (and stamped) on its own.
+    /// Read by that runtime, both would be read at once with the second one's stamp (the
+    /// test above).
+    #[tokio::test]
+    async fn the_reader_reads_and_stamps_each_write_on_its_own_while_the_runtime_is_blocked() {
+        let reader = SocketReader::default();
+        let (mut stream, server) = pair_on(&reader).await;
+        let mut server = server.into_std().unwrap();
+        server.set_nonblocking(false).unwrap();
+        // Written from a thread of its own: this runtime is about to block.
+        let writer = std::thread::spawn(move || {
+            use std::io::Write as _;
+            server.write_all(b"data: 1\n\n").unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            server.write_all(b"data: 2\n\n").unwrap();
+            server
+        });
+        std::thread::sleep(Duration::from_millis(400));
+        let _server = writer.join().unwrap();
+        let read_at = Instant::now();
+        assert_eq!(read(&mut stream).await, b"data: 1\n\n");
+        let first = stream.clock.received_at();
+        assert_eq!(read(&mut stream).await, b"data: 2\n\n");
+        let second = stream.clock.received_at();
+        // 100 ms apart at the server; a reader thread late on a loaded machine eats into
+        // that, read together they would be 0 apart.
+        let gap = second.duration_since(first);
+        assert!(gap >= Duration::from_millis(50), "gap {gap:?}");
+        let waited = read_at.duration_since(second);
+        assert!(
+            waited >= Duration::from_millis(100),
+            "stamped {waited:?} before the read"
+        );
+    }
+
+    /// A read larger than hyper's buffer is handed over in parts, each with the read's
+    /// stamp; the next read follows.
+    #[tokio::test]
+    async fn a_read_larger_than_the_buffer_is_handed_over_in_parts() {
+        let reader = SocketReader::default();
+        let (mut stream, mut server) = pair_on(&reader).await;
+        server.write_all(b"0123456789").await.unwrap();
+        // Until the reader has it: then the next write is a read of its own.
+        while stream_queued(&stream) < 10 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        server.write_all(b"abc").await.unwrap();
+        server.shutdown().await.unwrap();
+        assert_eq!(read_at_most(&mut stream, 4).await.unwrap(), b"0123");
+        let first = stream.clock.received_at();
+        assert_eq!(read_at_most(&mut stream, 4).await.unwrap(), b"4567");
+        assert_eq!(stream.clock.received_at(), first);
+        assert_eq!(read_at_most(&mut stream, 64).await.unwrap(), b"89");
+        assert_eq!(read_at_most(&mut stream, 64).await.unwrap(), b"abc");
+        // The socket's end, as often as asked.
+        assert_eq!(read_at_most(&mut stream, 64).await.unwrap(), b"");
+        assert_eq!(read_at_most(&mut stream, 64).await.unwrap(), b"");
+    }
+
+    fn stream_queued(stream: &WireStream) -> usize {
+        match &stream.reads {
+            Reads::Reader(inbox) => inbox.queued(),
+            Reads::Here { .. } => unreachable!("read by the reader"),
+        }
+    }
+
+    /// A reset after data: the data first, then the error.
+    #[tokio::test]
+    async fn an_error_after_data_comes_after_the_data() {
+        let reader = SocketReader::default();
+        let (mut stream, server) = pair_on(&reader).await;
+        let server = server.into_std().unwrap();
+        server.set_nonblocking(false).unwrap();
+        {
+            use std::io::Write as _;
+            (&server).write_all(b"partial").unwrap();
+        }
+        // Let the data arrive first: a reset on a socket with unread data throws it away.
+        while stream_queued(&stream) < 7 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // Closing with a zero linger sends a reset.
+        socket2::SockRef::from(&server)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(server);
+        assert_eq!(read(&mut stream).await, b"partial");
+        let error = read_at_most(&mut stream, 64).await.unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
+    }
+
+    /// hyper dropping a connection closes its socket: the server reads its end.
+    #[tokio::test]
+    async fn dropping_a_stream_closes_its_socket() {
+        let reader = SocketReader::default();
+        let (stream, mut server) = pair_on(&reader).await;
+        drop(stream);
+        let mut byte = [0u8; 1];
+        let read = tokio::time::timeout(Duration::from_secs(10), server.read(&mut byte)).await;
+        assert_eq!(read.expect("the socket stayed open").unwrap(), 0);
+    }
+
+    /// A 5 MB body through a consumer slower than the server: the reader holds at most
+    /// its bound (and one read) ahead and loses no byte.
+    #[tokio::test]
+    async fn a_slow_consumer_holds_back_the_reader_and_gets_every_byte() {
+        const BODY_BYTES: usize = 5 * 1000 * 1000;
+        let reader = SocketReader::default();
+        let (mut stream, mut server) = pair_on(&reader).await;
+        let body: Vec<u8> = (0..BODY_BYTES).map(|i| (i % 251) as u8).collect();
+        let sent = body.clone();
+        tokio::spawn(async move {
+            server.write_all(&sent).await.unwrap();
+            server.shutdown().await.unwrap();
+        });
+        let mut received = Vec::with_capacity(BODY_BYTES);
+        let mut most_queued = 0;
+        loop {
+            most_queued = most_queued.max(stream_queued(&stream));
+            let bytes = read_at_most(&mut stream, 8 * 1024).await.unwrap();
+            if bytes.is_empty() {
+                break;
+            }
+            received.extend_from_slice(&bytes);
+            if received.len() % (64 * 1024) < 8 * 1024 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        assert!(received == body, "{} bytes, not the body", received.len());
+        assert!(
+            most_queued <= super::super::reader::QUEUE_AT_MOST + READ_AT_MOST,
+            "{most_queued} bytes queued"
+        );
+        assert!(
+            most_queued >= super::super::reader::QUEUE_AT_MOST,
+            "the consumer was never behind: {most_queued} bytes queued"
+        );
+    }
+
+    /// A transport dropped while a connection is still in use: the reader thread ends and
+    /// the connection reports why.
+    #[tokio::test]
+    async fn a_stream_whose_reader_stopped_says_so() {
+        let reader = SocketReader::default();
+        let (mut stream, _server) = pair_on(&reader).await;
+        drop(reader);
+        let error = tokio::time::timeout(Duration::from_secs(10), read_at_most(&mut stream, 64))
+            .await
+            .expect("no end after the reader stopped")
+            .unwrap_err();
+        assert_eq!(error.to_string(), "the transport's socket reader stopped");
+    }
+
+    /// Writes through a stream the reader reads: stamped, and the server gets them; a
+    /// shutdown ends the server's reading.
+    #[tokio::test]
+    async fn a_stream_the_reader_reads_writes_and_shuts_down_from_this_runtime() {
+        let reader = SocketReader::default();
+        let (mut stream, mut server) = pair_on(&reader).await;
+        let before = Instant::now();
+        let request = b"GET / HTTP/1.1\r\n\r\n";
+        let written =
+            std::future::poll_fn(|cx| Pin::new(&mut stream).poll_write(cx, request)).await;
+        assert_eq!(written.unwrap(), request.len());
+        assert!(stream.clock.written_at().unwrap() >= before);
+        std::future::poll_fn(|cx| Pin::new(&mut stream).poll_shutdown(cx))
+            .await
+            .unwrap();
+        let mut received = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), server.read_to_end(&mut received))
+            .await
+            .expect("no end after the shutdown")
+            .unwrap();
+        assert_eq!(received, request);
     }
 }
