@@ -130,20 +130,23 @@ section_5() {
 }
 
 section_6() {
-    echo "== 6. memory: $((MILLION / 10)), ${MILLION} and $((MILLION * 2)) non-streaming requests against the --fast mock, concurrency 64"
+    echo "== 6. memory: $((MILLION / 10)), ${MILLION} and $((MILLION * 2)) non-streaming requests against the --fast mock, concurrency 64, 1,000 dataset entries; then ${MILLION} with one entry per request (the default)"
     start_mock --fast
-    run_aiperf million_tenth --concurrency 64 --request-count "$((MILLION / 10))" --isl 32 --osl 8
-    run_aiperf million --concurrency 64 --request-count "$MILLION" --isl 32 --osl 8
-    run_aiperf million_double --concurrency 64 --request-count "$((MILLION * 2))" --isl 32 --osl 8
+    run_aiperf million_tenth --concurrency 64 --request-count "$((MILLION / 10))" --isl 32 --osl 8 --num-dataset-entries 1000
+    run_aiperf million --concurrency 64 --request-count "$MILLION" --isl 32 --osl 8 --num-dataset-entries 1000
+    run_aiperf million_double --concurrency 64 --request-count "$((MILLION * 2))" --isl 32 --osl 8 --num-dataset-entries 1000
+    run_aiperf million_entries --concurrency 64 --request-count "$MILLION" --isl 32 --osl 8
     requests=$(json million_double 'int(s["request_count"]["avg"])')
     python3 -c "
-tenth, one, two = ($(awk '{print $4}' "$WORK/million_tenth.time"), $(awk '{print $4}' "$WORK/million.time"),
-                   $(awk '{print $4}' "$WORK/million_double.time"))
+tenth, one, two, entries = ($(awk '{print $4}' "$WORK/million_tenth.time"), $(awk '{print $4}' "$WORK/million.time"),
+                            $(awk '{print $4}' "$WORK/million_double.time"), $(awk '{print $4}' "$WORK/million_entries.time"))
 below = (one - tenth) * 1024 / ($MILLION - $MILLION // 10)
 beyond = (two - one) * 1024 / $MILLION
+per_entry = (entries - one) * 1024 / $MILLION
 print(f'peak RSS {tenth / 1024:.0f} / {one / 1024:.0f} / {two / 1024:.0f} MB ($requests requests in '
       f'$(awk '{print $1}' "$WORK/million_double.time") s): {below:.0f} bytes per request up to $MILLION, '
-      f'{beyond:.0f} beyond (the exact-percentile limit is 2^20 values per metric)')"
+      f'{beyond:.0f} beyond (exact percentiles up to 2^20 values per metric); '
+      f'one dataset entry per request: {entries / 1024:.0f} MB at $MILLION ({per_entry:.0f} bytes per entry)')"
 }
 
 section_7() {
