@@ -11,17 +11,9 @@ cd "$(dirname "$0")/.."
 
 SECONDS_PER_RUN=$1
 shift
-MOCK=${MOCK:-target/release/aiperf-mock-server}
-WORK=$(mktemp -d)
-PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-URL="http://127.0.0.1:$PORT"
-"$MOCK" --port "$PORT" --random-seed 1 --fast >"$WORK/mock.log" 2>&1 &
-MOCK_PID=$!
-trap 'kill "$MOCK_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do
-    curl -sf "$URL/health" >/dev/null && break
-    sleep 0.05
-done
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+start_mock --fast
 
 for run in "$@"; do
     label=${run%%=*}

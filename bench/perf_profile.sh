@@ -19,15 +19,9 @@ fi
 AIPERF=${AIPERF:-target/release/aiperf}
 MOCK=${MOCK:-target/release/aiperf-mock-server}
 
-PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-URL="http://127.0.0.1:$PORT"
-"$MOCK" --port "$PORT" --random-seed 1 --fast >"$OUT/mock.log" 2>&1 &
-MOCK_PID=$!
-trap 'kill "$MOCK_PID" 2>/dev/null' EXIT
-for _ in $(seq 100); do
-    curl -sf "$URL/health" >/dev/null && break
-    sleep 0.05
-done
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+start_mock --fast
 
 /usr/bin/time -f '%e %U %S %M' -o "$OUT/aiperf.time" \
     perf record -g -o "$OUT/perf.data" -- \

@@ -61,6 +61,20 @@ async fn recorded_bodies(dir: &Path, flags: &str) -> Vec<Value> {
     recorded_bodies_answered_after(dir, flags, 0.0).await
 }
 
+/// Replays `trace` (mooncake lines) with 20-token blocks and the builtin tokenizer from a
+/// file in `dir`; the file's path and the bodies the mock received.
+async fn replay_mooncake_blocks_of_20(dir: &Path, trace: &str) -> (std::path::PathBuf, Vec<Value>) {
+    let path = dir.join("trace.jsonl");
+    std::fs::write(&path, trace).unwrap();
+    let flags = format!(
+        "--input-file {} --custom-dataset-type mooncake_trace --isl-block-size 20 \
+         --tokenizer builtin",
+        path.display()
+    );
+    let bodies = recorded_bodies(dir, &flags).await;
+    (path, bodies)
+}
+
 /// The bodies a mock answering each request after `latency_ms` received during a run
 /// of `flags`, in arrival order.
 async fn recorded_bodies_answered_after(dir: &Path, flags: &str, latency_ms: f64) -> Vec<Value> {
@@ -367,22 +381,12 @@ async fn a_mooncake_trace_sends_and_records_the_prompts_its_loader_makes() {
     // Shared leading blocks, a block first seen short then whole, a line without hash
     // ids: the run makes the prompts as it goes, inputs.json beside it.
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
-    std::fs::write(
-        &trace,
+    let (trace, bodies) = replay_mooncake_blocks_of_20(
+        dir.path(),
         "{\"timestamp\": 0, \"input_length\": 30, \"output_length\": 3, \"hash_ids\": [1, 9]}\n\
          {\"timestamp\": 20, \"input_length\": 50, \"output_length\": 3, \"hash_ids\": [1, 9, 2]}\n\
          {\"timestamp\": 40, \"input_length\": 12, \"output_length\": 3}\n\
          {\"timestamp\": 60, \"input_length\": 45, \"output_length\": 3, \"hash_ids\": [1, 9, 3]}\n",
-    )
-    .unwrap();
-    let bodies = recorded_bodies(
-        dir.path(),
-        &format!(
-            "--input-file {} --custom-dataset-type mooncake_trace --isl-block-size 20 \
-             --tokenizer builtin",
-            trace.display()
-        ),
     )
     .await;
     let options = CustomDatasetOptions {
@@ -420,22 +424,12 @@ async fn prefix_only_mooncake_lines_are_sent_at_their_input_length() {
     // Block size 20: lines 2 and 3 ask for more than the 40 tokens of their two hash ids
     // (prefix only, as captured traces record them); line 4 is the two blocks alone.
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("trace.jsonl");
-    std::fs::write(
-        &trace,
+    let (_, bodies) = replay_mooncake_blocks_of_20(
+        dir.path(),
         "{\"timestamp\": 0, \"input_length\": 30, \"output_length\": 3, \"hash_ids\": [1, 9]}\n\
          {\"timestamp\": 20, \"input_length\": 70, \"output_length\": 3, \"hash_ids\": [1, 9]}\n\
          {\"timestamp\": 40, \"input_length\": 55, \"output_length\": 3, \"hash_ids\": [1, 9]}\n\
          {\"timestamp\": 60, \"input_length\": 40, \"output_length\": 3, \"hash_ids\": [1, 9]}\n",
-    )
-    .unwrap();
-    let bodies = recorded_bodies(
-        dir.path(),
-        &format!(
-            "--input-file {} --custom-dataset-type mooncake_trace --isl-block-size 20 \
-             --tokenizer builtin",
-            trace.display()
-        ),
     )
     .await;
     assert_eq!(bodies.len(), 4);
