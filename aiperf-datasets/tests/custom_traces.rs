@@ -39,6 +39,18 @@ fn load_text(trace: &str, tokenizer: &Tokenizer, seed: u64) -> LoadedDataset {
     load_custom_dataset(file.path(), &options, tokenizer).unwrap()
 }
 
+/// The prompts `load_text` makes at seed 11: 16-token blocks of `sonnet`.
+fn sonnet_blocks_of_16(tokenizer: &Tokenizer) -> HashIdPrompts {
+    HashIdPrompts::new(
+        tokenizer.clone(),
+        11,
+        16,
+        PromptCorpus::Sonnet,
+        RandomCorpusStyle::Vllm,
+    )
+    .unwrap()
+}
+
 fn prompts(loaded: &LoadedDataset) -> Vec<String> {
     loaded
         .conversations
@@ -53,14 +65,7 @@ fn shared_leading_hash_ids_share_exactly_those_token_blocks() {
     let texts = prompts(&load_trace(&tokenizer, 11));
     let tokens: Vec<Vec<u32>> = texts.iter().map(|t| tokenizer.encode(t)).collect();
     // Blocks start at word boundaries, so the decoded text re-encodes to the same tokens.
-    let mut expected = HashIdPrompts::new(
-        tokenizer.clone(),
-        11,
-        16,
-        PromptCorpus::Sonnet,
-        RandomCorpusStyle::Vllm,
-    )
-    .unwrap();
+    let mut expected = sonnet_blocks_of_16(&tokenizer);
     assert_eq!(tokens[0], expected.tokens(48, &[1, 2, 3]).unwrap());
     assert_eq!(tokens[1], expected.tokens(40, &[1, 2, 4]).unwrap());
     assert_eq!(tokens[2], expected.tokens(20, &[5, 2]).unwrap());
@@ -87,14 +92,7 @@ fn prefix_only_lines_are_whole_blocks_then_fresh_tokens() {
         tokens.iter().map(Vec::len).collect::<Vec<_>>(),
         [40, 45, 32]
     );
-    let mut expected = HashIdPrompts::new(
-        tokenizer.clone(),
-        11,
-        16,
-        PromptCorpus::Sonnet,
-        RandomCorpusStyle::Vllm,
-    )
-    .unwrap();
+    let mut expected = sonnet_blocks_of_16(&tokenizer);
     assert_eq!(tokens[0], expected.tokens(40, &[1, 2]).unwrap());
     assert_eq!(tokens[1], expected.tokens(45, &[1, 2]).unwrap());
     assert_eq!(tokens[2], expected.tokens(32, &[1, 2]).unwrap());
@@ -199,14 +197,7 @@ fn qwen3_blocks_open_with_its_eos_token() {
     // Qwen3's tokenizer_config.json: no bos_token, eos_token <|im_end|>.
     let im_end = tokenizer.encode("<|im_end|>");
     assert_eq!(im_end.len(), 1);
-    let generator = HashIdPrompts::new(
-        tokenizer.clone(),
-        11,
-        16,
-        PromptCorpus::Sonnet,
-        RandomCorpusStyle::Vllm,
-    )
-    .unwrap();
+    let generator = sonnet_blocks_of_16(&tokenizer);
     let separator = generator.separator().unwrap();
     assert_eq!(
         (separator.id, separator.text.as_str()),

@@ -75,6 +75,29 @@ async fn replay_mooncake_blocks_of_20(dir: &Path, trace: &str) -> (std::path::Pa
     (path, bodies)
 }
 
+/// The bodies a mock answering each request after `latency_ms` received while `input`
+/// was replayed one request at a time for `requests` requests.
+async fn replay_one_at_a_time(
+    dir: &Path,
+    input: &Path,
+    requests: u32,
+    latency_ms: f64,
+) -> Vec<Value> {
+    let flags = format!(
+        "--input-file {} --concurrency 1 --request-count {requests}",
+        input.display()
+    );
+    recorded_bodies_answered_after(dir, &flags, latency_ms).await
+}
+
+/// The `max_completion_tokens` of each body.
+fn max_tokens(bodies: &[Value]) -> Vec<u64> {
+    bodies
+        .iter()
+        .map(|b| b["max_completion_tokens"].as_u64().unwrap())
+        .collect()
+}
+
 /// The bodies a mock answering each request after `latency_ms` received during a run
 /// of `flags`, in arrival order.
 async fn recorded_bodies_answered_after(dir: &Path, flags: &str, latency_ms: f64) -> Vec<Value> {
@@ -246,18 +269,8 @@ async fn a_weka_trace_folder_replays_each_request_with_its_output_length() {
         ]
     });
     std::fs::write(traces.join("w1.json"), trace.to_string()).unwrap();
-    let bodies = recorded_bodies(
-        dir.path(),
-        &format!(
-            "--input-file {} --concurrency 1 --request-count 3",
-            traces.display()
-        ),
-    )
-    .await;
-    let max_tokens: Vec<u64> = bodies
-        .iter()
-        .map(|b| b["max_completion_tokens"].as_u64().unwrap())
-        .collect();
+    let bodies = replay_one_at_a_time(dir.path(), &traces, 3, 0.0).await;
+    let max_tokens = max_tokens(&bodies);
     // The subagent starts once the first request's reply is back; the second waits
     // for it (one slot: it shares its parent's).
     assert_eq!(max_tokens, [5, 3, 6]);
@@ -302,19 +315,8 @@ async fn a_weka_parent_request_waits_for_the_subagent_it_joins() {
         ]
     });
     std::fs::write(&file, trace.to_string()).unwrap();
-    let bodies = recorded_bodies_answered_after(
-        dir.path(),
-        &format!(
-            "--input-file {} --concurrency 1 --request-count 4",
-            file.display()
-        ),
-        500.0,
-    )
-    .await;
-    let max_tokens: Vec<u64> = bodies
-        .iter()
-        .map(|b| b["max_completion_tokens"].as_u64().unwrap())
-        .collect();
+    let bodies = replay_one_at_a_time(dir.path(), &file, 4, 500.0).await;
+    let max_tokens = max_tokens(&bodies);
     assert_eq!(max_tokens, [5, 3, 4, 6]);
 }
 
@@ -339,19 +341,8 @@ async fn a_weka_agent_recorded_starting_mid_request_is_sent_while_that_request_r
         ]
     });
     std::fs::write(&file, trace.to_string()).unwrap();
-    let bodies = recorded_bodies_answered_after(
-        dir.path(),
-        &format!(
-            "--input-file {} --concurrency 1 --request-count 3",
-            file.display()
-        ),
-        1000.0,
-    )
-    .await;
-    let max_tokens: Vec<u64> = bodies
-        .iter()
-        .map(|b| b["max_completion_tokens"].as_u64().unwrap())
-        .collect();
+    let bodies = replay_one_at_a_time(dir.path(), &file, 3, 1000.0).await;
+    let max_tokens = max_tokens(&bodies);
     assert_eq!(max_tokens, [5, 3, 6]);
     let records = read_jsonl(&dir.path().join("artifacts/profile_export.jsonl"));
     let at = |conversation: &str, turn: u64, key: &str| -> f64 {
