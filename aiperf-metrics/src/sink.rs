@@ -139,34 +139,82 @@ struct Slices {
     width_ns: u64,
     /// Perf ns of the profiling phase start (slice 0 starts there).
     origin_ns: Option<u64>,
+    /// The slices that may still get records.
     sinks: std::collections::BTreeMap<u64, MetricsSink>,
+    /// The slices summarised as the run went ([`Slices::summarize_closed`]), in order.
+    closed: Vec<TimeSlice>,
 }
 
 impl Slices {
+    /// Summarises now the slices no record can still reach, and lets their records go:
+    /// a slice is closed once it ends at or before `watermark_ns` (every record to come
+    /// starts at or after it) and a later slice has records (so the phase ran past the
+    /// slice's end, which then is its full width, as [`Slices::summarize`] would cut it).
+    /// Without this, a sliced run kept every record's values to the end.
+    fn summarize_closed(&mut self, watermark_ns: u64, clock: Clock) -> Result<(), MetricsError> {
+        let Some(origin) = self.origin_ns else {
+            return Ok(());
+        };
+        let Some(&latest) = self.sinks.keys().next_back() else {
+            return Ok(());
+        };
+        while let Some(entry) = self.sinks.first_entry() {
+            let index = *entry.key();
+            let end = slice_start(origin, index + 1, self.width_ns);
+            if index >= latest || end > watermark_ns {
+                break;
+            }
+            let sink = entry.remove();
+            self.closed.push(summarize_slice(
+                sink,
+                clock,
+                slice_start(origin, index, self.width_ns),
+                end,
+            )?);
+        }
+        Ok(())
+    }
+
     /// Each non-empty slice summarised over its own window; throughputs divide by the
     /// slice's length (the last slice ends with the phase).
     fn summarize(self, clock: Clock, phase_end: u64) -> Result<Vec<TimeSlice>, MetricsError> {
         let origin = self.origin_ns.unwrap_or(0);
-        let mut out = Vec::with_capacity(self.sinks.len());
+        let mut out = self.closed;
+        out.reserve(self.sinks.len());
         for (index, sink) in self.sinks {
-            let start = origin.saturating_add(index.saturating_mul(self.width_ns));
+            let start = slice_start(origin, index, self.width_ns);
             let end = start
                 .saturating_add(self.width_ns)
                 .min(phase_end)
                 .max(start + 1);
-            let run = RunInfo {
-                clock: Some(clock),
-                phases: vec![PhaseStats::window(Phase::Profiling, start, end)],
-                was_cancelled: false,
-            };
-            out.push(TimeSlice {
-                start_ns: clock.wall_of_perf(start),
-                end_ns: clock.wall_of_perf(end),
-                summary: sink.summarize(&run)?,
-            });
+            out.push(summarize_slice(sink, clock, start, end)?);
         }
         Ok(out)
     }
+}
+
+/// Where slice `index` starts, in perf ns.
+fn slice_start(origin_ns: u64, index: u64, width_ns: u64) -> u64 {
+    origin_ns.saturating_add(index.saturating_mul(width_ns))
+}
+
+/// One slice's records summarised over `start..end` (perf ns).
+fn summarize_slice(
+    sink: MetricsSink,
+    clock: Clock,
+    start: u64,
+    end: u64,
+) -> Result<TimeSlice, MetricsError> {
+    let run = RunInfo {
+        clock: Some(clock),
+        phases: vec![PhaseStats::window(Phase::Profiling, start, end)],
+        was_cancelled: false,
+    };
+    Ok(TimeSlice {
+        start_ns: clock.wall_of_perf(start),
+        end_ns: clock.wall_of_perf(end),
+        summary: sink.summarize(&run)?,
+    })
 }
 
 impl std::fmt::Debug for MetricsSink {
@@ -355,6 +403,7 @@ impl MetricsSink {
             width_ns,
             origin_ns: None,
             sinks: std::collections::BTreeMap::new(),
+            closed: Vec::new(),
         }));
         self
     }
@@ -372,11 +421,16 @@ impl MetricsSink {
     /// Every profiling record not absorbed yet starts at or after `watermark_ns`: the
     /// time-weighted metrics sweep what lies before it now and let those requests go,
     /// so their memory stays bounded by the requests in flight instead of growing with
-    /// the run ([`Timeline::advance`]). Time slices keep their requests to the end.
-    pub fn watermark(&mut self, watermark_ns: u64) {
+    /// the run ([`Timeline::advance`]), and time slices that no record can reach any
+    /// more are summarised and let their records go.
+    pub fn watermark(&mut self, watermark_ns: u64) -> Result<(), MetricsError> {
         if let Some(start) = self.profiling_start_ns {
             self.timeline.advance(watermark_ns, start);
         }
+        if let (Some(slices), Some(clock)) = (&mut self.slices, self.clock) {
+            slices.summarize_closed(watermark_ns, clock)?;
+        }
+        Ok(())
     }
 
     /// An empty sink for one time slice: the same configuration, no files.
@@ -958,8 +1012,8 @@ impl RecordSink for MetricsSink {
     }
 
     fn on_watermark(&mut self, start_ns: u64) -> Result<(), SinkError> {
-        self.watermark(start_ns);
-        Ok(())
+        self.watermark(start_ns)
+            .map_err(|e| Box::new(e) as SinkError)
     }
 
     fn finish(self, run: &RunInfo) -> Result<Summary, SinkError> {
@@ -1013,6 +1067,60 @@ mod tests {
             )],
             was_cancelled: false,
         }
+    }
+
+    /// Time slices summarised as watermarks close them are exactly those summarised at
+    /// the end, and a closed slice's records are let go.
+    #[test]
+    fn time_slices_closed_by_watermarks_equal_those_summarised_at_the_end() {
+        let sliced = || {
+            let mut s = sink(vec![("time_to_first_token".into(), 70.0)])
+                .with_time_slices(std::time::Duration::from_millis(50));
+            s.phase_started(Phase::Profiling, 0);
+            s
+        };
+        // Starts 0, 7, 14, … ms, finished (so processed) out of start order.
+        let mut records: Vec<RequestRecord> = (0..120u64)
+            .map(|i| streamed(i * 7, 40 + (i * 31) % 60, 3 + i % 4, 1 + i % 5))
+            .collect();
+        records.sort_by_key(|r| r.end_ns);
+        let mut closing = sliced();
+        let mut at_end = sliced();
+        let mut most_open = 0;
+        for (done, record) in records.iter().enumerate() {
+            closing.process(record).unwrap();
+            at_end.process(record).unwrap();
+            // The promise the engine keeps: no record still to come starts earlier.
+            let watermark = records[done + 1..].iter().map(|r| r.start_ns).min();
+            closing.watermark(watermark.unwrap_or(u64::MAX)).unwrap();
+            let open = closing.slices.as_ref().unwrap().sinks.len();
+            most_open = most_open.max(open);
+        }
+        let slices = closing.slices.as_ref().unwrap();
+        assert_eq!(slices.closed.len(), 16);
+        assert_eq!(
+            slices.sinks.len(),
+            1,
+            "the last slice waits for the phase end"
+        );
+        assert!(most_open <= 4, "{most_open} slices were open at once");
+        let closing = closing.summarize(&run((0, 900))).unwrap();
+        let at_end = at_end.summarize(&run((0, 900))).unwrap();
+        // Everything but the summaries' random benchmark ids.
+        let figures = |slices: &[TimeSlice]| -> Vec<String> {
+            slices
+                .iter()
+                .map(|slice| {
+                    let s = &slice.summary;
+                    format!(
+                        "{} {} {:?} {:?} {:?}",
+                        slice.start_ns, slice.end_ns, s.metrics, s.errors, s.schedule_lag
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(closing.timeslices.len(), 17);
+        assert_eq!(figures(&closing.timeslices), figures(&at_end.timeslices));
     }
 
     #[test]
