@@ -628,7 +628,9 @@ struct ConvertedHeader {
     name: String,
     value: String,
     header_name: HeaderName,
-    header_value: HeaderValue,
+    /// Kept once the value repeats: a value seen once (an id) goes to the request
+    /// without a copy kept, as sharing it would cost an allocation of its own.
+    header_value: Option<HeaderValue>,
 }
 
 impl HeaderCache {
@@ -650,23 +652,30 @@ impl HeaderCache {
                 _ => {
                     let converted = ConvertedHeader {
                         header_name: header_name(name)?,
-                        header_value: header_value(name, value)?,
+                        header_value: None,
                         name: name.clone(),
                         value: value.clone(),
                     };
+                    headers.append(converted.header_name.clone(), header_value(name, value)?);
                     if index < cache.len() {
                         cache[index] = converted;
                     } else {
                         cache.push(converted);
                     }
-                    &mut cache[index]
+                    continue;
                 }
             };
-            if kept.value != *value {
-                kept.header_value = header_value(name, value)?;
+            let header_value = if kept.value == *value {
+                match &kept.header_value {
+                    Some(converted) => converted.clone(),
+                    None => kept.header_value.insert(header_value(name, value)?).clone(),
+                }
+            } else {
                 kept.value.clone_from(value);
-            }
-            headers.append(kept.header_name.clone(), kept.header_value.clone());
+                kept.header_value = None;
+                header_value(name, value)?
+            };
+            headers.append(kept.header_name.clone(), header_value);
         }
         Ok(())
     }
