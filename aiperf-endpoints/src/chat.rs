@@ -5,10 +5,11 @@ use aiperf_core::{
     ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
     RequestInput,
 };
-use serde_json::{json, Map, Value};
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
 
 use crate::openai::Object;
-use crate::payload::{current_turn, finish, model, UsageChunk};
+use crate::payload::{current_turn, model, Body, Field, UsageChunk};
 use crate::response::{parse_exchange, Extracted};
 use crate::EndpointOptions;
 
@@ -52,12 +53,12 @@ impl Endpoint for ChatEndpoint {
 
     fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
         let turn = current_turn(INFO.name, input)?;
-        let mut body = Map::new();
-        body.insert("messages".into(), Value::Array(messages(input)));
-        body.insert("model".into(), model(input, turn).into());
-        body.insert("stream".into(), input.streaming.into());
+        let mut body = Body::with_capacity(6);
+        body.insert("messages", Field::Messages(Messages(input)));
+        body.insert("model", Field::Str(model(input, turn)));
+        body.insert("stream", Field::Bool(input.streaming));
         if let Some(tools) = &turn.raw_tools {
-            body.insert("tools".into(), Value::Array(tools.clone()));
+            body.insert("tools", Field::List(tools));
         }
         if let Some(max_tokens) = turn.max_tokens {
             let field = if self.options.use_legacy_max_tokens {
@@ -65,10 +66,9 @@ impl Endpoint for ChatEndpoint {
             } else {
                 "max_completion_tokens"
             };
-            body.insert(field.into(), max_tokens.into());
+            body.insert(field, Field::Uint(max_tokens.into()));
         }
-        Ok(finish(
-            body,
+        Ok(body.finish(
             &self.options,
             turn,
             input.streaming,
@@ -81,69 +81,141 @@ impl Endpoint for ChatEndpoint {
     }
 }
 
-/// System message, user context, then each turn: its `raw_messages` verbatim (a trace's
-/// recorded message list), else one message built from its contents.
-pub(crate) fn messages(input: &RequestInput<'_>) -> Vec<Value> {
-    let mut messages = Vec::with_capacity(input.turns.len() + 2);
-    let starts_with_system = input.turns.first().is_some_and(|turn| {
-        let first_raw_role = turn
-            .raw_messages
-            .as_ref()
-            .and_then(|raw| raw.first())
-            .and_then(|message| message.get("role"));
-        match first_raw_role {
-            Some(role) => role == "system",
-            None => turn.role.as_deref() == Some("system"),
+/// The `messages` of a chat request, written as they are serialised: the system message,
+/// the user context, then each turn: its `raw_messages` verbatim (a trace's recorded
+/// message list), else one `{"role", "content"}` message built from its contents.
+pub(crate) struct Messages<'a, 'b>(pub &'b RequestInput<'a>);
+
+impl Serialize for Messages<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let input = self.0;
+        let mut messages = serializer.serialize_seq(None)?;
+        let starts_with_system = input.turns.first().is_some_and(|turn| {
+            let first_raw_role = turn
+                .raw_messages
+                .as_ref()
+                .and_then(|raw| raw.first())
+                .and_then(|message| message.get("role"));
+            match first_raw_role {
+                Some(role) => role == "system",
+                None => turn.role.as_deref() == Some("system"),
+            }
+        });
+        if let Some(system) = input.system_message.filter(|_| !starts_with_system) {
+            messages.serialize_element(&Message {
+                role: "system",
+                content: Content::Text(system),
+            })?;
         }
-    });
-    if let Some(system) = input.system_message.filter(|_| !starts_with_system) {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    if let Some(context) = input.user_context_message {
-        messages.push(json!({"role": "user", "content": context}));
-    }
-    for turn in input.turns {
-        if let Some(raw) = &turn.raw_messages {
-            messages.extend(raw.iter().cloned());
-            continue;
+        if let Some(context) = input.user_context_message {
+            messages.serialize_element(&Message {
+                role: "user",
+                content: Content::Text(context),
+            })?;
         }
-        let role = turn.role.as_deref().unwrap_or("user");
-        messages.push(json!({"role": role, "content": content(turn)}));
+        for turn in input.turns {
+            if let Some(raw) = &turn.raw_messages {
+                for message in raw {
+                    messages.serialize_element(message)?;
+                }
+                continue;
+            }
+            messages.serialize_element(&Message {
+                role: turn.role.as_deref().unwrap_or("user"),
+                content: Content::of(turn),
+            })?;
+        }
+        messages.end()
     }
-    messages
 }
 
-/// A plain string for one text without media, else content parts: texts, images,
-/// audios, videos (empty ones skipped).
-fn content(turn: &Turn) -> Value {
-    let has_media = !(turn.images.is_empty() && turn.audios.is_empty() && turn.videos.is_empty());
-    match turn.texts.as_slice() {
-        [text] if !has_media => return Value::String(text.clone()),
-        [] if !has_media => return Value::String(String::new()),
-        _ => {}
+/// One message built from a turn (or the system message or user context).
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'a str,
+    content: Content<'a>,
+}
+
+/// A message's `content`.
+enum Content<'a> {
+    /// A plain string.
+    Text(&'a str),
+    /// Content parts: the turn's texts, images, audios and videos (empty ones skipped).
+    Parts(&'a Turn),
+}
+
+impl<'a> Content<'a> {
+    /// A plain string for one text without media (an empty one for no text), else parts.
+    fn of(turn: &'a Turn) -> Self {
+        let has_media =
+            !(turn.images.is_empty() && turn.audios.is_empty() && turn.videos.is_empty());
+        match turn.texts.as_slice() {
+            [text] if !has_media => Content::Text(text),
+            [] if !has_media => Content::Text(""),
+            _ => Content::Parts(turn),
+        }
     }
-    let non_empty = |items: &[String]| {
-        items
-            .iter()
-            .filter(|s| !s.is_empty())
-            .cloned()
-            .collect::<Vec<_>>()
-    };
-    let mut parts = Vec::new();
-    for text in non_empty(&turn.texts) {
-        parts.push(json!({"type": "text", "text": text}));
+}
+
+impl Serialize for Content<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let turn = match self {
+            Content::Text(text) => return serializer.serialize_str(text),
+            Content::Parts(turn) => turn,
+        };
+        let mut parts = serializer.serialize_seq(None)?;
+        for text in non_empty(&turn.texts) {
+            parts.serialize_element(&Part::Text { text })?;
+        }
+        for url in non_empty(&turn.images) {
+            parts.serialize_element(&Part::ImageUrl {
+                image_url: Url { url },
+            })?;
+        }
+        for audio in non_empty(&turn.audios) {
+            let (format, data) = audio_parts(audio);
+            parts.serialize_element(&Part::InputAudio {
+                input_audio: Audio { data, format },
+            })?;
+        }
+        for url in non_empty(&turn.videos) {
+            parts.serialize_element(&Part::VideoUrl {
+                video_url: Url { url },
+            })?;
+        }
+        parts.end()
     }
-    for url in non_empty(&turn.images) {
-        parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
-    }
-    for audio in non_empty(&turn.audios) {
-        let (format, data) = audio_parts(&audio);
-        parts.push(json!({"type": "input_audio", "input_audio": {"data": data, "format": format}}));
-    }
-    for url in non_empty(&turn.videos) {
-        parts.push(json!({"type": "video_url", "video_url": {"url": url}}));
-    }
-    Value::Array(parts)
+}
+
+/// The items that are not empty.
+fn non_empty(items: &[String]) -> impl Iterator<Item = &str> {
+    items
+        .iter()
+        .map(String::as_str)
+        .filter(|item| !item.is_empty())
+}
+
+/// One content part: `{"type": …, <type>: …}`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: Url<'a> },
+    InputAudio { input_audio: Audio<'a> },
+    VideoUrl { video_url: Url<'a> },
+}
+
+/// `{"url": …}`.
+#[derive(Serialize)]
+struct Url<'a> {
+    url: &'a str,
+}
+
+/// `{"data": …, "format": …}`.
+#[derive(Serialize)]
+struct Audio<'a> {
+    data: &'a str,
+    format: &'a str,
 }
 
 /// Splits audio into `(format, base64 data)`: `wav,<b64>`, `data:audio/<fmt>;base64,<b64>`,

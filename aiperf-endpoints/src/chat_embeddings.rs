@@ -3,17 +3,15 @@
 
 use std::sync::atomic::AtomicBool;
 
+use crate::chat::Messages;
+use crate::embeddings::EmbeddingsFormat;
+use crate::payload::{current_turn, model, warn_max_tokens_ignored, Body, Field, UsageChunk};
+use crate::response::parse_with;
+use crate::EndpointOptions;
 use aiperf_core::{
     ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
     RequestInput,
 };
-use serde_json::{Map, Value};
-
-use crate::chat::messages;
-use crate::embeddings::EmbeddingsFormat;
-use crate::payload::{current_turn, finish, model, warn_max_tokens_ignored, UsageChunk};
-use crate::response::parse_with;
-use crate::EndpointOptions;
 
 const INFO: EndpointInfo = EndpointInfo {
     name: "chat_embeddings",
@@ -60,10 +58,10 @@ impl Endpoint for ChatEmbeddingsEndpoint {
     fn build(&self, input: &RequestInput<'_>) -> Result<BuiltRequest, EndpointError> {
         let turn = current_turn(INFO.name, input)?;
         warn_max_tokens_ignored(INFO.name, turn, &self.warned_max_tokens);
-        let mut body = Map::new();
-        body.insert("messages".into(), Value::Array(messages(input)));
-        body.insert("model".into(), model(input, turn).into());
-        Ok(finish(body, &self.options, turn, false, UsageChunk::Never))
+        let mut body = Body::with_capacity(2);
+        body.insert("messages", Field::Messages(Messages(input)));
+        body.insert("model", Field::Str(model(input, turn)));
+        Ok(body.finish(&self.options, turn, false, UsageChunk::Never))
     }
 
     fn parse(&self, exchange: &RawExchange) -> ParsedExchange {

@@ -4,6 +4,7 @@
 
 use aiperf_core::conversation::Turn;
 use aiperf_core::{BuiltRequest, EndpointError, RequestInput};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use crate::EndpointOptions;
@@ -97,24 +98,175 @@ pub(crate) enum UsageChunk {
 /// streaming as `usage` says (unless the user or the turn set it), and serialises the
 /// body compactly.
 pub(crate) fn finish(
-    mut body: Map<String, Value>,
+    body: Map<String, Value>,
     options: &EndpointOptions,
     turn: &Turn,
     streaming: bool,
     usage: UsageChunk,
 ) -> BuiltRequest {
-    merge(&mut body, &options.extra_inputs);
-    merge_turn_extra(&mut body, turn);
-    let wanted = match usage {
-        UsageChunk::WhenStreaming | UsageChunk::WhenStreamingPerChunkOnRequest => true,
-        UsageChunk::WithServerTokenCount => options.use_server_token_count,
-        UsageChunk::Never => false,
-    };
-    let per_chunk = usage == UsageChunk::WhenStreamingPerChunkOnRequest && options.per_chunk_usage;
-    if streaming && wanted {
-        request_usage(&mut body, per_chunk);
+    let mut fields = Body::<NoMessages>::with_capacity(body.len() + 1);
+    for (key, value) in &body {
+        fields.insert(key, Field::Json(value));
     }
-    serialize(body, streaming)
+    fields.finish(options, turn, streaming, usage)
+}
+
+/// A JSON request body as an ordered list of fields that borrow what they hold (the
+/// turn's texts, the options' extra inputs), written straight to bytes: building a
+/// `serde_json::Value` tree per request copied every string twice and was ~4.5 % of the
+/// client's CPU in a non-streaming run. The bytes are those of the tree it replaces.
+pub(crate) struct Body<'a, M = NoMessages> {
+    fields: Vec<(&'a str, Field<'a, M>)>,
+}
+
+/// One field's value.
+pub(crate) enum Field<'a, M> {
+    /// A format's message list, serialised as it is written.
+    Messages(M),
+    /// A string.
+    Str(&'a str),
+    /// `true` or `false`.
+    Bool(bool),
+    /// A non-negative integer.
+    Uint(u64),
+    /// A list of JSON values (e.g. a turn's raw tools).
+    List(&'a [Value]),
+    /// A JSON value from the options or the dataset.
+    Json(&'a Value),
+    /// `stream_options` made here: `{"include_usage":true}`, with
+    /// `"continuous_usage_stats":true` after it when `per_chunk`.
+    UsageRequest {
+        /// Ask for cumulative usage on every chunk too.
+        per_chunk: bool,
+    },
+    /// `stream_options` from the user, completed with what it lacked.
+    Completed(Map<String, Value>),
+}
+
+/// The message type of a body without a [`Field::Messages`].
+pub(crate) enum NoMessages {}
+
+impl Serialize for NoMessages {
+    fn serialize<S: Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        match *self {}
+    }
+}
+
+impl<'a, M: Serialize> Body<'a, M> {
+    /// An empty body with room for `fields` fields.
+    pub(crate) fn with_capacity(fields: usize) -> Self {
+        Self {
+            fields: Vec::with_capacity(fields),
+        }
+    }
+
+    /// Sets `key` to `value`: in its place when the key is already there, else last.
+    pub(crate) fn insert(&mut self, key: &'a str, value: Field<'a, M>) {
+        match self.fields.iter_mut().find(|(name, _)| *name == key) {
+            Some((_, old)) => *old = value,
+            None => self.fields.push((key, value)),
+        }
+    }
+
+    /// Merges `extra` over the body, shallowly and in order.
+    fn merge(&mut self, extra: &'a Map<String, Value>) {
+        for (key, value) in extra {
+            self.insert(key, Field::Json(value));
+        }
+    }
+
+    /// The request: the extra inputs and then the turn's `extra` merged over the body,
+    /// usage asked for as `usage` says, serialised compactly; see [`finish`].
+    pub(crate) fn finish(
+        mut self,
+        options: &'a EndpointOptions,
+        turn: &'a Turn,
+        streaming: bool,
+        usage: UsageChunk,
+    ) -> BuiltRequest {
+        self.merge(&options.extra_inputs);
+        if let Some(extra) = &turn.extra {
+            self.merge(extra);
+        }
+        let wanted = match usage {
+            UsageChunk::WhenStreaming | UsageChunk::WhenStreamingPerChunkOnRequest => true,
+            UsageChunk::WithServerTokenCount => options.use_server_token_count,
+            UsageChunk::Never => false,
+        };
+        let per_chunk =
+            usage == UsageChunk::WhenStreamingPerChunkOnRequest && options.per_chunk_usage;
+        if streaming && wanted {
+            self.request_usage(per_chunk);
+        }
+        // Serialising borrowed strings, numbers and JSON values into a vector cannot fail.
+        let body = serde_json::to_vec(&self).unwrap_or_default();
+        BuiltRequest {
+            body: body.into(),
+            headers: json_headers(streaming),
+            json_view: None,
+        }
+    }
+
+    /// Asks for a usage chunk at the end of the stream (and, `per_chunk`, cumulative
+    /// usage on every chunk), unless the user already decided.
+    fn request_usage(&mut self, per_chunk: bool) {
+        let Some((_, field)) = self
+            .fields
+            .iter_mut()
+            .find(|(name, _)| *name == "stream_options")
+        else {
+            self.fields
+                .push(("stream_options", Field::UsageRequest { per_chunk }));
+            return;
+        };
+        // Only a user's object is completed; any other value is the user's explicit
+        // choice, left alone.
+        let Field::Json(Value::Object(user)) = field else {
+            return;
+        };
+        let mut completed = user.clone();
+        completed
+            .entry("include_usage")
+            .or_insert(Value::Bool(true));
+        if per_chunk {
+            completed
+                .entry("continuous_usage_stats")
+                .or_insert(Value::Bool(true));
+        }
+        *field = Field::Completed(completed);
+    }
+}
+
+impl<M: Serialize> Serialize for Body<'_, M> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
+        for (key, value) in &self.fields {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+impl<M: Serialize> Serialize for Field<'_, M> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Field::Messages(messages) => messages.serialize(serializer),
+            Field::Str(text) => serializer.serialize_str(text),
+            Field::Bool(value) => serializer.serialize_bool(*value),
+            Field::Uint(value) => serializer.serialize_u64(*value),
+            Field::List(values) => values.serialize(serializer),
+            Field::Json(value) => value.serialize(serializer),
+            Field::UsageRequest { per_chunk } => {
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry("include_usage", &true)?;
+                if *per_chunk {
+                    map.serialize_entry("continuous_usage_stats", &true)?;
+                }
+                map.end()
+            }
+            Field::Completed(object) => object.serialize(serializer),
+        }
+    }
 }
 
 /// Merges `extra` over `body`, shallowly and in order: a key replaces the whole value,
@@ -135,37 +287,22 @@ pub(crate) fn merge_turn_extra(body: &mut Map<String, Value>, turn: &Turn) {
 /// Serialises the body compactly, with the JSON content type and the `Accept` header that
 /// fits `streaming`.
 pub(crate) fn serialize(body: Map<String, Value>, streaming: bool) -> BuiltRequest {
+    BuiltRequest {
+        body: Value::Object(body).to_string().into(),
+        headers: json_headers(streaming),
+        json_view: None,
+    }
+}
+
+/// The JSON content type and the `Accept` header that fits `streaming`.
+fn json_headers(streaming: bool) -> Vec<(String, String)> {
     let accept = if streaming {
         "text/event-stream"
     } else {
         "application/json"
     };
-    BuiltRequest {
-        body: Value::Object(body).to_string().into(),
-        headers: vec![
-            ("Content-Type".into(), "application/json".into()),
-            ("Accept".into(), accept.into()),
-        ],
-        json_view: None,
-    }
-}
-
-/// Asks for a usage chunk at the end of the stream (and, `per_chunk`, cumulative usage on
-/// every chunk), unless the user already decided.
-fn request_usage(body: &mut Map<String, Value>, per_chunk: bool) {
-    let Value::Object(stream_options) = body
-        .entry("stream_options")
-        .or_insert_with(|| Value::Object(Map::new()))
-    else {
-        // A non-object value is the user's explicit choice; leave it alone.
-        return;
-    };
-    stream_options
-        .entry("include_usage")
-        .or_insert(Value::Bool(true));
-    if per_chunk {
-        stream_options
-            .entry("continuous_usage_stats")
-            .or_insert(Value::Bool(true));
-    }
+    vec![
+        ("Content-Type".into(), "application/json".into()),
+        ("Accept".into(), accept.into()),
+    ]
 }

@@ -104,6 +104,11 @@ pub(crate) struct RecordFacts<'a> {
 impl<'a> RecordFacts<'a> {
     /// The facts of `record`, in its run's perf ns.
     pub(crate) fn of(record: &'a RequestRecord) -> Self {
+        Self::with_usage(record, record.last_usage().map(UsageTokens::of))
+    }
+
+    /// The facts of `record` whose last usage object's counts are `usage`.
+    pub(crate) fn with_usage(record: &'a RequestRecord, usage: Option<UsageTokens>) -> Self {
         let mut content = record.content_responses().map(|r| r.perf_ns);
         let first = content.next();
         let last = content.last().or(first);
@@ -113,7 +118,7 @@ impl<'a> RecordFacts<'a> {
             first_content_ns: first.unwrap_or(record.start_ns),
             last_content_ns: last.unwrap_or(record.end_ns),
             retries: record.retries,
-            usage: record.last_usage().map(UsageTokens::of),
+            usage,
             error: record.error.as_ref(),
         }
     }

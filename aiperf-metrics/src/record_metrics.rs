@@ -196,7 +196,7 @@ pub const CACHE_REPORTING_HINT: &str = "Token usage is reported but no prompt-ca
 /// signature of a caching server that was not told to report its cache reads. A count of
 /// 0 is a report.
 pub fn usage_without_cache_reporting(u: &Usage) -> bool {
-    u.prompt_tokens().is_some() && usage_cache_read(u).is_none()
+    UsageTokens::of(u).lacks_cache_reporting()
 }
 
 /// The token counts a server reports in `usage`, under their vendor spellings: one
@@ -239,6 +239,11 @@ impl UsageTokens {
             rejected_prediction: u.field("completion_tokens_details.rejected_prediction_tokens"),
             total: u.total_tokens(),
         }
+    }
+
+    /// Prompt tokens but no cache-read count: see [`usage_without_cache_reporting`].
+    pub(crate) fn lacks_cache_reporting(&self) -> bool {
+        self.prompt.is_some() && self.prompt_cache_read.is_none()
     }
 
     /// Adds `other`'s counts to these; a count missing on either side adds nothing.
@@ -418,6 +423,19 @@ pub fn compute_record_metrics(
     tokens: &TokenCounts,
     ctx: &MetricsContext,
 ) -> RecordMetrics {
+    let usage = record.last_usage().map(UsageTokens::of);
+    compute_record_metrics_with_usage(record, tokens, usage.as_ref(), ctx)
+}
+
+/// [`compute_record_metrics`] given the counts of the record's last usage object, for a
+/// caller that needs them too: reading them walks some twenty dotted paths through the
+/// object, so the record processor reads them once per record.
+pub(crate) fn compute_record_metrics_with_usage(
+    record: &RequestRecord,
+    tokens: &TokenCounts,
+    usage: Option<&UsageTokens>,
+    ctx: &MetricsContext,
+) -> RecordMetrics {
     let mut out = RecordMetrics {
         tokens: *tokens,
         valid: record.is_valid(),
@@ -565,23 +583,23 @@ pub fn compute_record_metrics(
     );
 
     // usage fields, and client-vs-server differences
-    if let Some(usage) = record.last_usage() {
-        for (id, _, value) in UsageTokens::of(usage).by_metric() {
+    if let Some(usage) = usage {
+        for (id, _, value) in usage.by_metric() {
             out.push(ctx, id, value.map(|v| v as f64));
         }
         if !ctx.use_server_token_count {
             let diffs = [
                 (
                     MetricId::UsagePromptTokensDiffPct,
-                    diff_pct(usage.prompt_tokens(), tokens.input),
+                    diff_pct(usage.prompt, tokens.input),
                 ),
                 (
                     MetricId::UsageCompletionTokensDiffPct,
-                    diff_pct(usage.completion_tokens(), osl),
+                    diff_pct(usage.completion, osl),
                 ),
                 (
                     MetricId::UsageReasoningTokensDiffPct,
-                    diff_pct(usage.reasoning_tokens(), tokens.reasoning),
+                    diff_pct(usage.reasoning, tokens.reasoning),
                 ),
             ];
             for (id, value) in diffs {

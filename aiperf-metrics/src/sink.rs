@@ -26,8 +26,8 @@ use crate::export::RecordWriter;
 use crate::live::LiveStats;
 use crate::memo::MemoizedCounter;
 use crate::record_metrics::{
-    compute_record_metrics, count_tokens, usage_without_cache_reporting, MetricValue,
-    RecordMetrics, UsageTokens, CACHE_REPORTING_HINT,
+    compute_record_metrics_with_usage, count_tokens, MetricValue, RecordMetrics, UsageTokens,
+    CACHE_REPORTING_HINT,
 };
 use crate::stats::Distribution;
 use crate::summary::{
@@ -603,13 +603,13 @@ impl MetricsSink {
             return Ok(());
         }
         let tokens = count_tokens(record, Some(self.counter.as_ref()), &self.ctx);
-        let mut metrics = compute_record_metrics(record, &tokens, &self.ctx);
+        let usage = record.last_usage().map(UsageTokens::of);
+        let mut metrics =
+            compute_record_metrics_with_usage(record, &tokens, usage.as_ref(), &self.ctx);
         self.grade(record, &mut metrics);
         if !self.hinted_cache_reporting
             && metrics.valid
-            && record
-                .last_usage()
-                .is_some_and(usage_without_cache_reporting)
+            && usage.is_some_and(|usage| usage.lacks_cache_reporting())
         {
             // Mid-run, so a long run can be stopped and started again with the flag set.
             self.hinted_cache_reporting = true;
@@ -619,7 +619,7 @@ impl MetricsSink {
             crate::live::feed(live, record, &metrics);
         }
         self.clock.get_or_insert(record.clock);
-        self.absorb_sliced(&RecordFacts::of(record), &metrics);
+        self.absorb_sliced(&RecordFacts::with_usage(record, usage), &metrics);
         self.check_failure_threshold();
         let phase_index = self.phase_index;
         let written = self
@@ -1314,6 +1314,47 @@ mod tests {
     }
 
     #[test]
+    fn usage_counts_reach_the_record_metrics_and_the_run_totals() {
+        let mut s = sink(vec![]);
+        for (start, usage) in [
+            (
+                0,
+                r#"{"prompt_tokens":4,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":1}}"#,
+            ),
+            (
+                1,
+                r#"{"prompt_tokens":6,"completion_tokens":1,"cache_read_input_tokens":3}"#,
+            ),
+        ] {
+            s.process(&record(
+                start,
+                "a b",
+                vec![resp(10 * MS, "w ", "", Some(usage))],
+            ))
+            .unwrap();
+        }
+        let summary = s.summarize(&run((0, 100))).unwrap();
+        let metric = |id: MetricId| summary.metric(id.tag()).unwrap();
+        let prompt = metric(MetricId::UsagePromptTokens);
+        assert_eq!(
+            (prompt.avg, prompt.min, prompt.max),
+            (5.0, Some(4.0), Some(6.0))
+        );
+        assert_eq!(metric(MetricId::UsagePromptCacheReadTokens).avg, 2.0);
+        assert_eq!(metric(MetricId::TotalUsagePromptTokens).avg, 10.0);
+        assert_eq!(metric(MetricId::TotalUsagePromptCacheReadTokens).avg, 4.0);
+        // The client counted 2 input tokens ("a b") and 1 output token against the
+        // server's 4 and 6 prompt tokens and 1 completion token.
+        let prompt_diff = metric(MetricId::UsagePromptTokensDiffPct);
+        assert_eq!(
+            (prompt_diff.min, prompt_diff.max),
+            (Some(100.0), Some(200.0))
+        );
+        assert_eq!(metric(MetricId::UsageCompletionTokensDiffPct).avg, 0.0);
+        assert!(!summary.lacks_cache_reporting());
+    }
+
+    #[test]
     fn goodput_validation_names_the_bad_tags() {
         let ctx = MetricsContext {
             streaming: false,
@@ -1390,7 +1431,7 @@ mod tests {
             .iter()
             .flat_map(|r| {
                 let tokens = count_tokens(r, Some(&Words), &ctx);
-                compute_record_metrics(r, &tokens, &ctx).values
+                crate::compute_record_metrics(r, &tokens, &ctx).values
             })
             .map(|(def, _)| def.id)
             .collect();

@@ -341,6 +341,213 @@ fn a_turn_without_content_sends_an_empty_string_and_no_turns_is_an_error() {
     assert_eq!(error.endpoint, "chat");
 }
 
+/// The body as the endpoint built it before it wrote bytes directly: a `serde_json::Value`
+/// tree (system message, user context, messages, then the merges), serialised.
+fn value_tree_body(options: &EndpointOptions, input: &RequestInput<'_>) -> String {
+    use serde_json::{Map, Value};
+    fn content(turn: &Turn) -> Value {
+        let has_media =
+            !(turn.images.is_empty() && turn.audios.is_empty() && turn.videos.is_empty());
+        match turn.texts.as_slice() {
+            [text] if !has_media => return Value::String(text.clone()),
+            [] if !has_media => return Value::String(String::new()),
+            _ => {}
+        }
+        let non_empty = |items: &[String]| {
+            items
+                .iter()
+                .filter(|s| !s.is_empty())
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let mut parts = Vec::new();
+        for text in non_empty(&turn.texts) {
+            parts.push(json!({"type": "text", "text": text}));
+        }
+        for url in non_empty(&turn.images) {
+            parts.push(json!({"type": "image_url", "image_url": {"url": url}}));
+        }
+        for audio in non_empty(&turn.audios) {
+            let (format, data) = audio_parts(&audio);
+            parts.push(
+                json!({"type": "input_audio", "input_audio": {"data": data, "format": format}}),
+            );
+        }
+        for url in non_empty(&turn.videos) {
+            parts.push(json!({"type": "video_url", "video_url": {"url": url}}));
+        }
+        Value::Array(parts)
+    }
+    let turn = input.turns.last().unwrap();
+    let mut messages = Vec::new();
+    let starts_with_system = input.turns.first().is_some_and(|turn| {
+        match turn
+            .raw_messages
+            .as_ref()
+            .and_then(|raw| raw.first())
+            .and_then(|message| message.get("role"))
+        {
+            Some(role) => role == "system",
+            None => turn.role.as_deref() == Some("system"),
+        }
+    });
+    if let Some(system) = input.system_message.filter(|_| !starts_with_system) {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    if let Some(context) = input.user_context_message {
+        messages.push(json!({"role": "user", "content": context}));
+    }
+    for turn in input.turns {
+        if let Some(raw) = &turn.raw_messages {
+            messages.extend(raw.iter().cloned());
+            continue;
+        }
+        let role = turn.role.as_deref().unwrap_or("user");
+        messages.push(json!({"role": role, "content": content(turn)}));
+    }
+    let mut body = Map::new();
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert(
+        "model".into(),
+        turn.model.as_deref().unwrap_or(input.model).into(),
+    );
+    body.insert("stream".into(), input.streaming.into());
+    if let Some(tools) = &turn.raw_tools {
+        body.insert("tools".into(), Value::Array(tools.clone()));
+    }
+    if let Some(max_tokens) = turn.max_tokens {
+        let field = if options.use_legacy_max_tokens {
+            "max_tokens"
+        } else {
+            "max_completion_tokens"
+        };
+        body.insert(field.into(), max_tokens.into());
+    }
+    for extra in [Some(&options.extra_inputs), turn.extra.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        for (key, value) in extra {
+            body.insert(key.clone(), value.clone());
+        }
+    }
+    if input.streaming {
+        if let Value::Object(stream_options) = body
+            .entry("stream_options")
+            .or_insert_with(|| Value::Object(Map::new()))
+        {
+            stream_options
+                .entry("include_usage")
+                .or_insert(Value::Bool(true));
+            if options.per_chunk_usage {
+                stream_options
+                    .entry("continuous_usage_stats")
+                    .or_insert(Value::Bool(true));
+            }
+        }
+    }
+    Value::Object(body).to_string()
+}
+
+#[test]
+fn the_body_is_byte_for_byte_the_value_trees() {
+    let object = |value: serde_json::Value| value.as_object().unwrap().clone();
+    let multi_modal = Turn {
+        texts: vec!["a \"quoted\" é\n".into(), String::new(), "b".into()],
+        images: vec!["data:image/png;base64,AAA".into(), String::new()],
+        audios: vec![
+            "mp3,QUJD".into(),
+            "data:audio/wav;base64,REVG".into(),
+            "R0hJ".into(),
+        ],
+        videos: vec!["http://v/1.mp4".into()],
+        max_tokens: Some(12),
+        ..Turn::default()
+    };
+    let raw_and_tools = Turn {
+        raw_messages: Some(vec![
+            json!({"role": "user", "content": [{"type": "text", "text": "weather?"}], "name": "u"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get", "arguments": "{}"}}]}),
+        ]),
+        raw_tools: Some(vec![
+            json!({"type": "function", "function": {"name": "get", "parameters": {"x": 1.5e300, "y": -3}}}),
+        ]),
+        ..turn("ignored", Some(4))
+    };
+    let with_extra = Turn {
+        extra: Some(object(
+            json!({"temperature": 0.5, "model": "turn-model", "zeta": [1, "two"], "stream": "turn"}),
+        )),
+        ..Turn {
+            role: Some("assistant".into()),
+            model: Some("own".into()),
+            ..turn("hi", Some(3))
+        }
+    };
+    let system_turn = Turn {
+        role: Some("system".into()),
+        ..Turn::text("own system")
+    };
+    let conversations: Vec<(&str, Vec<Turn>)> = vec![
+        ("one text", vec![turn("hello", None)]),
+        ("no text", vec![Turn::default()]),
+        ("multi-modal", vec![multi_modal]),
+        ("raw messages and tools", vec![raw_and_tools]),
+        ("turn extra", vec![with_extra]),
+        (
+            "history",
+            vec![system_turn, Turn::text("q1"), turn("q2", Some(8))],
+        ),
+    ];
+    let options = [
+        EndpointOptions::default(),
+        EndpointOptions {
+            use_legacy_max_tokens: true,
+            per_chunk_usage: true,
+            extra_inputs: object(
+                json!({"max_tokens": 99, "ignore_eos": true, "messages": "replaced?", "nested": {"b": 1, "a": [null]}}),
+            ),
+            ..EndpointOptions::default()
+        },
+        EndpointOptions {
+            extra_inputs: object(
+                json!({"stream_options": {"continuous_usage_stats": false}, "top_k": 5}),
+            ),
+            per_chunk_usage: true,
+            ..EndpointOptions::default()
+        },
+        EndpointOptions {
+            extra_inputs: object(json!({"stream_options": null, "model": "opt"})),
+            ..EndpointOptions::default()
+        },
+    ];
+    let mut compared = 0;
+    for (name, turns) in &conversations {
+        for (option_index, options) in options.iter().enumerate() {
+            for (system_message, user_context_message) in
+                [(None, None), (Some("sys \u{1}"), Some("ctx"))]
+            {
+                for streaming in [false, true] {
+                    let input = RequestInput {
+                        system_message,
+                        user_context_message,
+                        ..input(turns, streaming)
+                    };
+                    let request = chat(options.clone()).build(&input).unwrap();
+                    assert_eq!(
+                        body(&request),
+                        value_tree_body(options, &input),
+                        "{name}, options {option_index}, system {system_message:?}, \
+                         streaming {streaming}"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(compared, 6 * 4 * 2 * 2);
+}
+
 // ---- streamed responses ----
 
 const OPENAI_STREAM: [&str; 5] = [

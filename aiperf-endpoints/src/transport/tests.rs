@@ -638,6 +638,69 @@ async fn each_request_goes_to_its_own_url_whatever_was_sent_before() {
 }
 
 #[tokio::test]
+async fn every_request_carries_its_own_headers_whatever_was_sent_before() {
+    let ok = server(Behaviour::Ok).await;
+    let transport = transport();
+    let with = |headers: &[(&str, &str)]| HttpRequest {
+        headers: headers
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect(),
+        ..post(&ok.url, None)
+    };
+    let sent = [
+        with(&[("Accept", "a/b"), ("X-Request-ID", "1")]),
+        with(&[("Accept", "a/b"), ("X-Request-ID", "2")]),
+        with(&[("X-Request-ID", "3"), ("Accept", "a/b"), ("X-Extra", "e")]),
+        with(&[("Accept", "a/b"), ("X-Request-ID", "bad\nvalue")]),
+        with(&[("Accept", "c/d")]),
+        with(&[]),
+        with(&[("accept", "c/d"), ("X-Request-ID", "4")]),
+    ];
+    let mut errors = Vec::new();
+    for request in sent {
+        errors.push(transport.send(request).await.error.map(|e| e.to_string()));
+    }
+    assert_eq!(
+        errors[3].as_deref(),
+        Some("the request could not be formed: invalid value for header `X-Request-ID`")
+    );
+    assert!(
+        errors
+            .iter()
+            .enumerate()
+            .all(|(i, e)| i == 3 || e.is_none()),
+        "{errors:?}"
+    );
+    // The header lines the server read, between the request line and `host`.
+    let heads: Vec<String> = ok
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|request| {
+            request
+                .lines()
+                .skip(1)
+                .take_while(|line| !line.starts_with("host:"))
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect();
+    assert_eq!(
+        heads,
+        [
+            "accept: a/b|x-request-id: 1",
+            "accept: a/b|x-request-id: 2",
+            "x-request-id: 3|accept: a/b|x-extra: e",
+            "accept: c/d",
+            "",
+            "accept: c/d|x-request-id: 4",
+        ]
+    );
+}
+
+#[tokio::test]
 async fn bad_urls_and_headers_fail_without_sending_or_leaking_values() {
     let transport = transport();
     for url in ["localhost:8000/x", "ftp://h/x", "http://", "not a url"] {
