@@ -93,7 +93,6 @@ pub struct HttpTransport {
     connector: Connector,
     settings: HttpTransportBuilder,
     uris: UriCache,
-    headers: HeaderCache,
 }
 
 type Connector = TimedConnector<HttpsConnector<WireConnector>>;
@@ -258,7 +257,6 @@ impl HttpTransportBuilder {
             connector,
             settings: self,
             uris: UriCache::default(),
-            headers: HeaderCache::default(),
         })
     }
 
@@ -343,11 +341,10 @@ impl HttpTransport {
         request: &HttpRequest,
         control: &mut SendControl,
     ) -> Attempt {
-        let mut http_request =
-            match to_hyper(request, &self.uris, &self.headers, !self.settings.http2) {
-                Ok(converted) => converted,
-                Err(error) => return Attempt::Done(failed_before_sending(error)),
-            };
+        let mut http_request = match to_hyper(request, &self.uris, !self.settings.http2) {
+            Ok(converted) => converted,
+            Err(error) => return Attempt::Done(failed_before_sending(error)),
+        };
         let connection = capture_connection(&mut http_request);
         let request_bytes = request_size(&http_request, request.body.len());
         let started_at = Instant::now();
@@ -594,7 +591,6 @@ fn failed_before_sending(error: TransportError) -> RawExchange {
 fn to_hyper(
     request: &HttpRequest,
     uris: &UriCache,
-    header_cache: &HeaderCache,
     http1_host: bool,
 ) -> Result<http::Request<Full<Bytes>>, TransportError> {
     let mut converted = http::Request::new(Full::new(request.body.clone()));
@@ -606,92 +602,19 @@ fn to_hyper(
     *converted.uri_mut() = target.uri;
     let headers = converted.headers_mut();
     headers.reserve(request.headers.len() + 1);
-    header_cache.convert(&request.headers, headers)?;
+    for (name, value) in &request.headers {
+        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            TransportError::InvalidRequest(format!("invalid header name `{}`", name.escape_debug()))
+        })?;
+        let value = HeaderValue::from_str(value).map_err(|_| {
+            TransportError::InvalidRequest(format!("invalid value for header `{name}`"))
+        })?;
+        headers.append(header, value);
+    }
     if http1_host || target.plain_http {
         headers.entry(HOST).or_insert(target.host);
     }
     Ok(converted)
-}
-
-/// The last request's headers and their converted forms, by position: a benchmark sends
-/// the same header names in the same order on every request, and the same values but for
-/// its request and correlation ids. Converting a name parses (and for a name outside
-/// the standard set, copies) it, and converting a value checks and copies it; a kept one
-/// clones without copying. Converting them anew per request was ~0.9 % of the client's
-/// CPU in a non-streaming run.
-#[derive(Debug, Default)]
-struct HeaderCache(Mutex<Vec<ConvertedHeader>>);
-
-/// One header as the request gave it and as hyper takes it.
-#[derive(Debug)]
-struct ConvertedHeader {
-    name: String,
-    value: String,
-    header_name: HeaderName,
-    /// Kept once the value repeats: a value seen once (an id) goes to the request
-    /// without a copy kept, as sharing it would cost an allocation of its own.
-    header_value: Option<HeaderValue>,
-}
-
-impl HeaderCache {
-    /// Appends `given` to `headers`, converted (from the cache where the name and value
-    /// at that position are those of the last request), and keeps them for the next.
-    fn convert(
-        &self,
-        given: &[(String, String)],
-        headers: &mut http::HeaderMap,
-    ) -> Result<(), TransportError> {
-        let mut cache = match self.0.lock() {
-            Ok(cache) => cache,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        cache.truncate(given.len());
-        for (index, (name, value)) in given.iter().enumerate() {
-            let kept = match cache.get_mut(index) {
-                Some(kept) if kept.name == *name => kept,
-                _ => {
-                    let converted = ConvertedHeader {
-                        header_name: header_name(name)?,
-                        header_value: None,
-                        name: name.clone(),
-                        value: value.clone(),
-                    };
-                    headers.append(converted.header_name.clone(), header_value(name, value)?);
-                    if index < cache.len() {
-                        cache[index] = converted;
-                    } else {
-                        cache.push(converted);
-                    }
-                    continue;
-                }
-            };
-            let header_value = if kept.value == *value {
-                match &kept.header_value {
-                    Some(converted) => converted.clone(),
-                    None => kept.header_value.insert(header_value(name, value)?).clone(),
-                }
-            } else {
-                kept.value.clone_from(value);
-                kept.header_value = None;
-                header_value(name, value)?
-            };
-            headers.append(kept.header_name.clone(), header_value);
-        }
-        Ok(())
-    }
-}
-
-/// A header name, checked.
-fn header_name(name: &str) -> Result<HeaderName, TransportError> {
-    HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-        TransportError::InvalidRequest(format!("invalid header name `{}`", name.escape_debug()))
-    })
-}
-
-/// The value of header `name`, checked (the value is not in the error: it may be a secret).
-fn header_value(name: &str, value: &str) -> Result<HeaderValue, TransportError> {
-    HeaderValue::from_str(value)
-        .map_err(|_| TransportError::InvalidRequest(format!("invalid value for header `{name}`")))
 }
 
 /// The last URL sent to and its parsed form: a benchmark sends every request to one URL
