@@ -82,6 +82,9 @@ const MIN_BODY_GROWTH: usize = 1024;
 /// The least `marks` grows by, in bytes: a few chunks' marks.
 const MIN_MARKS_GROWTH: usize = 32;
 
+/// The most bytes one LEB128 number takes (a `u64`).
+const MAX_NUMBER_BYTES: usize = 10;
+
 /// The body as it came, and where each chunk ends in it.
 #[derive(Debug, Clone)]
 struct Plain {
@@ -108,7 +111,7 @@ impl BodyChunks {
     pub fn push(&mut self, at: Instant, bytes: &[u8]) {
         self.plain.take();
         let since_last = self.last_at.map_or(0, |last| signed_nanos(last, at));
-        grow(&mut self.marks, 20, MIN_MARKS_GROWTH);
+        grow(&mut self.marks, 2 * MAX_NUMBER_BYTES, MIN_MARKS_GROWTH);
         put_number(&mut self.marks, zigzag(since_last));
         put_number(&mut self.marks, bytes.len() as u64);
         let mut before: Option<&[u8]> = None;
@@ -213,7 +216,7 @@ impl BodyChunks {
             (0, 0)
         };
         let middle = &piece[prefix..piece.len() - suffix];
-        grow(&mut self.marks, 30, MIN_MARKS_GROWTH);
+        grow(&mut self.marks, 3 * MAX_NUMBER_BYTES, MIN_MARKS_GROWTH);
         put_number(&mut self.marks, prefix as u64);
         put_number(&mut self.marks, suffix as u64);
         put_number(&mut self.marks, middle.len() as u64);
@@ -233,13 +236,15 @@ impl BodyChunks {
     fn rebuild(&self) -> Plain {
         let mut bytes = self.differences.then(|| Vec::with_capacity(self.byte_len));
         let mut stamps = Vec::with_capacity(self.len);
+        let Some(mut at) = self.first_at else {
+            return Plain { bytes, stamps };
+        };
         let mut marks = Marks(&self.marks);
         let mut middles_at = 0;
         let mut before: Range<usize> = 0..0;
         let mut end = 0;
-        let mut at = self.first_at;
         for _ in 0..self.len {
-            at = at.map(|at| step(at, unzigzag(marks.next())));
+            at = step(at, unzigzag(marks.next()));
             let chunk_end = end + marks.next() as usize;
             while end < chunk_end {
                 let prefix = marks.next() as usize;
@@ -255,9 +260,7 @@ impl BodyChunks {
                 end += prefix + middle.len() + suffix;
                 middles_at = middle.end;
             }
-            if let Some(at) = at {
-                stamps.push(Stamp { at, end });
-            }
+            stamps.push(Stamp { at, end });
         }
         Plain { bytes, stamps }
     }
