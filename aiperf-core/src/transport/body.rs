@@ -294,9 +294,11 @@ impl<'a> FromIterator<Chunk<'a>> for BodyChunks {
     }
 }
 
-/// Splits `bytes` after each blank line (`\n\n`, the end of a server-sent event). A split
-/// rule, not a parser: any bytes split and join back exactly, and bytes without a blank
-/// line are one piece.
+/// Splits `bytes` after each blank line (`\n\n`, the end of a server-sent event) that
+/// ends a piece of at least [`MIN_SHARED`] bytes: a shorter piece could not be stored as a
+/// difference, and its marks would outweigh it (a body of blank lines would hold more than
+/// it sent). A split rule, not a parser: any bytes split and join back exactly, and bytes
+/// without a blank line are one piece.
 fn pieces(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut start = 0;
     let mut newlines = memchr::memchr_iter(b'\n', bytes);
@@ -306,8 +308,9 @@ fn pieces(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
         }
         let end = newlines
             .by_ref()
-            .find(|&at| at >= start && bytes.get(at + 1) == Some(&b'\n'))
-            .map_or(bytes.len(), |at| at + 2);
+            .map(|at| at + 2)
+            .find(|&end| end >= start + MIN_SHARED && bytes.get(end - 1) == Some(&b'\n'))
+            .unwrap_or(bytes.len());
         let piece = &bytes[start..end];
         start = end;
         Some(piece)

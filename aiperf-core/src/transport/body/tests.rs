@@ -245,12 +245,37 @@ fn stamps_are_exact_to_the_nanosecond_either_way() {
 }
 
 #[test]
-fn pieces_end_after_each_blank_line() {
+fn pieces_end_after_a_blank_line_once_they_are_16_bytes_long() {
+    let split: Vec<&[u8]> =
+        pieces(b"data: [DONE]\n\ndata: 0123456\n\n\n\ndata: 0123456789\n\nend").collect();
+    assert_eq!(
+        split,
+        [
+            &b"data: [DONE]\n\ndata: 0123456\n\n"[..],
+            b"\n\ndata: 0123456789\n\n",
+            b"end"
+        ]
+    );
     let split: Vec<&[u8]> = pieces(b"a\n\nb\n\n\nc\nd\n\n").collect();
-    assert_eq!(split, [&b"a\n\n"[..], b"b\n\n", b"\nc\nd\n\n"]);
-    let split: Vec<&[u8]> = pieces(b"\n\nno end").collect();
-    assert_eq!(split, [&b"\n\n"[..], b"no end"]);
+    assert_eq!(split, [&b"a\n\nb\n\n\nc\nd\n\n"[..]]);
     assert_eq!(pieces(b"").count(), 0);
+}
+
+#[test]
+fn a_body_of_blank_lines_holds_little_more_than_it_sent() {
+    let start = Instant::now();
+    let read = [b'\n'; 8192];
+    let mut body = BodyChunks::new();
+    for _ in 0..64 {
+        body.push(start, &read);
+    }
+    let held = held(&body);
+    assert!(
+        held < 64 * 8192 * 5 / 4,
+        "{held} bytes held for {} sent",
+        64 * 8192
+    );
+    assert_eq!(body.bytes(), vec![b'\n'; 64 * 8192]);
 }
 
 #[test]
