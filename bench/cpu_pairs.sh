@@ -6,6 +6,7 @@
 # (start-up included) over the requests it completed.
 # Usage: bash bench/cpu_pairs.sh SECONDS LABEL=AIPERF_BINARY [LABEL=AIPERF_BINARY …]
 # MOCK=path/to/aiperf-mock-server (default target/release/aiperf-mock-server).
+# AIPERF_ARGS="--streaming" adds those flags to every run (streamed responses).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,7 @@ shift
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
 start_mock --fast
+read -r -a extra_args <<<"${AIPERF_ARGS:-}"
 
 for run in "$@"; do
     label=${run%%=*}
@@ -21,7 +23,7 @@ for run in "$@"; do
     /usr/bin/time -f '%e %U %S' -o "$WORK/time" \
         "$binary" profile -m mock-model --url "$URL" --ui-type none --random-seed 1 \
         --artifact-dir "$WORK/run" --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" \
-        --isl 128 --osl 128 >"$WORK/out" 2>&1
+        --isl 128 --osl 128 "${extra_args[@]}" >"$WORK/out" 2>&1
     requests=$(python3 -c 'import json,sys;print(int(json.load(open(sys.argv[1]))["request_count"]["avg"]))' \
         "$WORK/run/profile_export_aiperf.json")
     awk -v n="$requests" -v label="$label" -v load="$(cut -d' ' -f1 /proc/loadavg)" \

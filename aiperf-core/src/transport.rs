@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+mod body;
+
+pub use body::{BodyChunks, Chunk};
+
 /// One HTTP request, fully formed: the transport adds nothing but connection handling.
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
@@ -30,141 +34,6 @@ pub enum HttpMethod {
     Get,
     /// `POST`
     Post,
-}
-
-/// One body chunk as it came off the wire: a view into [`BodyChunks`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Chunk<'a> {
-    /// When its bytes reached the socket (the kernel's receive stamp, where the transport
-    /// has it), else when they were read; before anything looked at them.
-    pub at: Instant,
-    /// The bytes.
-    pub bytes: &'a [u8],
-}
-
-/// A response body as it arrived: every body frame's bytes, appended to one buffer, and
-/// when each frame was read.
-///
-/// One buffer and a stamp (instant, end offset) per frame, rather than a heap object
-/// per frame: a streamed response of a few hundred events is kept whole until the
-/// stream ends (parsing happens afterwards), and with thousands of streams in flight the
-/// per-frame allocations were most of the client's memory.
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// use aiperf_core::BodyChunks;
-///
-/// let start = Instant::now();
-/// let mut body = BodyChunks::new();
-/// body.push(start, b"data: 1\n\n");
-/// body.push(start + Duration::from_millis(5), b"data: 2\n\n");
-/// assert_eq!(body.len(), 2);
-/// assert_eq!(body.bytes(), b"data: 1\n\ndata: 2\n\n");
-/// let gaps: Vec<Duration> = body.iter().map(|chunk| chunk.at - start).collect();
-/// assert_eq!(gaps, [Duration::ZERO, Duration::from_millis(5)]);
-/// assert_eq!(body.last().map(|chunk| chunk.bytes), Some(&b"data: 2\n\n"[..]));
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BodyChunks {
-    bytes: Vec<u8>,
-    stamps: Vec<Stamp>,
-}
-
-/// The least a body buffer grows by, in bytes: a first chunk and a few more.
-const MIN_BODY_GROWTH: usize = 1024;
-
-/// When one chunk was read and where it ends in [`BodyChunks::bytes`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    at: Instant,
-    end: usize,
-}
-
-impl BodyChunks {
-    /// No chunks.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Appends a chunk read at `at`.
-    pub fn push(&mut self, at: Instant, bytes: &[u8]) {
-        let spare = self.bytes.capacity() - self.bytes.len();
-        if spare < bytes.len() {
-            // Grown by a quarter, not doubled: a stream's buffer lives until the stream
-            // ends, and a doubling buffer is a quarter empty on average, with thousands
-            // of streams in flight. Copying a few tens of KB more over a stream's life
-            // costs less than a microsecond per chunk.
-            let growth = (self.bytes.len() / 4).max(MIN_BODY_GROWTH);
-            self.bytes.reserve_exact(bytes.len().max(growth));
-        }
-        self.bytes.extend_from_slice(bytes);
-        self.stamps.push(Stamp {
-            at,
-            end: self.bytes.len(),
-        });
-    }
-
-    /// Drops every chunk and frees the memory they held.
-    pub fn clear(&mut self) {
-        *self = Self::default();
-    }
-
-    /// How many chunks arrived.
-    pub fn len(&self) -> usize {
-        self.stamps.len()
-    }
-
-    /// True when no chunk arrived.
-    pub fn is_empty(&self) -> bool {
-        self.stamps.is_empty()
-    }
-
-    /// The whole body, every chunk's bytes in arrival order.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// The chunk at `index` (in arrival order), if there is one.
-    pub fn get(&self, index: usize) -> Option<Chunk<'_>> {
-        (index < self.len()).then(|| self.chunk(index))
-    }
-
-    /// The first chunk, if any.
-    pub fn first(&self) -> Option<Chunk<'_>> {
-        self.get(0)
-    }
-
-    /// The last chunk, if any.
-    pub fn last(&self) -> Option<Chunk<'_>> {
-        self.get(self.len().checked_sub(1)?)
-    }
-
-    /// The chunks in arrival order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = Chunk<'_>> + DoubleEndedIterator + '_ {
-        (0..self.len()).map(|index| self.chunk(index))
-    }
-
-    /// The chunk at `index`, which is below [`Self::len`].
-    fn chunk(&self, index: usize) -> Chunk<'_> {
-        let start = index
-            .checked_sub(1)
-            .map_or(0, |before| self.stamps[before].end);
-        let stamp = self.stamps[index];
-        Chunk {
-            at: stamp.at,
-            bytes: &self.bytes[start..stamp.end],
-        }
-    }
-}
-
-impl<'a> FromIterator<Chunk<'a>> for BodyChunks {
-    fn from_iter<I: IntoIterator<Item = Chunk<'a>>>(chunks: I) -> Self {
-        let mut body = BodyChunks::new();
-        for chunk in chunks {
-            body.push(chunk.at, chunk.bytes);
-        }
-        body
-    }
 }
 
 /// Everything a transport observed for one request. Produced on the hot path: raw bytes
@@ -363,53 +232,4 @@ pub struct SessionKey {
     pub id: String,
     /// True for the final turn: a per-conversation connection can close after it.
     pub last: bool,
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    #[test]
-    fn chunks_are_sliced_from_one_buffer_with_their_own_stamps() {
-        let start = Instant::now();
-        let later = start + Duration::from_millis(7);
-        let mut body = BodyChunks::new();
-        assert_eq!((body.first(), body.last(), body.get(0)), (None, None, None));
-        body.push(start, b"ab");
-        body.push(later, b"cde");
-        let chunks: Vec<Chunk> = body.iter().rev().collect();
-        assert_eq!(
-            chunks,
-            [
-                Chunk {
-                    at: later,
-                    bytes: b"cde"
-                },
-                Chunk {
-                    at: start,
-                    bytes: b"ab"
-                }
-            ]
-        );
-        assert_eq!(body.get(0), body.first());
-        assert_eq!(body.get(2), None);
-        assert_eq!(body.bytes(), b"abcde");
-        body.clear();
-        assert!(body.is_empty() && body.bytes().is_empty());
-    }
-
-    #[test]
-    fn a_long_body_holds_at_most_a_quarter_or_a_kib_more_than_its_bytes() {
-        let start = Instant::now();
-        let event = [b'x'; 205];
-        let mut body = BodyChunks::new();
-        for _ in 0..128 {
-            body.push(start, &event);
-            let len = body.bytes.len();
-            assert!(body.bytes.capacity() <= len + (len / 4).max(MIN_BODY_GROWTH));
-        }
-        assert_eq!(body.bytes().len(), 128 * 205);
-    }
 }

@@ -422,6 +422,9 @@ enum ToProcessor {
     Finished(Finished),
 }
 
+// Nearly every request is exchanged; boxing the exchange to shrink the rare failure to
+// send would cost an allocation per request.
+#[allow(clippy::large_enum_variant)]
 enum Outcome {
     Exchanged(RawExchange),
     NotSent { at: Instant, error: ErrorDetails },

@@ -395,6 +395,40 @@ mod tests {
     }
 
     #[test]
+    fn events_held_as_differences_are_exported_as_they_came() {
+        // Events that share all but their token are held as differences from the one
+        // before (see `BodyChunks`); the export must not see it, wherever reads split them.
+        let event = |token: &str| {
+            format!(
+                "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"delta\":{{\"content\":\"{token}\"}},\"finish_reason\":null}}]}}\n\n"
+            )
+        };
+        let (a, b, c, d) = (event("a"), event("bb"), event(""), event("a"));
+        let two_and_a_half = format!("{b}{c}{}", &d[..40]);
+        let r = captured(
+            &[],
+            "text/event-stream",
+            &[&a, &two_and_a_half, &d[40..], "data: [DONE]\n\n"],
+            "{}",
+        );
+        let v = parse(&raw_record_line(&r, 0).unwrap());
+        let packet = |perf_ns: u64, event: &str| {
+            let value = event.trim_end().strip_prefix("data: ").unwrap_or_default();
+            json!({"perf_ns": perf_ns, "packets": [{"name": "data", "value": value}]})
+        };
+        assert_eq!(
+            v["responses"],
+            json!([
+                packet(MS, &a),
+                packet(2 * MS, &b),
+                packet(2 * MS, &c),
+                packet(3 * MS, &d),
+                packet(4 * MS, "data: [DONE]"),
+            ])
+        );
+    }
+
+    #[test]
     fn a_whole_body_is_one_text_response_stamped_by_its_last_chunk() {
         let r = captured(
             &[],
