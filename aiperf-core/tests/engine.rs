@@ -105,7 +105,11 @@ async fn open_loop_sends_on_schedule_regardless_of_latency() {
     let mut lags_sorted = lags.clone();
     lags_sorted.sort_unstable();
     let median = lags_sorted[lags_sorted.len() / 2];
-    assert!(median < 5_000_000, "median schedule lag {median} ns");
+    // A sender that waited for answers would lag by the 100 ms latency and more with
+    // every request; half of it tells the two apart, where a bound near the 5 ms spacing
+    // failed on a machine at load 10 (median 6.8 ms). How close to schedule sends go is
+    // measured in bench/profile.sh, not asserted here.
+    assert!(median < 50_000_000, "median schedule lag {median} ns");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
