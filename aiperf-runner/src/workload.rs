@@ -265,17 +265,23 @@ pub(crate) async fn load(
 
 /// Whether the run streams its synthetic dataset (`SyntheticDataset::stream`) rather
 /// than making it whole before the first request: when every entry is used once anyway
-/// (no `--num-dataset-entries` pool for the sampler to reuse, so the default sizing of
-/// one conversation per request or session) and nothing needs the whole dataset before
-/// the run: a fixed schedule, a user-centric rate (its average turn count), the trace
-/// options that sample or rescale sessions, the raw endpoint's check of every turn.
-/// Sent in dataset order instead of shuffled: with each of the i.i.d. entries sent once,
-/// the order changes nothing (docs/datasets.md#synthetic-dataset).
+/// (no `--num-dataset-entries` pool for the sampler to reuse, and a request or session
+/// count that sizes the dataset at one conversation each: a run bounded by time alone
+/// reuses the default 100, which a stream would make again on every pass), and nothing
+/// needs the whole dataset before the run: a fixed schedule, a user-centric rate (its
+/// average turn count), the trace options that sample or rescale sessions, the raw
+/// endpoint's check of every turn. Sent in dataset order instead of shuffled: with each
+/// of the i.i.d. entries sent once, the order changes nothing; a sampling strategy the
+/// user names is drawn as asked, from the whole dataset
+/// (docs/datasets.md#made-as-the-run-goes-default-sizing).
 fn streams_synthetic(config: &ValidatedConfig, endpoint: &EndpointInfo) -> bool {
     let input = &config.input;
     let trace = &input.trace;
+    let sized_by_the_run = config.load.num_sessions.or(config.load.request_count);
     input.is_synthetic()
         && input.num_dataset_entries.is_none()
+        && sized_by_the_run.is_some()
+        && input.sampling_strategy.is_none()
         && !config.load.fixed_schedule.is_enabled()
         && config.load.user_centric.is_none()
         && trace.session_sample_ratio.is_none()
