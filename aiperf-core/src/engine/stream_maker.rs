@@ -7,6 +7,10 @@
 //! Draws are numbered from 0 for the whole run; draw `d` is conversation `d mod len` of
 //! the stream, made by a new pass each time the previous one ended (as a sequential
 //! sampler wraps around a loaded dataset).
+//!
+//! The thread fills the window ahead of the demand, then sleeps until half of it was
+//! drawn: it wakes once per [`REFILL_AT`] sessions, not once per session (a wake-up is a
+//! system call on the sending runtime and a context switch).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -15,6 +19,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::prompt_maker::MADE_AHEAD;
+
+/// The thread sleeps while at least this many conversations are made ahead of the
+/// demand, once it filled the window.
+const REFILL_AT: u64 = MADE_AHEAD as u64 / 2;
 use crate::conversation::Conversation;
 use crate::dataset::{ConversationStream, DatasetError};
 
@@ -78,11 +86,14 @@ impl StreamMaker {
     /// once: the maker keeps no reference to it.
     pub(super) async fn take(&self, draw: u64) -> Option<Arc<Conversation>> {
         let state = &self.state;
-        {
+        let refill = {
             let mut window = lock(&state.window);
             window.wanted = window.wanted.max(draw + 1);
+            window.next < window.wanted + REFILL_AT
+        };
+        if refill {
+            state.demand_grew.notify_one();
         }
-        state.demand_grew.notify_one();
         loop {
             let made_one = state.made_one.notified();
             tokio::pin!(made_one);
@@ -130,11 +141,13 @@ impl State {
         loop {
             {
                 let mut window = lock(&self.window);
-                while !window.stopped && window.next >= window.wanted + MADE_AHEAD as u64 {
-                    window = self
-                        .demand_grew
-                        .wait(window)
-                        .unwrap_or_else(PoisonError::into_inner);
+                if window.next >= window.wanted + MADE_AHEAD as u64 {
+                    while !window.stopped && window.next >= window.wanted + REFILL_AT {
+                        window = self
+                            .demand_grew
+                            .wait(window)
+                            .unwrap_or_else(PoisonError::into_inner);
+                    }
                 }
                 if window.stopped {
                     return;
@@ -153,7 +166,12 @@ impl State {
             });
             made_in_pass += 1;
             let made = made.map(with_prompts_made);
-            let failed = {
+            let failed = made.is_err();
+            if failed {
+                // Before a session can see the stream stopped: the run stops sending.
+                cancel.cancel();
+            }
+            {
                 let mut window = lock(&self.window);
                 match made {
                     Ok(conversation) => {
@@ -162,18 +180,15 @@ impl State {
                         if !window.passed_over.remove(&draw) {
                             window.ready.insert(draw, Arc::new(conversation));
                         }
-                        false
                     }
                     Err(error) => {
                         window.failure = Some(error);
                         window.stopped = true;
-                        true
                     }
                 }
-            };
+            }
             self.made_one.notify_waiters();
             if failed {
-                cancel.cancel();
                 return;
             }
         }
