@@ -8,8 +8,9 @@
 //! the stream, made by a new pass each time the previous one ended (as a sequential
 //! sampler wraps around a loaded dataset).
 //!
-//! The thread fills the window ahead of the demand, then sleeps until half of it was
-//! drawn: it wakes once per [`REFILL_AT`] sessions, not once per session (a wake-up is a
+//! The thread fills the window ahead of the demand (never more than one pass: a short
+//! stream is not made over and over before the run needs it), then sleeps until half of
+//! it was drawn: it wakes once per half window, not once per session (a wake-up is a
 //! system call on the sending runtime and a context switch).
 
 use std::collections::{HashMap, HashSet};
@@ -20,9 +21,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::prompt_maker::MADE_AHEAD;
 
-/// The thread sleeps while at least this many conversations are made ahead of the
-/// demand, once it filled the window.
-const REFILL_AT: u64 = MADE_AHEAD as u64 / 2;
 use crate::conversation::Conversation;
 use crate::dataset::{ConversationStream, DatasetError};
 
@@ -32,6 +30,11 @@ pub(super) struct StreamMaker {
 }
 
 struct State {
+    /// How many draws the thread makes ahead of the demand: [`MADE_AHEAD`], or one pass
+    /// of a shorter stream.
+    ahead: u64,
+    /// Once the window is full, the thread sleeps while this many are still ahead.
+    refill_at: u64,
     window: Mutex<Window>,
     /// Wakes the thread when the demand grows or the run ends.
     demand_grew: Condvar,
@@ -62,7 +65,10 @@ impl StreamMaker {
         stream: ConversationStream,
         cancel: CancellationToken,
     ) -> std::io::Result<Self> {
+        let ahead = MADE_AHEAD.min(stream.len()) as u64;
         let state = Arc::new(State {
+            ahead,
+            refill_at: ahead / 2,
             window: Mutex::new(Window {
                 ready: HashMap::new(),
                 passed_over: HashSet::new(),
@@ -89,7 +95,7 @@ impl StreamMaker {
         let refill = {
             let mut window = lock(&state.window);
             window.wanted = window.wanted.max(draw + 1);
-            window.next < window.wanted + REFILL_AT
+            window.next < window.wanted + state.refill_at
         };
         if refill {
             state.demand_grew.notify_one();
@@ -141,8 +147,8 @@ impl State {
         loop {
             {
                 let mut window = lock(&self.window);
-                if window.next >= window.wanted + MADE_AHEAD as u64 {
-                    while !window.stopped && window.next >= window.wanted + REFILL_AT {
+                if window.next >= window.wanted + self.ahead {
+                    while !window.stopped && window.next >= window.wanted + self.refill_at {
                         window = self
                             .demand_grew
                             .wait(window)
@@ -277,8 +283,11 @@ mod tests {
     async fn draws_past_the_end_start_a_new_pass() {
         let made = Arc::new(AtomicUsize::new(0));
         let maker = StreamMaker::start(counted(3, &made), CancellationToken::new()).unwrap();
-        let mut ids = Vec::new();
-        for draw in 0..7 {
+        assert_eq!(maker.take(0).await.unwrap().session_id, "0");
+        // One pass ahead, not MADE_AHEAD draws of a short stream made over and over.
+        assert_eq!(made_by_then(&made, 1 + 3).await, 1 + 3);
+        let mut ids = vec!["0".to_string()];
+        for draw in 1..7 {
             ids.push(maker.take(draw).await.unwrap().session_id.clone());
         }
         assert_eq!(ids, ["0", "1", "2", "0", "1", "2", "0"]);
