@@ -5,7 +5,7 @@
 
 use aiperf_core::config::{InputConfig, RandomCorpusStyle, RangeRatio, RankingsOptions};
 use aiperf_core::dataset::DatasetError;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use aiperf_core::{
     Conversation, ConversationStream, Dataset, DatasetSource, SamplingStrategy, Turn,
@@ -300,10 +300,13 @@ impl SyntheticDataset {
         let entries = self.entries;
         let single_turn = self.rankings.is_some() || self.turns.always_one();
         let dataset = Arc::new(self);
-        // Fails now rather than on the run's first draw.
-        Composer::new(Arc::clone(&dataset))?;
+        // Made now, for the first pass: setting up the prompt corpus takes a while, which
+        // the run's first requests must not wait for (and a failure shows before the run).
+        let first = Mutex::new(Some(Composer::new(Arc::clone(&dataset))?));
         let stream = ConversationStream::new(entries, move || {
-            let mut composer = Some(Composer::new(Arc::clone(&dataset)));
+            let prepared = first.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let mut composer =
+                Some(prepared.map_or_else(|| Composer::new(Arc::clone(&dataset)), Ok));
             std::iter::from_fn(move || match composer.as_mut()? {
                 Ok(composer) => Some(composer.conversation().map_err(DatasetError::from)),
                 // Made once already (above): reported once should it fail again.
