@@ -129,24 +129,46 @@ section_5() {
         --request-count 1) ms, peak RSS $(peak_rss_mb trace1) MB"
 }
 
+# first_request_s NAME: seconds from launching the run to its first request's start (the
+# earliest start among the first records written, which come out in completion order).
+first_request_s() {
+    python3 - "$WORK/$1" "$(cat "$WORK/$1.launched")" <<'EOF'
+import itertools, json, pathlib, sys
+d, launched = pathlib.Path(sys.argv[1]), int(sys.argv[2])
+with open(d / "profile_export.jsonl") as f:
+    lines = itertools.islice(f, 1000)
+    first = min(json.loads(line)["metadata"]["request_start_ns"] for line in lines)
+print(f"{(first - launched) / 1e9:.2f}")
+EOF
+}
+
 section_6() {
-    echo "== 6. memory: $((MILLION / 10)), ${MILLION} and $((MILLION * 2)) non-streaming requests against the --fast mock, concurrency 64, 1,000 dataset entries; then ${MILLION} with one entry per request (the default)"
+    echo "== 6. memory: $((MILLION / 10)), ${MILLION} and $((MILLION * 2)) non-streaming requests against the --fast mock, concurrency 64, one dataset entry per request (the default sizing); then ${MILLION} and $((MILLION * 2)) with 1,000 entries"
     start_mock --fast
-    run_aiperf million_tenth --concurrency 64 --request-count "$((MILLION / 10))" --isl 32 --osl 8 --num-dataset-entries 1000
-    run_aiperf million --concurrency 64 --request-count "$MILLION" --isl 32 --osl 8 --num-dataset-entries 1000
-    run_aiperf million_double --concurrency 64 --request-count "$((MILLION * 2))" --isl 32 --osl 8 --num-dataset-entries 1000
-    run_aiperf million_entries --concurrency 64 --request-count "$MILLION" --isl 32 --osl 8
-    requests=$(json million_double 'int(s["request_count"]["avg"])')
+    local shape=(--concurrency 64 --isl 32 --osl 8) run name
+    for run in tenth:$((MILLION / 10)) one:$MILLION two:$((MILLION * 2)); do
+        name=default_${run%%:*}
+        date +%s%N >"$WORK/$name.launched"
+        run_aiperf "$name" "${shape[@]}" --request-count "${run#*:}"
+    done
+    run_aiperf entries_one "${shape[@]}" --request-count "$MILLION" --num-dataset-entries 1000
+    run_aiperf entries_two "${shape[@]}" --request-count "$((MILLION * 2))" \
+        --num-dataset-entries 1000
+    requests=$(json default_two 'int(s["request_count"]["avg"])')
     python3 -c "
-tenth, one, two, entries = ($(awk '{print $4}' "$WORK/million_tenth.time"), $(awk '{print $4}' "$WORK/million.time"),
-                            $(awk '{print $4}' "$WORK/million_double.time"), $(awk '{print $4}' "$WORK/million_entries.time"))
-below = (one - tenth) * 1024 / ($MILLION - $MILLION // 10)
-beyond = (two - one) * 1024 / $MILLION
-per_entry = (entries - one) * 1024 / $MILLION
-print(f'peak RSS {tenth / 1024:.0f} / {one / 1024:.0f} / {two / 1024:.0f} MB ($requests requests in '
-      f'$(awk '{print $1}' "$WORK/million_double.time") s): {below:.0f} bytes per request up to $MILLION, '
-      f'{beyond:.0f} beyond (exact percentiles up to 2^20 values per metric); '
-      f'one dataset entry per request: {entries / 1024:.0f} MB at $MILLION ({per_entry:.0f} bytes per entry)')"
+rss = {name: int(open('$WORK/' + name + '.time').read().split()[3]) / 1024
+       for name in ['default_tenth', 'default_one', 'default_two', 'entries_one', 'entries_two']}
+def beyond(one, two):
+    return (rss[two] - rss[one]) * 1024 * 1024 / $MILLION
+print(f'one entry per request (default): peak RSS {rss[\"default_tenth\"]:.0f} / '
+      f'{rss[\"default_one\"]:.0f} / {rss[\"default_two\"]:.0f} MB ($requests requests in '
+      f'$(awk '{print $1}' "$WORK/default_two.time") s), '
+      f'{beyond(\"default_one\", \"default_two\"):.0f} bytes per request beyond $MILLION; '
+      f'first request $(first_request_s default_tenth) / $(first_request_s default_one) / '
+      f'$(first_request_s default_two) s after launch')
+print(f'1,000 entries: peak RSS {rss[\"entries_one\"]:.0f} / {rss[\"entries_two\"]:.0f} MB, '
+      f'{beyond(\"entries_one\", \"entries_two\"):.0f} bytes per request beyond $MILLION '
+      f'(exact percentiles up to 2^20 values per metric)')"
 }
 
 section_7() {

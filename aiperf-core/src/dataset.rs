@@ -1,5 +1,7 @@
-//! The [`DatasetSource`] trait and how the engine picks conversations from a dataset.
+//! The [`DatasetSource`] trait, how the engine picks conversations from a dataset, and
+//! [`ConversationStream`]: a dataset made as the run needs it.
 
+use std::fmt;
 use std::sync::Arc;
 
 use rand::seq::SliceRandom;
@@ -30,6 +32,114 @@ pub struct Dataset {
     pub preferred_sampling: SamplingStrategy,
     /// The entries carry timestamps, so the dataset can be replayed on a fixed schedule.
     pub timestamped: bool,
+}
+
+/// A dataset made as the run needs it rather than loaded whole: `len` conversations in
+/// dataset order, made by passes (iterators) the stream starts as often as the run needs.
+/// Every pass must make the same conversations in the same order (a seeded generator
+/// does): a run that starts more sessions than `len` starts a new pass, and
+/// `inputs.json` is written from a pass of its own.
+///
+/// The engine sends a stream's conversations once each, in dataset order, made on a
+/// thread of its own a bounded number ahead of the sessions and dropped once their
+/// session ended, so a run's memory does not grow with its length (see
+/// [`BenchmarkBuilder::conversation_stream`](crate::engine::BenchmarkBuilder::conversation_stream)).
+///
+/// ```
+/// use aiperf_core::{Conversation, ConversationStream, Turn};
+///
+/// let stream = ConversationStream::new(3, || {
+///     (0..3).map(|i| {
+///         Ok(Conversation {
+///             session_id: format!("session-{i}"),
+///             turns: vec![Turn::text(format!("prompt {i}"))],
+///             ..Conversation::default()
+///         })
+///     })
+/// })
+/// .single_turn();
+/// let ids: Vec<String> = stream.pass().map(|c| c.unwrap().session_id).collect();
+/// assert_eq!(ids, ["session-0", "session-1", "session-2"]);
+/// assert_eq!(stream.len(), 3);
+/// ```
+#[derive(Clone)]
+pub struct ConversationStream {
+    len: usize,
+    single_turn: bool,
+    start: Arc<dyn Fn() -> ConversationPass + Send + Sync>,
+}
+
+/// One pass over a [`ConversationStream`]: its conversations in dataset order, or the
+/// error that stopped the making of one.
+pub type ConversationPass = Box<dyn Iterator<Item = Result<Conversation, DatasetError>> + Send>;
+
+impl ConversationStream {
+    /// A stream of `len` conversations, each pass made by an iterator `start` returns.
+    pub fn new<I>(len: usize, start: impl Fn() -> I + Send + Sync + 'static) -> Self
+    where
+        I: Iterator<Item = Result<Conversation, DatasetError>> + Send + 'static,
+    {
+        Self {
+            len,
+            single_turn: false,
+            start: Arc::new(move || Box::new(start())),
+        }
+    }
+
+    /// Says every conversation has one turn: a shard then knows how many sessions of the
+    /// whole run a request count means (see [`PhasePlan::for_shard`](crate::PhasePlan::for_shard)).
+    #[must_use]
+    pub fn single_turn(mut self) -> Self {
+        self.single_turn = true;
+        self
+    }
+
+    /// Whether every conversation has one turn (see [`single_turn`](Self::single_turn)).
+    pub fn is_single_turn(&self) -> bool {
+        self.single_turn
+    }
+
+    /// The number of conversations of a pass.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when a pass has no conversation.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Starts a pass from the first conversation.
+    pub fn pass(&self) -> ConversationPass {
+        (self.start)()
+    }
+
+    /// The same stream with `adjust` applied to each conversation as it is made (e.g. a
+    /// system prompt the configuration adds to every conversation).
+    #[must_use]
+    pub fn map(
+        self,
+        adjust: impl Fn(Conversation) -> Conversation + Send + Sync + 'static,
+    ) -> Self {
+        let adjust = Arc::new(adjust);
+        let start = self.start;
+        Self {
+            start: Arc::new(move || {
+                let adjust = Arc::clone(&adjust);
+                Box::new(start().map(move |made| made.map(|c| adjust(c))))
+            }),
+            ..self
+        }
+    }
+}
+
+impl fmt::Debug for ConversationStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConversationStream")
+            .field("len", &self.len)
+            .field("single_turn", &self.single_turn)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How conversations are drawn from the dataset as the benchmark runs.

@@ -100,7 +100,9 @@ pub mod url;
 pub use clock::Clock;
 pub use config::{BenchmarkConfig, ConfigError, ValidatedConfig};
 pub use conversation::{Branch, BranchMode, ContextMode, Conversation, Turn};
-pub use dataset::{ConversationSampler, Dataset, DatasetSource, SamplingStrategy};
+pub use dataset::{
+    ConversationSampler, ConversationStream, Dataset, DatasetSource, SamplingStrategy,
+};
 pub use deferred::DeferredText;
 pub use endpoint::{
     build_request, check_request_content_type, ApiKeyHeader, BuiltRequest, Endpoint, EndpointError,

@@ -2,16 +2,16 @@
 //! timing, stop conditions, cancellation.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aiperf_core::config::{ArrivalPattern, ExportLevel};
 use aiperf_core::sink::SinkError;
 use aiperf_core::{
-    Benchmark, CancellationToken, ClosedLoop, CollectRecords, Conversation, DeferredText, Phase,
-    PhasePlan, Progress, RateScheduler, RecordSink, RequestRecord, RunContext, RunInfo,
-    SamplingStrategy, Turn,
+    Benchmark, CancellationToken, ClosedLoop, CollectRecords, Conversation, ConversationStream,
+    DeferredText, Phase, PhasePlan, Progress, RateScheduler, RecordSink, RequestRecord, RunContext,
+    RunInfo, SamplingStrategy, Turn,
 };
 
 mod common;
@@ -583,5 +583,132 @@ fn a_configuration_the_endpoint_cannot_run_is_refused() {
     assert_eq!(
         error.to_string(),
         "load.prefill_concurrency requires endpoint.streaming"
+    );
+}
+
+/// Five conversations of 1, 2, 3, 1 and 2 turns, texts `"<conversation>.<turn>"`.
+fn mixed_turns() -> Vec<Conversation> {
+    (0..5)
+        .map(|i| Conversation {
+            session_id: format!("c{i}"),
+            turns: (0..=i % 3)
+                .map(|t| Turn::text(format!("{i}.{t}")))
+                .collect(),
+            ..Conversation::default()
+        })
+        .collect()
+}
+
+/// (phase, payload) of every request, in the order each phase sent them.
+async fn transcript(builder: aiperf_core::BenchmarkBuilder) -> Vec<(Phase, String)> {
+    let records = builder
+        .endpoint(Arc::new(Transcript))
+        .transport(Arc::new(SlowEcho::default()))
+        .phase(closed_loop(Phase::Warmup, 1, 4))
+        .phase(closed_loop(Phase::Profiling, 1, 12))
+        .sink(CollectRecords::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    let mut records: Vec<&RequestRecord> = records.iter().collect();
+    records.sort_by_key(|r| (r.credit.phase != Phase::Warmup, r.credit.id));
+    records
+        .iter()
+        .map(|r| {
+            let payload = String::from_utf8_lossy(&r.payload).into_owned();
+            (r.credit.phase, payload)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_sends_what_the_loaded_dataset_sends_in_order_across_phases_and_passes() {
+    let loaded = transcript(
+        Benchmark::builder(&common::config())
+            .conversations(mixed_turns(), SamplingStrategy::Sequential),
+    )
+    .await;
+    let stream = ConversationStream::new(5, || mixed_turns().into_iter().map(Ok));
+    let streamed =
+        transcript(Benchmark::builder(&common::config()).conversation_stream(stream)).await;
+    assert_eq!(streamed, loaded);
+    let texts: Vec<&str> = streamed
+        .iter()
+        .map(|(_, payload)| payload.rsplit('|').next().unwrap())
+        .collect();
+    // Warmup: 0, 1 and the first turn of 2 (its count is 4); profiling from 3 on, then
+    // a second pass from 0.
+    assert_eq!(
+        texts,
+        [
+            "user=0.0", "user=1.0", "user=1.1", "user=2.0", // warmup
+            "user=3.0", "user=4.0", "user=4.1", "user=0.0", "user=1.0", "user=1.1", "user=2.0",
+            "user=2.1", "user=2.2", "user=3.0", "user=4.0", "user=4.1",
+        ]
+    );
+    assert_eq!(
+        streamed[..4]
+            .iter()
+            .filter(|(p, _)| *p == Phase::Warmup)
+            .count(),
+        4
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_of_a_million_is_made_as_the_run_goes_not_up_front() {
+    let made = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&made);
+    let stream = ConversationStream::new(1_000_000, move || {
+        let counter = Arc::clone(&counter);
+        (0..1_000_000).map(move |i| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(Conversation {
+                session_id: format!("c{i}"),
+                turns: vec![Turn::text(format!("hello {i}"))],
+                ..Conversation::default()
+            })
+        })
+    })
+    .single_turn();
+    let records = Benchmark::builder(&common::config())
+        .endpoint(Arc::new(Echo))
+        .transport(Arc::new(SlowEcho::default()))
+        .conversation_stream(stream)
+        .phase(closed_loop(Phase::Profiling, 8, 3_000))
+        .sink(CollectRecords::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(records.len(), 3_000);
+    let mut sent: Vec<String> = records.iter().map(|r| r.input_text.clone()).collect();
+    sent.sort_unstable();
+    let mut want: Vec<String> = (0..3_000).map(|i| format!("hello {i}")).collect();
+    want.sort_unstable();
+    assert_eq!(sent, want, "each of the first 3,000 conversations once");
+    // Made at most 1,024 ahead of the last one drawn, never the whole million.
+    let made = made.load(Ordering::SeqCst);
+    assert!((3_000..=3_000 + 1_024).contains(&made), "{made} made");
+}
+
+#[test]
+fn a_stream_cannot_feed_a_fixed_schedule() {
+    let config = common::config_with(|c| {
+        c.input.input_file = Some("trace.jsonl".into());
+        c.load.fixed_schedule.enabled = Some(true);
+    });
+    let stream = ConversationStream::new(1, || std::iter::once(Ok(Conversation::default())));
+    let error = Benchmark::builder(&config)
+        .endpoint(Arc::new(Echo))
+        .transport(Arc::new(SlowEcho::default()))
+        .conversation_stream(stream)
+        .sink(CollectRecords::default())
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid schedule: a fixed schedule or a user-centric rate needs the dataset's \
+         conversations, not a stream of them"
     );
 }

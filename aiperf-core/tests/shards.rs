@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use aiperf_core::config::{Shard, UserCentricConfig};
 use aiperf_core::{
-    Benchmark, BenchmarkConfig, CollectRecords, ConfigError, Conversation, Phase, RequestRecord,
-    SamplingStrategy, Turn,
+    Benchmark, BenchmarkConfig, CollectRecords, ConfigError, Conversation, ConversationStream,
+    Phase, RequestRecord, SamplingStrategy, Turn,
 };
 use common::{Echo, SlowEcho};
 
@@ -33,10 +33,24 @@ fn dataset(turns: usize) -> Vec<Conversation> {
         .collect()
 }
 
+/// Where a run's conversations come from.
+enum Source {
+    Loaded(Vec<Conversation>),
+    Streamed(ConversationStream),
+}
+
 async fn run(
     change: &dyn Fn(&mut BenchmarkConfig),
     shard: Option<Shard>,
     conversations: Vec<Conversation>,
+) -> Vec<RequestRecord> {
+    run_source(change, shard, Source::Loaded(conversations)).await
+}
+
+async fn run_source(
+    change: &dyn Fn(&mut BenchmarkConfig),
+    shard: Option<Shard>,
+    source: Source,
 ) -> Vec<RequestRecord> {
     let config = common::config_with(|config| {
         change(config);
@@ -46,10 +60,15 @@ async fn run(
         latency: Duration::from_millis(2),
         ..SlowEcho::default()
     });
-    Benchmark::builder(&config)
+    let builder = match source {
+        Source::Loaded(conversations) => {
+            Benchmark::builder(&config).conversations(conversations, SamplingStrategy::Shuffle)
+        }
+        Source::Streamed(stream) => Benchmark::builder(&config).conversation_stream(stream),
+    };
+    builder
         .endpoint(Arc::new(Echo))
         .transport(transport)
-        .conversations(conversations, SamplingStrategy::Shuffle)
         .sink(CollectRecords::default())
         .unwrap()
         .run()
@@ -110,6 +129,31 @@ async fn closed_loop_shards_send_the_whole_runs_requests_after_a_counted_warmup(
         .map(|s| s.iter().filter(|r| !r.0).count())
         .collect();
     assert_eq!(profiling, [8, 8, 7]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_of_a_stream_send_the_whole_runs_requests_after_a_counted_warmup() {
+    let change = |c: &mut BenchmarkConfig| {
+        c.load.concurrency = Some(4);
+        c.load.request_count = Some(23);
+        c.load.warmup.request_count = Some(5);
+    };
+    // Fewer conversations than draws: the run passes over the stream twice, and each
+    // shard passes over the other shards' draws, warmup's included.
+    let stream = || ConversationStream::new(7, || dataset(1).into_iter().map(Ok)).single_turn();
+    let whole = sent(&run_source(&change, None, Source::Streamed(stream())).await);
+    let mut shards = Vec::new();
+    for index in 0..3 {
+        let shard = Some(Shard::new(index, 3).unwrap());
+        shards.push(sent(
+            &run_source(&change, shard, Source::Streamed(stream())).await,
+        ));
+    }
+    assert_eq!(whole.len(), 28);
+    assert_eq!(union(&shards), whole);
+    // Dataset order: warmup draws 0 to 4, profiling 5, 6, then 0 to 6 three times over.
+    let profiling_c0 = whole.iter().filter(|r| !r.0 && r.1 == "c0").count();
+    assert_eq!(profiling_c0, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,23 +13,23 @@ use crate::seed::derive_rng;
 const MODEL_SELECTION_STREAM: &str = "composer.turn.model_selection";
 
 /// Hands out model names turn by turn under one strategy.
-pub(crate) struct ModelPicker<'a> {
-    models: &'a [String],
-    strategy: &'a ModelSelectionStrategy,
+pub(crate) struct ModelPicker {
+    models: Vec<String>,
+    strategy: ModelSelectionStrategy,
     rng: ChaCha8Rng,
     turns: usize,
 }
 
-impl<'a> ModelPicker<'a> {
+impl ModelPicker {
     /// A picker over `models`, drawing from a stream of `root_seed`.
     pub(crate) fn new(
-        models: &'a [String],
-        strategy: &'a ModelSelectionStrategy,
+        models: &[String],
+        strategy: &ModelSelectionStrategy,
         root_seed: u64,
     ) -> Self {
         Self {
-            models,
-            strategy,
+            models: models.to_vec(),
+            strategy: strategy.clone(),
             rng: derive_rng(root_seed, MODEL_SELECTION_STREAM),
             turns: 0,
         }
@@ -42,7 +42,7 @@ impl<'a> ModelPicker<'a> {
         if self.models.is_empty() {
             return None;
         }
-        let index = match self.strategy {
+        let index = match &self.strategy {
             ModelSelectionStrategy::RoundRobin => self.turns % self.models.len(),
             ModelSelectionStrategy::Random => self.rng.random_range(0..self.models.len()),
             ModelSelectionStrategy::Weighted(weights) => {

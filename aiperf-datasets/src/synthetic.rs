@@ -5,7 +5,11 @@
 
 use aiperf_core::config::{InputConfig, RandomCorpusStyle, RangeRatio, RankingsOptions};
 use aiperf_core::dataset::DatasetError;
-use aiperf_core::{Conversation, Dataset, DatasetSource, SamplingStrategy, Turn};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use aiperf_core::{
+    Conversation, ConversationStream, Dataset, DatasetSource, SamplingStrategy, Turn,
+};
 use rand::{Rng, RngExt};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
@@ -59,6 +63,11 @@ impl LengthDistribution {
             });
         }
         Ok(Self { mean, stddev })
+    }
+
+    /// Whether every sample is 1.
+    fn always_one(&self) -> bool {
+        self.mean <= 1.0 && self.stddev == 0.0
     }
 
     /// A distribution from options [`InputConfig::validate`] already checked.
@@ -266,7 +275,7 @@ impl SyntheticDataset {
 
     /// Generates the conversations.
     pub fn generate(&self) -> Result<Vec<Conversation>, SyntheticError> {
-        let mut composer = Composer::new(self)?;
+        let mut composer = Composer::new(Arc::new(self.clone()))?;
         let mut conversations = Vec::with_capacity(self.entries);
         for _ in 0..self.entries {
             conversations.push(composer.conversation()?);
@@ -277,6 +286,42 @@ impl SyntheticDataset {
             "synthetic dataset generated"
         );
         Ok(conversations)
+    }
+}
+
+impl SyntheticDataset {
+    /// The conversations [`generate`](Self::generate) makes, made as a run needs them:
+    /// every pass of the stream makes the same conversations in the same order, each
+    /// one's random draws as in the whole dataset (every property has its own random
+    /// stream, drawn in dataset order). What a run whose every entry is used once (one
+    /// conversation per request, the default sizing) sends instead of the whole
+    /// dataset made up front.
+    pub fn stream(self) -> Result<ConversationStream, SyntheticError> {
+        let entries = self.entries;
+        let single_turn = self.rankings.is_some() || self.turns.always_one();
+        let dataset = Arc::new(self);
+        // Made now, for the first pass: setting up the prompt corpus takes a while, which
+        // the run's first requests must not wait for (and a failure shows before the run).
+        let first = Mutex::new(Some(Composer::new(Arc::clone(&dataset))?));
+        let stream = ConversationStream::new(entries, move || {
+            let prepared = first.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let mut composer =
+                Some(prepared.map_or_else(|| Composer::new(Arc::clone(&dataset)), Ok));
+            std::iter::from_fn(move || match composer.as_mut()? {
+                Ok(composer) => Some(composer.conversation().map_err(DatasetError::from)),
+                // Made once already (above): reported once should it fail again.
+                Err(_) => composer
+                    .take()
+                    .and_then(Result::err)
+                    .map(|error| Err(error.into())),
+            })
+            .take(entries)
+        });
+        Ok(if single_turn {
+            stream.single_turn()
+        } else {
+            stream
+        })
     }
 }
 
@@ -292,8 +337,8 @@ impl DatasetSource for SyntheticDataset {
 }
 
 /// The state of one generation pass: the random streams and the round-robin counter.
-struct Composer<'a> {
-    dataset: &'a SyntheticDataset,
+struct Composer {
+    dataset: Arc<SyntheticDataset>,
     prompts: PromptGenerator,
     system_message: Option<String>,
     user_context: PromptGenerator,
@@ -307,12 +352,12 @@ struct Composer<'a> {
     passages_rng: ChaCha8Rng,
     turn_count_rng: ChaCha8Rng,
     delay_rng: ChaCha8Rng,
-    models: ModelPicker<'a>,
+    models: ModelPicker,
     media: MediaSynth,
 }
 
-impl<'a> Composer<'a> {
-    fn new(dataset: &'a SyntheticDataset) -> Result<Self, SyntheticError> {
+impl Composer {
+    fn new(dataset: Arc<SyntheticDataset>) -> Result<Self, SyntheticError> {
         let root = dataset.root_seed;
         let input = &dataset.input;
         let prompts = PromptGenerator::with_corpus(
@@ -336,7 +381,6 @@ impl<'a> Composer<'a> {
         });
         let user_context = prompts.fork(derive_seed(root, streams::USER_CONTEXT));
         Ok(Self {
-            dataset,
             prompts,
             system_message,
             user_context,
@@ -352,6 +396,7 @@ impl<'a> Composer<'a> {
             delay_rng: derive_rng(root, streams::TURN_DELAY),
             models: ModelPicker::new(&dataset.models, &input.model_selection, root),
             media: dataset.media.clone(),
+            dataset,
         })
     }
 
@@ -387,7 +432,7 @@ impl<'a> Composer<'a> {
     }
 
     fn turn(&mut self, first: bool) -> Result<Turn, SyntheticError> {
-        let dataset = self.dataset;
+        let dataset = Arc::clone(&self.dataset);
         let input = &dataset.input;
         let seq = match (&dataset.seq_dist, dataset.range_windows) {
             (Some(sampler), _) => Some(sampler.sample(&mut self.seq_rng)),
@@ -506,6 +551,34 @@ mod tests {
             assert_eq!(turn.delay_ms, None);
         }
         assert!(distinct.len() > 5);
+    }
+
+    #[test]
+    fn every_pass_of_the_stream_makes_the_generated_conversations_in_order() {
+        let mut input = input(Some(3));
+        input.session.turns_mean = 2;
+        input.session.turns_stddev = 1;
+        input.session.delay_mean_ms = 40.0;
+        let models = ["a".to_owned(), "b".to_owned()];
+        let dataset = SyntheticDataset::new(&input, &models, Tokenizer::builtin())
+            .unwrap()
+            .with_entries(7);
+        let whole = dataset.generate().unwrap();
+        let stream = dataset.stream().unwrap();
+        assert_eq!(stream.len(), 7);
+        assert!(!stream.is_single_turn());
+        for _ in 0..2 {
+            let pass: Vec<Conversation> = stream.pass().map(Result::unwrap).collect();
+            assert_eq!(pass, whole);
+        }
+        assert!(whole.iter().any(|c| c.turns.len() > 1));
+    }
+
+    #[test]
+    fn a_stream_of_one_turn_conversations_says_so() {
+        let stream = dataset(&input(Some(3))).stream().unwrap();
+        assert!(stream.is_single_turn());
+        assert_eq!(stream.pass().count(), 20);
     }
 
     #[test]

@@ -6,19 +6,24 @@
 //! long trace, which must not be taken from the requests being measured, nor delay the
 //! first one. The thread works while the run's other files are written, and stops at a
 //! cancellation (Ctrl-C must not wait for it): the file is then left out, with a
-//! warning. Any other dataset's file is written before the run, as it is quick.
+//! warning. A streamed dataset (`ConversationStream`, made as the run goes) is written
+//! the same way, from a pass of its own made one conversation at a time. Any other
+//! dataset's file is written before the run, as it is quick.
 
+use std::borrow::Borrow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use aiperf_core::dataset::DatasetError;
 use aiperf_core::{
-    build_request, BenchmarkConfig, CancellationToken, Conversation, Endpoint, RequestInput,
-    ValidatedConfig,
+    build_request, BenchmarkConfig, CancellationToken, Conversation, ConversationStream, Endpoint,
+    RequestInput, ValidatedConfig,
 };
 use serde_json::{json, Value};
 
+use crate::workload::WorkloadError;
 use crate::RunError;
 
 /// `inputs.json`: written already, to be written once sending ends, being written, or
@@ -35,7 +40,15 @@ pub(crate) struct Job {
     path: PathBuf,
     endpoint: Arc<dyn Endpoint>,
     config: ValidatedConfig,
-    conversations: Vec<Conversation>,
+    conversations: Conversations,
+}
+
+/// The conversations the file holds.
+enum Conversations {
+    /// Loaded, their prompts deferred.
+    Deferred(Vec<Conversation>),
+    /// Made by a pass of the stream.
+    Streamed(ConversationStream),
 }
 
 /// How writing the file ended.
@@ -55,15 +68,40 @@ impl InputsWriter {
         conversations: &[Conversation],
     ) -> Result<Self, RunError> {
         if !conversations.iter().any(Conversation::has_deferred_text) {
-            write(path, endpoint.as_ref(), config, conversations, None)?;
+            let loaded = conversations.iter().map(Ok);
+            write(path, endpoint.as_ref(), config, loaded, None)?;
             return Ok(Self::Written);
         }
-        Ok(Self::AfterSending(Box::new(Job {
+        Ok(Self::after_sending(
+            path,
+            endpoint,
+            config,
+            Conversations::Deferred(conversations.to_vec()),
+        ))
+    }
+
+    /// The file of `stream`'s conversations, to be written once sending ends.
+    pub(crate) fn of_stream(
+        path: &Path,
+        endpoint: &Arc<dyn Endpoint>,
+        config: &ValidatedConfig,
+        stream: ConversationStream,
+    ) -> Self {
+        Self::after_sending(path, endpoint, config, Conversations::Streamed(stream))
+    }
+
+    fn after_sending(
+        path: &Path,
+        endpoint: &Arc<dyn Endpoint>,
+        config: &ValidatedConfig,
+        conversations: Conversations,
+    ) -> Self {
+        Self::AfterSending(Box::new(Job {
             path: path.to_path_buf(),
             endpoint: Arc::clone(endpoint),
             config: config.clone(),
-            conversations: conversations.to_vec(),
-        })))
+            conversations,
+        }))
     }
 
     /// Sending ended: a deferred file is written on a thread of its own, until `cancel`.
@@ -82,13 +120,16 @@ impl InputsWriter {
                     config,
                     conversations,
                 } = *job;
-                write(
-                    &path,
-                    endpoint.as_ref(),
-                    &config,
-                    &conversations,
-                    Some(&cancel),
-                )
+                let endpoint = endpoint.as_ref();
+                match conversations {
+                    Conversations::Deferred(conversations) => {
+                        let loaded = conversations.iter().map(Ok);
+                        write(&path, endpoint, &config, loaded, Some(&cancel))
+                    }
+                    Conversations::Streamed(stream) => {
+                        write(&path, endpoint, &config, stream.pass(), Some(&cancel))
+                    }
+                }
             });
         match spawned {
             Ok(writer) => Self::Writing(writer),
@@ -109,7 +150,7 @@ impl InputsWriter {
         if completion == Completion::Cancelled {
             tracing::warn!(
                 "inputs.json was not written: the run was cancelled before the prompts of \
-                 this trace were written out (the same seed and file make them again)"
+                 this dataset were written out (the same seed and options make them again)"
             );
         }
         Ok(())
@@ -120,11 +161,11 @@ impl InputsWriter {
 /// (each after its parent), per session, to `path`, making deferred prompts one
 /// conversation at a time. A body that is not JSON is kept as a string; a multipart
 /// form is written as its JSON view. Once `cancel` fires, stops and removes the file.
-fn write(
+fn write<C: Borrow<Conversation>>(
     path: &Path,
     endpoint: &dyn Endpoint,
     config: &BenchmarkConfig,
-    conversations: &[Conversation],
+    conversations: impl Iterator<Item = Result<C, DatasetError>>,
     cancel: Option<&CancellationToken>,
 ) -> Result<Completion, RunError> {
     let file = std::fs::File::create(path).map_err(RunError::write(path))?;
@@ -136,6 +177,8 @@ fn write(
             std::fs::remove_file(path).map_err(RunError::write(path))?;
             return Ok(Completion::Cancelled);
         }
+        let conversation = conversation.map_err(WorkloadError::Dataset)?;
+        let conversation = conversation.borrow();
         let made;
         let conversation = if conversation.has_deferred_text() {
             made = conversation.materialized();

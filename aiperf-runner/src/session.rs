@@ -278,8 +278,17 @@ impl Session {
         hooks.artifacts_at(&artifact_dir);
         tracing::info!("Artifacts: {}", artifact_dir.display());
         let paths = export_paths(&artifact_dir, config.output.export_prefix.as_deref());
-        let inputs_json =
-            inputs::InputsWriter::start(&paths.inputs_json, endpoint, &config, &conversations)?;
+        let inputs_json = match &workload.stream {
+            Some(stream) => inputs::InputsWriter::of_stream(
+                &paths.inputs_json,
+                endpoint,
+                &config,
+                stream.clone(),
+            ),
+            None => {
+                inputs::InputsWriter::start(&paths.inputs_json, endpoint, &config, &conversations)?
+            }
+        };
 
         // Stops this run's sending at the first failed write of a record export, without
         // cancelling the whole invocation.
@@ -331,10 +340,14 @@ impl Session {
             self.transport.clone(),
         );
         let progress = Arc::new(Progress::default());
-        let benchmark = Benchmark::builder(&config)
+        let builder = Benchmark::builder(&config);
+        let builder = match workload.stream {
+            Some(stream) => builder.conversation_stream(stream),
+            None => builder.conversations(conversations, workload.sampling),
+        };
+        let benchmark = builder
             .endpoint(Arc::clone(endpoint))
             .transport(self.transport.clone())
-            .conversations(conversations, workload.sampling)
             .cancel_token(stop)
             .progress(Arc::clone(&progress))
             .wall_clock_offset(self.clock_offset.as_ref().map_or(0, |c| c.offset_ns))

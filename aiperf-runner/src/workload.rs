@@ -14,8 +14,8 @@ use aiperf_core::config::{
 use aiperf_core::dataset::DatasetError;
 use aiperf_core::schedule::replay_window;
 use aiperf_core::{
-    BenchmarkConfig, ConfigError, Conversation, Dataset, DatasetSource, EndpointInfo,
-    SamplingStrategy, Transport, ValidatedConfig,
+    BenchmarkConfig, ConfigError, Conversation, ConversationStream, Dataset, DatasetSource,
+    EndpointInfo, SamplingStrategy, Transport, ValidatedConfig,
 };
 use aiperf_datasets::{
     adjust, catalogue, derive_rng, fetch_sharegpt, fetch_spec_bench, model_choice,
@@ -90,9 +90,11 @@ const SHAREGPT_DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
 pub(crate) struct Workload {
     /// The run's configuration (a timestamped trace may have turned on the fixed schedule).
     pub(crate) config: ValidatedConfig,
-    /// In dataset order (a fixed schedule indexes into it).
+    /// In dataset order (a fixed schedule indexes into it); empty with a `stream`.
     pub(crate) conversations: Vec<Conversation>,
-    /// How the engine draws them.
+    /// The conversations made as the run needs them, instead of `conversations`.
+    pub(crate) stream: Option<ConversationStream>,
+    /// How the engine draws the `conversations`.
     pub(crate) sampling: SamplingStrategy,
     /// Accuracy mode: what each conversation's question expects.
     pub(crate) answers: Option<AnswerSheet>,
@@ -120,6 +122,12 @@ pub(crate) async fn load(
         }
         _ => None,
     };
+    if own_source.is_none()
+        && speed_bench_from_hub.is_none()
+        && streams_synthetic(&config, endpoint)
+    {
+        return synthetic_stream(config, endpoint, tokenizer);
+    }
     let dataset = if let Some(source) = own_source {
         source.load()
     } else if let Some(variant) = speed_bench_from_hub {
@@ -249,7 +257,83 @@ pub(crate) async fn load(
     Ok(Workload {
         config,
         conversations,
+        stream: None,
         sampling,
+        answers: None,
+    })
+}
+
+/// Whether the run streams its synthetic dataset (`SyntheticDataset::stream`) rather
+/// than making it whole before the first request: when every entry is used once anyway
+/// (no `--num-dataset-entries` pool for the sampler to reuse, and a request or session
+/// count that sizes the dataset at one conversation each: a run bounded by time alone
+/// reuses the default 100, which a stream would make again on every pass), and nothing
+/// needs the whole dataset before the run: a fixed schedule, a user-centric rate (its
+/// average turn count), the trace options that sample or rescale sessions, the raw
+/// endpoint's check of every turn. Sent in dataset order instead of shuffled: with each
+/// of the i.i.d. entries sent once, the order changes nothing; a sampling strategy the
+/// user names is drawn as asked, from the whole dataset
+/// (docs/datasets.md#made-as-the-run-goes-default-sizing).
+fn streams_synthetic(config: &ValidatedConfig, endpoint: &EndpointInfo) -> bool {
+    let input = &config.input;
+    let trace = &input.trace;
+    let sized_by_the_run = config.load.num_sessions.or(config.load.request_count);
+    input.is_synthetic()
+        && input.num_dataset_entries.is_none()
+        && sized_by_the_run.is_some()
+        && input.sampling_strategy.is_none()
+        && !config.load.fixed_schedule.is_enabled()
+        && config.load.user_centric.is_none()
+        && trace.session_sample_ratio.is_none()
+        && trace.replay_speedup.is_none()
+        && !trace.ignore_delays
+        && endpoint.name != "raw"
+}
+
+/// The synthetic workload as a stream (see [`streams_synthetic`]), with what the
+/// configuration adds to every conversation applied as each is made: the system prompt,
+/// the think-time cap, and the warning about long think times (on the first one made).
+fn synthetic_stream(
+    config: ValidatedConfig,
+    endpoint: &EndpointInfo,
+    tokenizer: &Tokenizer,
+) -> Result<Workload, WorkloadError> {
+    let mut stream =
+        SyntheticDataset::new(&config.input, &config.endpoint.models, tokenizer.clone())?
+            .with_rankings(endpoint.takes_rankings)
+            .with_entries(config.dataset_entries())
+            .stream()?;
+    if let Some(prompt) = config.input.prompt.system_prompt_text()? {
+        stream = stream.map(move |mut conversation| {
+            adjust::prepend_system_prompt(std::slice::from_mut(&mut conversation), &prompt);
+            conversation
+        });
+    }
+    if let Some(cap) = config.input.trace.inter_turn_delay_cap_seconds {
+        stream = stream.map(move |mut conversation| {
+            adjust::cap_turn_delays(std::slice::from_mut(&mut conversation), cap * 1000.0);
+            conversation
+        });
+    } else if config.input.session.delay_mean_ms > 0.0 {
+        let warned = std::sync::atomic::AtomicBool::new(false);
+        stream = stream.map(move |conversation| {
+            let (long, longest_ms) = adjust::long_turn_delays(std::slice::from_ref(&conversation));
+            if long > 0 && !warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                tracing::warn!(
+                    longest_ms,
+                    "some think times are over {} s: the run will wait that long before \
+                     those turns; --inter-turn-delay-cap-seconds shortens them",
+                    adjust::LONG_DELAY_MS / 1000.0
+                );
+            }
+            conversation
+        });
+    }
+    Ok(Workload {
+        config,
+        conversations: Vec::new(),
+        stream: Some(stream),
+        sampling: SamplingStrategy::Sequential,
         answers: None,
     })
 }
@@ -323,6 +407,7 @@ async fn load_questions(
     Ok(Workload {
         config,
         conversations,
+        stream: None,
         sampling: SamplingStrategy::Sequential,
         answers: Some(AnswerSheet {
             grader: accuracy.effective_grader(),

@@ -419,8 +419,11 @@ async fn an_embedders_endpoint_and_dataset_run_like_built_in_ones() {
     assert_eq!(order, ["q1", "q2", "q3", "q1", "q2", "q3"]);
 }
 
-/// A synthetic dataset of one conversation per request is announced when it is large, so
-/// the seconds spent generating it before the first request are explained.
+/// A synthetic dataset of one conversation per request made whole (here because the
+/// sampling strategy is named) is announced when it is large, so the seconds spent
+/// generating it before the first request are explained; made as the run goes (the
+/// default), nothing is generated up front and nothing is announced, and `inputs.json`
+/// still lists every conversation.
 #[tokio::test]
 async fn a_large_synthetic_dataset_is_announced_before_it_is_generated() {
     let server = mock().await;
@@ -429,6 +432,17 @@ async fn a_large_synthetic_dataset_is_announced_before_it_is_generated() {
     config.input.isl_mean = 1;
     config.load.request_count = Some(LARGE_DATASET as u64);
     config.load.benchmark_duration = Some(0.2);
+    let mut hooks = Recorder::default();
+    run(&spec(config.clone()), &mut hooks, CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(hooks.calls[0], "artifacts_at");
+    let inputs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("inputs.json")).unwrap())
+            .unwrap();
+    assert_eq!(inputs["data"].as_array().unwrap().len(), LARGE_DATASET);
+
+    config.input.sampling_strategy = Some(SamplingStrategy::Shuffle);
     let mut hooks = Recorder::default();
     run(&spec(config.clone()), &mut hooks, CancellationToken::new())
         .await

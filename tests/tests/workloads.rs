@@ -393,6 +393,50 @@ async fn the_same_seed_writes_byte_identical_inputs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_synthetic_dataset_sends_and_writes_what_the_whole_one_does() {
+    // Sized by default (one conversation per session), the synthetic dataset is made as
+    // the run goes, in dataset order; with --num-dataset-entries it is made whole and
+    // drawn, here sequentially: the same conversations, sent in the same order through
+    // warmup, profiling and a second pass, and the same inputs.json.
+    let dir = tempfile::tempdir().unwrap();
+    let shape = "--session-turns-mean 2 --session-turns-stddev 1 --num-sessions 6 \
+                 --warmup-request-count 3 --concurrency 1 --isl 12 --osl 2";
+    let mut sent = Vec::new();
+    let mut inputs = Vec::new();
+    for (run, sizing) in [
+        ("streamed", ""),
+        (
+            "whole",
+            "--num-dataset-entries 6 --dataset-sampling-strategy sequential",
+        ),
+    ] {
+        let run_dir = dir.path().join(run);
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let (server, record) = recording_mock(&run_dir, 0.0, 0.0).await;
+        let output = profile(run_args(&server, &run_dir, &format!("{shape} {sizing}"))).await;
+        assert_exit(&output, 0);
+        let bodies: Vec<Value> = recorded(server, &record)
+            .await
+            .iter()
+            .map(recorded_body)
+            .collect();
+        sent.push(bodies);
+        inputs.push(std::fs::read(run_dir.join("artifacts/inputs.json")).unwrap());
+    }
+    assert!(sent[0] == sent[1], "{:#?}\n{:#?}", sent[0], sent[1]);
+    assert!(sent[0].len() > 3 + 6, "{} requests", sent[0].len());
+    assert!(inputs[0] == inputs[1], "inputs.json differs");
+    let written: Value = serde_json::from_slice(&inputs[0]).unwrap();
+    let ids: Vec<&str> = written["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_line_names_the_file_line_and_field_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(

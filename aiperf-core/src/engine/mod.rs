@@ -30,7 +30,7 @@ use crate::cache_bust::CacheBust;
 use crate::clock::Clock;
 use crate::config::{ConfigError, ExportLevel, ValidatedConfig};
 use crate::conversation::Conversation;
-use crate::dataset::{ConversationSampler, SamplingStrategy};
+use crate::dataset::{ConversationSampler, ConversationStream, DatasetError, SamplingStrategy};
 use crate::endpoint::Endpoint;
 use crate::record::{
     Credit, ErrorDetails, HttpTiming, Phase, RawCapture, RequestRecord, TimedResponse,
@@ -46,12 +46,14 @@ mod phase;
 mod plan;
 mod prompt_maker;
 mod session;
+mod stream_maker;
 mod watermark;
 
 pub use plan::{Cancellation, PhasePlan};
 
 use phase::PhaseRunner;
 use prompt_maker::PromptMaker;
+use stream_maker::StreamMaker;
 use watermark::{Ticket, Unprocessed};
 
 /// Most finished exchanges waiting for the processing thread (see the module docs). At
@@ -174,6 +176,12 @@ pub enum EngineError {
     /// The schedule could not be built.
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
+    /// The thread that makes a [`ConversationStream`]'s conversations could not start.
+    #[error("cannot start the thread that makes the dataset's conversations: {0}")]
+    StreamThread(std::io::Error),
+    /// A [`ConversationStream`] failed to make a conversation; the run stopped there.
+    #[error("the dataset stream failed: {0}")]
+    Dataset(DatasetError),
     /// The record sink failed (e.g. the disk is full).
     #[error("writing results failed: {0}")]
     Sink(SinkError),
@@ -185,7 +193,7 @@ pub struct Benchmark<S: RecordSink> {
     config: ValidatedConfig,
     shared: Arc<Shared>,
     phases: Vec<PhasePlan>,
-    sampler: ConversationSampler,
+    draws: phase::Draws,
     sink: S,
     cancel: CancellationToken,
     progress: Arc<Progress>,
@@ -216,8 +224,17 @@ struct Shared {
     cache_bust: CacheBust,
     /// Makes the deferred prompts ahead of the schedule, when the dataset has any.
     prompt_maker: Option<PromptMaker>,
+    /// Makes the conversations of a streamed dataset ahead of the schedule.
+    stream: Option<Arc<StreamMaker>>,
     /// The requests whose records the sink has not received: the processing watermark.
     unprocessed: Arc<Unprocessed>,
+}
+
+impl Shared {
+    /// A streamed dataset's draw `draw` once made; `None` when the stream failed.
+    async fn take_streamed(&self, draw: usize) -> Option<Arc<Conversation>> {
+        self.stream.as_ref()?.take(draw as u64).await
+    }
 }
 
 /// Builds a [`Benchmark`] of one configuration. The configuration decides everything it
@@ -230,6 +247,7 @@ pub struct BenchmarkBuilder {
     transport: Option<Arc<dyn Transport>>,
     conversations: Vec<Conversation>,
     sampling: SamplingStrategy,
+    stream: Option<ConversationStream>,
     phases: Vec<PhasePlan>,
     cancel: CancellationToken,
     progress: Arc<Progress>,
@@ -254,6 +272,7 @@ impl Benchmark<crate::sink::CollectRecords> {
             transport: None,
             conversations: Vec::new(),
             sampling: SamplingStrategy::Shuffle,
+            stream: None,
             phases: Vec::new(),
             cancel: CancellationToken::new(),
             progress: Arc::new(Progress::default()),
@@ -287,6 +306,51 @@ impl BenchmarkBuilder {
     ) -> Self {
         self.conversations = conversations;
         self.sampling = sampling;
+        self
+    }
+
+    /// Conversations made as the run needs them instead of loaded
+    /// [`conversations`](Self::conversations) (which this replaces): sent once each, in
+    /// dataset order, each made on a thread of its own at most a thousand or so ahead of
+    /// the sessions and dropped once its session ended, so the run's memory stays flat
+    /// however many requests it sends. A run that starts more sessions than the stream
+    /// holds starts a new pass from its first conversation, as sequential sampling wraps
+    /// around a loaded dataset. Phases that need the whole dataset (a fixed schedule, a
+    /// user-centric rate) cannot be derived from a stream: see
+    /// [`PhasePlan::for_stream`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use aiperf_core::{Benchmark, BenchmarkConfig, Conversation, ConversationStream, Turn};
+    /// # use aiperf_core::{Endpoint, Transport};
+    /// # fn build(endpoint: Arc<dyn Endpoint>, transport: Arc<dyn Transport>) {
+    /// let mut config = BenchmarkConfig::default();
+    /// config.endpoint.urls = vec!["http://localhost:8000".into()];
+    /// config.load.request_count = Some(1_000_000);
+    /// let config = config.validate().unwrap();
+    /// // A million prompts, never more than a few thousand of them in memory.
+    /// let prompts = ConversationStream::new(1_000_000, || {
+    ///     (0..1_000_000).map(|i| {
+    ///         Ok(Conversation {
+    ///             session_id: i.to_string(),
+    ///             turns: vec![Turn::text(format!("Say {i} in words."))],
+    ///             ..Conversation::default()
+    ///         })
+    ///     })
+    /// })
+    /// .single_turn();
+    /// let benchmark = Benchmark::builder(&config)
+    ///     .endpoint(endpoint)
+    ///     .transport(transport)
+    ///     .conversation_stream(prompts)
+    ///     .sink(aiperf_core::CollectRecords::default());
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn conversation_stream(mut self, stream: ConversationStream) -> Self {
+        self.conversations = Vec::new();
+        self.stream = Some(stream);
         self
     }
 
@@ -335,7 +399,11 @@ impl BenchmarkBuilder {
     pub fn sink<S: RecordSink>(self, sink: S) -> Result<Benchmark<S>, EngineError> {
         let endpoint = self.endpoint.ok_or(EngineError::Missing("endpoint"))?;
         let transport = self.transport.ok_or(EngineError::Missing("transport"))?;
-        if self.conversations.is_empty() {
+        let empty = self
+            .stream
+            .as_ref()
+            .map_or(self.conversations.is_empty(), ConversationStream::is_empty);
+        if empty {
             return Err(EngineError::EmptyDataset);
         }
         let info = endpoint.info();
@@ -346,26 +414,41 @@ impl BenchmarkBuilder {
             self.config
                 .modified(|config| config.endpoint.streaming = streaming)?
         };
-        let phases = if self.phases.is_empty() {
-            PhasePlan::for_dataset(&config, &self.conversations)?
-        } else {
-            self.phases
+        let phases = match (self.phases.is_empty(), &self.stream) {
+            (false, _) => self.phases,
+            (true, Some(stream)) => PhasePlan::for_stream(&config, stream)?,
+            (true, None) => PhasePlan::for_dataset(&config, &self.conversations)?,
         };
         let endpoint_config = &config.endpoint;
         let urls = config.request_urls(info);
         let (headers, _) =
             info.request_headers(endpoint_config.api_key.as_deref(), &endpoint_config.headers);
         let seed = config.input.random_seed.unwrap_or_else(rand::random);
-        let sampler = ConversationSampler::new(
-            self.conversations,
-            self.sampling,
-            derive_seed(seed, "dataset.sampling"),
-        );
-        let conversations = sampler.conversations();
-        let prompt_maker = conversations
-            .iter()
-            .any(|c| c.has_deferred_text())
-            .then(|| PromptMaker::start(conversations.to_vec()));
+        // The run's own token: a failed stream stops this run, not the caller's others.
+        let cancel = self.cancel.child_token();
+        let (draws, prompt_maker, stream) = if let Some(stream) = self.stream {
+            let maker =
+                StreamMaker::start(stream, cancel.clone()).map_err(EngineError::StreamThread)?;
+            let maker = Arc::new(maker);
+            let draws = phase::Draws::new(phase::DrawSource::Stream(Arc::clone(&maker)));
+            (draws, None, Some(maker))
+        } else {
+            let sampler = ConversationSampler::new(
+                self.conversations,
+                self.sampling,
+                derive_seed(seed, "dataset.sampling"),
+            );
+            let conversations = sampler.conversations();
+            let prompt_maker = conversations
+                .iter()
+                .any(|c| c.has_deferred_text())
+                .then(|| PromptMaker::start(conversations.to_vec()));
+            (
+                phase::Draws::new(phase::DrawSource::Sampler(sampler)),
+                prompt_maker,
+                None,
+            )
+        };
         let shared = Shared {
             urls,
             model: config.primary_model().to_owned(),
@@ -379,17 +462,18 @@ impl BenchmarkBuilder {
             keep_raw: config.output.export_level == ExportLevel::Raw,
             cache_bust: config.input.cache_bust,
             prompt_maker,
+            stream,
             unprocessed: Arc::default(),
             endpoint,
             transport,
         };
         Ok(Benchmark {
-            sampler,
+            draws,
             config,
             shared: Arc::new(shared),
             phases,
             sink,
-            cancel: self.cancel,
+            cancel,
             progress: self.progress,
             wall_offset_ns: self.wall_offset_ns,
         })
@@ -451,7 +535,7 @@ impl<S: RecordSink> Benchmark<S> {
             Arc::clone(&self.progress),
             self.cancel.clone(),
         );
-        let draws = Arc::new(Mutex::new(phase::Draws::new(self.sampler)));
+        let draws = Arc::new(Mutex::new(self.draws));
         let mut info = RunInfo {
             clock: Some(clock),
             ..RunInfo::default()
@@ -486,6 +570,9 @@ impl<S: RecordSink> Benchmark<S> {
             .map_err(|e| EngineError::Sink(e.to_string().into()))?
             .map_err(|_| EngineError::Sink("the record processor panicked".into()))?
             .map_err(EngineError::Sink)?;
+        if let Some(failure) = self.shared.stream.as_ref().and_then(|s| s.failure()) {
+            return Err(EngineError::Dataset(failure));
+        }
         sink.finish(&info).map_err(EngineError::Sink)
     }
 }

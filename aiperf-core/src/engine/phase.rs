@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::plan::{Cancellation, PhasePlan};
 use super::session::SessionStart;
+use super::stream_maker::StreamMaker;
 use super::{Progress, Shared, ToProcessor};
 use crate::clock::{instant_after, saturating_secs, Clock};
 use crate::config::Shard;
@@ -348,20 +349,30 @@ impl PhaseRunner {
     }
 }
 
-/// The run's conversation draws: the sampler and how many conversations it has drawn,
-/// so that every session gets the conversation one process would give it, whichever
-/// shard starts it.
+/// The run's conversation draws: where they come from and how many were drawn, so
+/// that every session gets the conversation one process would give it, whichever shard
+/// starts it.
 pub(super) struct Draws {
-    sampler: ConversationSampler,
+    source: DrawSource,
     drawn: u64,
     /// Draws made before the current phase.
     phase_offset: u64,
 }
 
+/// Where the draws come from.
+// One per run: boxing the sampler would save nothing worth the indirection.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum DrawSource {
+    /// A loaded dataset, drawn by its sampler.
+    Sampler(ConversationSampler),
+    /// A stream: draw `d` is its `d`-th conversation made, taken by the session itself.
+    Stream(Arc<StreamMaker>),
+}
+
 impl Draws {
-    pub(super) fn new(sampler: ConversationSampler) -> Self {
+    pub(super) fn new(source: DrawSource) -> Self {
         Self {
-            sampler,
+            source,
             drawn: 0,
             phase_offset: 0,
         }
@@ -380,26 +391,48 @@ impl Draws {
         }
     }
 
-    /// The conversation of the phase's session `number` and its dataset index: the
-    /// dataset's `index` when the schedule names one, else the sampler's draw for that
-    /// number (passing over the draws of other shards' sessions).
+    /// The conversation of the phase's session `number` and its dataset index (a
+    /// stream's: its draw, the conversation `None` as the session takes it from the
+    /// stream): the dataset's `index` when the schedule names one, else the draw for
+    /// that number (passing over the draws of other shards' sessions). A stream has no
+    /// index to name, so a schedule naming one gets nothing.
     fn conversation(
         &mut self,
         number: u64,
         index: Option<usize>,
-    ) -> Option<(usize, Arc<Conversation>)> {
-        let index = if let Some(index) = index {
-            index
-        } else {
+    ) -> Option<(usize, Option<Arc<Conversation>>)> {
+        if index.is_none() {
             self.skip_to(self.phase_offset + number);
-            self.drawn += 1;
-            self.sampler.next_index()?
-        };
-        Some((index, self.sampler.get(index)?))
+        }
+        match &mut self.source {
+            DrawSource::Sampler(sampler) => {
+                let index = if let Some(index) = index {
+                    index
+                } else {
+                    self.drawn += 1;
+                    sampler.next_index()?
+                };
+                Some((index, Some(sampler.get(index)?)))
+            }
+            DrawSource::Stream(_) if index.is_some() => None,
+            DrawSource::Stream(_) => {
+                let draw = self.drawn;
+                self.drawn += 1;
+                Some((usize::try_from(draw).ok()?, None))
+            }
+        }
     }
 
     fn skip_to(&mut self, draws: u64) {
-        while self.drawn < draws && self.sampler.next_index().is_some() {
+        while self.drawn < draws {
+            match &mut self.source {
+                DrawSource::Sampler(sampler) => {
+                    if sampler.next_index().is_none() {
+                        return;
+                    }
+                }
+                DrawSource::Stream(maker) => maker.pass_over(self.drawn),
+            }
             self.drawn += 1;
         }
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::clock::saturating_secs;
 use crate::config::{ArrivalPattern, BenchmarkConfig, RateSeriesPoint, Shard};
 use crate::conversation::Conversation;
+use crate::dataset::ConversationStream;
 use crate::record::Phase;
 use crate::schedule::{
     first_timestamp, ClosedLoop, FixedSchedule, RateScheduler, ScheduleError, Scheduler,
@@ -102,6 +103,11 @@ impl PhasePlan {
     pub fn for_shard(self, shard: Shard, conversations: &[Conversation]) -> PhasePlan {
         let single_turn =
             !conversations.is_empty() && conversations.iter().all(|c| c.turns.len() == 1);
+        self.shard_share(shard, single_turn)
+    }
+
+    /// See [`for_shard`](Self::for_shard); `single_turn`: every conversation is one turn.
+    fn shard_share(self, shard: Shard, single_turn: bool) -> PhasePlan {
         let run_wide_sessions = self
             .session_count
             .or(self.request_count.filter(|_| single_turn));
@@ -132,6 +138,34 @@ impl PhasePlan {
         config: &BenchmarkConfig,
         conversations: &[Conversation],
     ) -> Result<Vec<PhasePlan>, ScheduleError> {
+        let single_turn =
+            !conversations.is_empty() && conversations.iter().all(|c| c.turns.len() == 1);
+        Self::plans(config, conversations, single_turn)
+    }
+
+    /// The phases a validated configuration asks for with a [`ConversationStream`]
+    /// (see [`for_dataset`](Self::for_dataset)). A fixed schedule and a user-centric rate
+    /// need the whole dataset (its timestamps, its average turn count): they are errors.
+    pub fn for_stream(
+        config: &BenchmarkConfig,
+        stream: &ConversationStream,
+    ) -> Result<Vec<PhasePlan>, ScheduleError> {
+        let load = &config.load;
+        if load.fixed_schedule.is_enabled() || load.user_centric.is_some() {
+            return Err(ScheduleError(
+                "a fixed schedule or a user-centric rate needs the dataset's conversations, \
+                 not a stream of them"
+                    .into(),
+            ));
+        }
+        Self::plans(config, &[], stream.is_single_turn())
+    }
+
+    fn plans(
+        config: &BenchmarkConfig,
+        conversations: &[Conversation],
+        single_turn: bool,
+    ) -> Result<Vec<PhasePlan>, ScheduleError> {
         let seed = config.input.random_seed.unwrap_or_else(rand::random);
         let mut plans = Vec::new();
         if config.load.warmup.is_enabled() {
@@ -148,7 +182,7 @@ impl PhasePlan {
                     let replays_whole_trace = plan.phase == Phase::Profiling
                         && config.load.fixed_schedule.is_enabled()
                         && whole_trace;
-                    let mut plan = plan.for_shard(shard, conversations);
+                    let mut plan = plan.shard_share(shard, single_turn);
                     if replays_whole_trace {
                         plan.request_count = None;
                     }

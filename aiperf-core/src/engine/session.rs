@@ -76,8 +76,9 @@ pub(super) struct SessionStart {
     pub(super) scheduled_at: Instant,
     /// Where the conversation is in the dataset (where its made prompts are).
     pub(super) dataset_index: usize,
-    /// The conversation as the dataset holds it (prompts possibly not made yet).
-    pub(super) conversation: Arc<Conversation>,
+    /// The conversation as the dataset holds it (prompts possibly not made yet); `None`
+    /// for a stream's draw, which the session takes from the stream.
+    pub(super) conversation: Option<Arc<Conversation>>,
     /// Turn limit and correlation id fixed by the schedule, if any.
     pub(super) planned: PlannedSession,
 }
@@ -101,9 +102,14 @@ impl PhaseRunner {
             conversation,
             planned,
         } = start;
-        let conversation = match &self.shared.prompt_maker {
-            Some(maker) => maker.conversation(dataset_index).await,
-            None => conversation,
+        let conversation = match (conversation, &self.shared.prompt_maker) {
+            (Some(_), Some(maker)) => maker.conversation(dataset_index).await,
+            (Some(conversation), None) => conversation,
+            (None, _) => match self.shared.take_streamed(dataset_index).await {
+                Some(conversation) => conversation,
+                // The stream failed: the run is cancelled and reports why.
+                None => return,
+            },
         };
         let url: Arc<str> = self.shared.urls[session_index as usize % self.shared.urls.len()]
             .as_str()
