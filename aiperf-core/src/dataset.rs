@@ -168,10 +168,21 @@ pub struct ConversationSampler {
 
 impl ConversationSampler {
     /// A sampler over `conversations` (which must not be empty).
+    ///
+    /// Each conversation's turns are trimmed to what they hold: a loader that pushed them
+    /// one by one leaves up to half its room spare (a one-turn conversation built by a
+    /// push holds four 432-byte turns), and the sampler keeps every conversation for the
+    /// whole run.
     pub fn new(conversations: Vec<Conversation>, strategy: SamplingStrategy, seed: u64) -> Self {
         Self {
             order: (0..conversations.len()).collect(),
-            conversations: conversations.into_iter().map(Arc::new).collect(),
+            conversations: conversations
+                .into_iter()
+                .map(|mut conversation| {
+                    conversation.turns.shrink_to_fit();
+                    Arc::new(conversation)
+                })
+                .collect(),
             strategy,
             rng: ChaCha8Rng::seed_from_u64(seed),
             position: usize::MAX,
@@ -247,6 +258,21 @@ mod tests {
         (0..n)
             .map(|_| sampler.next_conversation().unwrap().session_id.clone())
             .collect()
+    }
+
+    #[test]
+    fn conversations_are_kept_without_spare_turns() {
+        // As a loader reading turns one by one does it.
+        let mut pushed = Vec::with_capacity(4);
+        pushed.push(Turn::text("one"));
+        assert!(pushed.capacity() > 1);
+        let conversation = Conversation {
+            turns: pushed,
+            ..Conversation::default()
+        };
+        let sampler = ConversationSampler::new(vec![conversation], SamplingStrategy::Sequential, 1);
+        let kept = sampler.get(0).unwrap();
+        assert_eq!((kept.turns.len(), kept.turns.capacity()), (1, 1));
     }
 
     #[test]
