@@ -82,6 +82,7 @@ fn start_thread() -> Option<ReaderThread> {
     let spawned = std::thread::Builder::new()
         .name("aiperf-socket-reader".into())
         .spawn(move || {
+            raise_priority();
             // Built here, so it is also dropped here: never inside the caller's runtime.
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_io()
@@ -111,6 +112,34 @@ fn start_thread() -> Option<ReaderThread> {
         Err(error) => {
             tracing::warn!(%error, "no socket reader thread; connections are read by the sending runtime");
             None
+        }
+    }
+}
+
+/// The nice value the reader thread asks for: well above the sending runtime's (0).
+#[cfg(target_os = "linux")]
+const READER_NICE: i32 = -15;
+
+/// Asks the kernel to run this thread before the others when it has bytes to read.
+///
+/// On a machine whose cores are all busy (the client's threads, or a server beside it),
+/// a reader of equal priority waits its turn behind them, and two server writes then meet
+/// in one read and share the later one's stamp: at concurrency 512 on 2 cores, TTFT on
+/// reused connections came out 2.3 ms (mean) and 15.6 ms (p99) above the wire's; with
+/// the thread at nice -15, 0.2 ms and 0.02 ms (bench/README.md). The reader only runs
+/// when bytes arrive and stops at a full inbox, so it cannot starve the others.
+/// Raising a priority needs `CAP_SYS_NICE` or an `RLIMIT_NICE` (`ulimit -e`) that allows
+/// it; without, the thread keeps the default priority and this is logged at debug level.
+fn raise_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let thread = Some(rustix::thread::gettid());
+        if let Err(error) = rustix::process::setpriority_process(thread, READER_NICE) {
+            tracing::debug!(
+                %error,
+                nice = READER_NICE,
+                "the socket reader keeps the default priority (needs CAP_SYS_NICE or ulimit -e)"
+            );
         }
     }
 }
@@ -294,5 +323,34 @@ async fn read_until_closed(stream: Arc<TcpStream>, kernel_stamps: bool, ending: 
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+mod tests {
+    use super::*;
+
+    /// The calling thread's nice value, from `/proc`.
+    fn own_nice() -> i32 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // Fields after the command name, which is in parentheses, start at field 3;
+        // the nice value is field 19.
+        let fields = &stat[stat.rfind(')').unwrap() + 2..];
+        fields.split(' ').nth(16).unwrap().parse().unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_reader_thread_runs_at_a_raised_priority_where_the_system_allows() {
+        let default = own_nice();
+        let permitted = std::thread::spawn(|| {
+            rustix::process::setpriority_process(Some(rustix::thread::gettid()), READER_NICE)
+                .is_ok()
+        })
+        .join()
+        .unwrap();
+        let thread = start_thread().unwrap();
+        let nice = thread.runtime.spawn(async { own_nice() }).await.unwrap();
+        assert_eq!(nice, if permitted { READER_NICE } else { default });
     }
 }
