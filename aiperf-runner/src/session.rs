@@ -72,7 +72,7 @@ impl Session {
             .readiness
             .map(super::spec::ReadinessOptions::to_readiness)
             .transpose()?;
-        let transport = Arc::new(build_transport(&spec.transport)?);
+        let transport = Arc::new(build_transport(&spec.transport, config.endpoint.streaming)?);
         let (tokenizer, token_counter) = load_run_tokenizer(config, transport.as_ref()).await?;
         let mock = start_embedded_mock_if_asked(config, &tokenizer).await?;
         let mock_url = mock.as_ref().map(EmbeddedMock::url);
@@ -529,8 +529,11 @@ pub(crate) fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
 }
 
 /// `Never` keeps no idle connection, so every request opens its own (and pays the TCP
-/// handshake inside its TTFT, as a client without keep-alive would).
-fn build_transport(options: &TransportOptions) -> Result<HttpTransport, RunError> {
+/// handshake inside its TTFT, as a client without keep-alive would). A streaming run's
+/// socket reader asks for a higher priority: its chunks' stamps need it under load, and
+/// a non-streaming response's single chunk does not (the kernel stamps its arrival
+/// however late it is read), so there it would only cost capacity.
+fn build_transport(options: &TransportOptions, streaming: bool) -> Result<HttpTransport, RunError> {
     let mut builder = match options.connection_reuse {
         ConnectionReuse::Pooled => HttpTransport::builder(),
         ConnectionReuse::Never => HttpTransport::builder().pool_max_idle_per_host(0),
@@ -547,6 +550,7 @@ fn build_transport(options: &TransportOptions) -> Result<HttpTransport, RunError
         .http2(options.http2)
         .max_response_bytes(options.max_response_bytes)
         .socket_reader(options.socket_reader)
+        .raise_reader_priority(streaming)
         .build()?)
 }
 
