@@ -296,7 +296,11 @@ async fn rankings_runs_compose_a_query_and_passages_per_request() {
 async fn connections_are_pooled_by_default_and_new_per_request_with_never() {
     // Pooled: one connection per concurrent slot; a slot may briefly open another while
     // hyper returns the previous connection to the pool, hence a small margin. The HTTP
-    // trace of each record says whether it opened one: exactly the server's count.
+    // trace of each record says whether it waited for a connection to be set up. With
+    // `never` that is every record, exactly the server's count. Pooled, it is at least the
+    // first record and at most the server's count: a request whose connect races an idle
+    // connection coming back takes the idle one (it waited for no set-up), and the
+    // connection it started goes to the pool for a later request, which finds it ready.
     for (strategy, connections) in [("pooled", 2..=4), ("never", 12..=12)] {
         let server = MockServer::start(MockConfig::fast()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -317,9 +321,14 @@ async fn connections_are_pooled_by_default_and_new_per_request_with_never() {
             .iter()
             .filter(|r| r["metrics"]["http_req_connection_reused"]["value"] == 0)
             .count() as u64;
-        assert_eq!(
-            opened, accepted,
-            "{strategy}: records that opened a connection"
+        let expected_opened = if strategy == "never" {
+            accepted..=accepted
+        } else {
+            1..=accepted
+        };
+        assert!(
+            expected_opened.contains(&opened),
+            "{strategy}: {opened} records opened a connection, the server accepted {accepted}"
         );
         for record in &records {
             let trace = &record["trace_data"];
