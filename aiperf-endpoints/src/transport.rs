@@ -37,6 +37,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 pub use crate::tls::TransportBuildError;
 use crate::tls::{client_config, TlsOptions};
+use boxed_tls::BoxTls;
 use reader::SocketReader;
 use traced::{request_size, response_head_size, ConnectTiming, TimedConnector};
 use wire::{Arrivals, WireClock, WireConnector};
@@ -96,7 +97,7 @@ pub struct HttpTransport {
     uris: UriCache,
 }
 
-type Connector = TimedConnector<HttpsConnector<WireConnector>>;
+type Connector = TimedConnector<BoxTls<HttpsConnector<WireConnector>>>;
 type HyperClient = Client<Connector, Full<Bytes>>;
 
 impl std::fmt::Debug for HttpTransport {
@@ -263,11 +264,11 @@ impl HttpTransportBuilder {
             .socket_reader
             .then(|| Arc::new(SocketReader::new(self.raise_reader_priority)));
         let tcp = WireConnector::new(tcp, reader);
-        let connector = TimedConnector::new(if self.http2 {
+        let connector = TimedConnector::new(BoxTls::new(if self.http2 {
             https.enable_http2().wrap_connector(tcp)
         } else {
             https.wrap_connector(tcp)
-        });
+        }));
         let client = self.client(connector.clone(), self.pool_max_idle_per_host);
         let fresh = self.client(connector.clone(), 0);
         Ok(HttpTransport {
@@ -342,7 +343,9 @@ impl HttpTransport {
                     "a reused connection closed before any response byte; \
                      sending again on a fresh connection"
                 );
-                let attempt = self.exchange_on(&self.fresh, &request, &mut control).await;
+                // Boxed: rarely needed, inline it would take its room in every exchange's
+                // state for the whole stream (2,696 bytes an exchange, 2,312 boxed).
+                let attempt = Box::pin(self.exchange_on(&self.fresh, &request, &mut control)).await;
                 RawExchange {
                     retries: 1,
                     ..attempt.into_exchange()
@@ -769,6 +772,7 @@ fn causes<'a>(
     })
 }
 
+mod boxed_tls;
 mod reader;
 mod traced;
 mod wire;

@@ -345,7 +345,7 @@ impl PhaseRunner {
                         },
                     },
                 };
-                let _ = self.results.send(ToProcessor::Finished(finished)).await;
+                let _ = Box::pin(self.results.send(ToProcessor::Finished(finished))).await;
                 return None;
             }
         };
@@ -397,9 +397,10 @@ impl PhaseRunner {
             }
             _ => send.await,
         };
-        let exchange = self
-            .follow_job(&credit, url, session, bounds, exchange)
-            .await;
+        // This and the two sends to the processor are boxed: they run after the response
+        // (or instead of it), but inline they would size the session's task, held while it
+        // streams, by their state: 3,944 bytes a session, 2,624 with the three boxed.
+        let exchange = Box::pin(self.follow_job(&credit, url, session, bounds, exchange)).await;
         drop(on_the_wire);
         let reply = want_reply.then(|| {
             shared
@@ -412,18 +413,16 @@ impl PhaseRunner {
         });
         // The processor only goes away after every phase ended; a send error means the
         // run is shutting down and the record has nowhere to go.
-        let _ = self
-            .results
-            .send(ToProcessor::Finished(Finished {
-                credit,
-                ticket,
-                model,
-                payload: built.json_view.unwrap_or(built.body),
-                input_text,
-                sent_headers,
-                outcome: Outcome::Exchanged(exchange),
-            }))
-            .await;
+        let _ = Box::pin(self.results.send(ToProcessor::Finished(Finished {
+            credit,
+            ticket,
+            model,
+            payload: built.json_view.unwrap_or(built.body),
+            input_text,
+            sent_headers,
+            outcome: Outcome::Exchanged(exchange),
+        })))
+        .await;
         reply
     }
 }

@@ -8,9 +8,16 @@
 //! segment is read, and stamped, on its own as soon as it arrives. The reads wait in the
 //! connection's [`Inbox`] with their stamps until hyper asks for bytes on its own runtime;
 //! writes stay there too (a tokio socket may be written from a task of another runtime).
+//!
+//! What the reader holds ahead of hyper is bounded: [`READER_BUDGET`] shared evenly by
+//! the open connections, at most [`QUEUE_AT_MOST`] and at least [`QUEUE_AT_LEAST`] each.
+//! A connection at its bound is not read until hyper takes some of its bytes: the kernel
+//! holds the rest (not in the client's memory) and, as without the reader, a later read
+//! then takes what arrived meanwhile at once.
 
 use std::collections::VecDeque;
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -23,9 +30,23 @@ use tokio::sync::{oneshot, Notify};
 
 use super::wire::{read_now, WireClock, READ_AT_MOST};
 
-/// How many bytes read ahead of hyper one connection may hold: the reader stops reading
+/// The most bytes read ahead of hyper one connection may hold: the reader stops reading
 /// that socket until hyper has taken some (TCP then holds the rest back at the server).
 pub(crate) const QUEUE_AT_MOST: usize = 256 * 1024;
+
+/// What all of a reader's connections may hold ahead of hyper together, shared evenly.
+/// A client far behind 10,000 streams (2 cores, bench/profile.sh section 8) held 15 KB a
+/// stream here, 150 MB; 32 MiB leaves each of them 4 KiB (about 18 SSE events, 180 ms of
+/// a stream at 10 ms per token) and keeps up to 128 connections at [`QUEUE_AT_MOST`].
+pub(crate) const READER_BUDGET: usize = 32 * 1024 * 1024;
+
+/// The least a connection may hold ahead of hyper however many are open: a response
+/// head and a few events.
+pub(crate) const QUEUE_AT_LEAST: usize = 4 * 1024;
+
+/// How many reads' places a drained queue keeps: one that grew with a backlog gives its
+/// room back, as a connection may stay open (idle in the pool) long after.
+const READS_KEPT: usize = 8;
 
 /// Starts the reader thread on the first connection and stops it when dropped (with the
 /// transport's last connector). Shared by all of a transport's connections.
@@ -39,6 +60,8 @@ pub(crate) struct SocketReader {
 #[derive(Debug)]
 pub(crate) struct ReaderThread {
     runtime: Handle,
+    /// The connections being read, which share [`READER_BUDGET`].
+    connections: Arc<Connections>,
     /// Dropped with the reader: the thread's runtime then ends, and with it every
     /// connection's read task.
     _stop: oneshot::Sender<()>,
@@ -76,13 +99,26 @@ impl ReaderThread {
             let _reader_context = self.runtime.enter();
             Arc::new(TcpStream::from_std(stream)?)
         };
-        let inbox = Arc::new(Inbox::default());
+        self.connections.open.fetch_add(1, Ordering::Relaxed);
+        let inbox = Arc::new(Inbox {
+            state: Mutex::default(),
+            reader: Notify::new(),
+            connections: self.connections.clone(),
+        });
         // The guard is made here, not in the task: a task dropped before it first ran
-        // still ends the connection's reading.
+        // still ends the connection's reading (and leaves the budget to the others).
         let ending = EndsReading(inbox.clone());
         self.runtime
             .spawn(read_until_closed(stream.clone(), kernel_stamps, ending));
         Ok((stream, inbox))
+    }
+}
+
+#[cfg(test)]
+impl ReaderThread {
+    /// Counts `more` connections as open, as if that many shared the budget.
+    pub(crate) fn count_as_open(&self, more: usize) {
+        self.connections.open.fetch_add(more, Ordering::Relaxed);
     }
 }
 
@@ -121,6 +157,7 @@ fn start_thread(raised: bool) -> Option<ReaderThread> {
     match started {
         Ok(runtime) => Some(ReaderThread {
             runtime,
+            connections: Arc::default(),
             _stop: stop,
         }),
         Err(error) => {
@@ -161,12 +198,31 @@ fn raise_priority() {
     }
 }
 
-/// What the reader read from one connection and hyper has not taken yet.
+/// The connections a reader reads: they share its [`READER_BUDGET`].
 #[derive(Debug, Default)]
+struct Connections {
+    open: AtomicUsize,
+}
+
+impl Connections {
+    /// How many bytes one connection may hold ahead of hyper now.
+    fn bound(&self) -> usize {
+        bound_among(self.open.load(Ordering::Relaxed))
+    }
+}
+
+/// One connection's share of [`READER_BUDGET`] among `open`.
+fn bound_among(open: usize) -> usize {
+    (READER_BUDGET / open.max(1)).clamp(QUEUE_AT_LEAST, QUEUE_AT_MOST)
+}
+
+/// What the reader read from one connection and hyper has not taken yet.
+#[derive(Debug)]
 pub(crate) struct Inbox {
     state: Mutex<InboxState>,
     /// Wakes the read task: hyper took bytes from a full inbox, or dropped the connection.
     reader: Notify,
+    connections: Arc<Connections>,
 }
 
 #[derive(Debug, Default)]
@@ -180,6 +236,8 @@ struct InboxState {
     consumer: Option<Waker>,
     /// hyper dropped the connection: the read task ends and the socket closes.
     closed: bool,
+    /// The read task waits for hyper to take bytes (the inbox was at its bound).
+    reader_waits: bool,
 }
 
 /// One read: its bytes (what remains of them) and when they arrived.
@@ -213,14 +271,21 @@ impl Inbox {
             clock.read(read.at);
             if taken == read.bytes.len() {
                 state.reads.pop_front();
+                if state.reads.is_empty() {
+                    state.reads.shrink_to(READS_KEPT);
+                }
             } else {
                 read.bytes.advance(taken);
             }
-            let was_full = state.queued >= QUEUE_AT_MOST;
             state.queued -= taken;
-            let room = state.queued < QUEUE_AT_MOST;
+            // Against the bound now: connections opened or closed since the reader
+            // stopped move it.
+            let wake_reader = state.reader_waits && state.queued < self.connections.bound();
+            if wake_reader {
+                state.reader_waits = false;
+            }
             drop(state);
-            if was_full && room {
+            if wake_reader {
                 self.reader.notify_one();
             }
             return Poll::Ready(Ok(()));
@@ -244,6 +309,12 @@ impl Inbox {
     #[cfg(test)]
     pub(crate) fn queued(&self) -> usize {
         self.state().queued
+    }
+
+    /// How many reads the queue has room for without growing.
+    #[cfg(test)]
+    pub(crate) fn reads_capacity(&self) -> usize {
+        self.state().reads.capacity()
     }
 
     /// hyper dropped the connection: the read task stops and drops its end of the socket.
@@ -277,14 +348,16 @@ impl Inbox {
         }
     }
 
-    /// What the read task does next: stop, or read (there is room).
-    fn may_read(&self) -> Option<bool> {
-        let state = self.state();
+    /// What the read task does next: stop (`None`), wait for hyper to take bytes (no
+    /// room), or read at most the room left under the connection's bound.
+    fn room(&self) -> Option<usize> {
+        let mut state = self.state();
         if state.closed {
-            None
-        } else {
-            Some(state.queued < QUEUE_AT_MOST)
+            return None;
         }
+        let room = self.connections.bound().saturating_sub(state.queued);
+        state.reader_waits = room == 0;
+        Some(room)
     }
 }
 
@@ -294,6 +367,7 @@ struct EndsReading(Arc<Inbox>);
 
 impl Drop for EndsReading {
     fn drop(&mut self) {
+        self.0.connections.open.fetch_sub(1, Ordering::Relaxed);
         self.0.end(Err(io::Error::other(
             "the transport's socket reader stopped",
         )));
@@ -305,15 +379,15 @@ impl Drop for EndsReading {
 async fn read_until_closed(stream: Arc<TcpStream>, kernel_stamps: bool, ending: EndsReading) {
     let inbox = &ending.0;
     loop {
-        match inbox.may_read() {
+        let room = match inbox.room() {
             None => return,
             // Full: wait until hyper takes some (or drops the connection).
-            Some(false) => {
+            Some(0) => {
                 inbox.reader.notified().await;
                 continue;
             }
-            Some(true) => {}
-        }
+            Some(room) => room,
+        };
         tokio::select! {
             biased;
             () = inbox.reader.notified() => continue,
@@ -324,9 +398,13 @@ async fn read_until_closed(stream: Arc<TcpStream>, kernel_stamps: bool, ending: 
                 }
             }
         }
-        let read = read_now(&stream, kernel_stamps, READ_AT_MOST, |bytes, at| {
-            (Bytes::copy_from_slice(bytes), at)
-        });
+        // No more than the room: the bound holds exactly.
+        let read = read_now(
+            &stream,
+            kernel_stamps,
+            room.min(READ_AT_MOST),
+            |bytes, at| (Bytes::copy_from_slice(bytes), at),
+        );
         match read {
             Ok((bytes, _)) if bytes.is_empty() => {
                 inbox.end(Ok(()));
@@ -361,6 +439,19 @@ mod tests {
     async fn reader_nice(raised: bool) -> i32 {
         let thread = start_thread(raised).unwrap();
         thread.runtime.spawn(async { own_nice() }).await.unwrap()
+    }
+
+    /// Each connection's share of the budget: the most up to 128 connections, the least
+    /// from 8,192 on, even shares between.
+    #[test]
+    fn connections_share_the_budget_evenly_between_the_least_and_the_most() {
+        assert_eq!(bound_among(0), 262_144);
+        assert_eq!(bound_among(1), 262_144);
+        assert_eq!(bound_among(128), 262_144);
+        assert_eq!(bound_among(129), 260_111);
+        assert_eq!(bound_among(1_000), 33_554);
+        assert_eq!(bound_among(8_192), 4_096);
+        assert_eq!(bound_among(10_000), 4_096);
     }
 
     #[tokio::test]
