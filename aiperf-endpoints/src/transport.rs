@@ -297,22 +297,23 @@ impl HttpTransport {
         HttpTransportBuilder::default()
     }
 
-    /// The client for a request: the conversation's own with sticky sessions, else the
-    /// shared pool.
-    fn client_for(&self, session: Option<&SessionKey>) -> HyperClient {
-        match (&self.sessions, session) {
-            (Some(sessions), Some(key)) => {
-                let mut sessions = match sessions.lock() {
-                    Ok(sessions) => sessions,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                sessions
-                    .entry(key.id.clone())
-                    .or_insert_with(|| self.settings.client(self.connector.clone(), 1))
-                    .clone()
-            }
-            _ => self.client.clone(),
-        }
+    /// With sticky sessions, the conversation's own client (made for its first turn);
+    /// `None`: the request uses the shared pool, borrowed rather than cloned (a client is
+    /// a few hundred bytes and half a dozen reference counts).
+    fn session_client(&self, session: Option<&SessionKey>) -> Option<HyperClient> {
+        let (Some(sessions), Some(key)) = (&self.sessions, session) else {
+            return None;
+        };
+        let mut sessions = match sessions.lock() {
+            Ok(sessions) => sessions,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        Some(
+            sessions
+                .entry(key.id.clone())
+                .or_insert_with(|| self.settings.client(self.connector.clone(), 1))
+                .clone(),
+        )
     }
 
     /// Closes a conversation's connection after its last turn or a failure.
@@ -332,8 +333,9 @@ impl HttpTransport {
     /// answering), then releases a finished conversation's connection.
     async fn exchange(&self, request: HttpRequest, mut control: SendControl) -> RawExchange {
         let session = control.session.clone();
-        let client = self.client_for(session.as_ref());
-        let exchange = match self.exchange_on(&client, &request, &mut control).await {
+        let own_client = self.session_client(session.as_ref());
+        let client = own_client.as_ref().unwrap_or(&self.client);
+        let exchange = match self.exchange_on(client, &request, &mut control).await {
             Attempt::Done(exchange) => exchange,
             Attempt::ReusedConnectionClosed(first) => {
                 tracing::debug!(
