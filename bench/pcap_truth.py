@@ -9,10 +9,15 @@ Per request on each connection:
   ITL  = (last content packet - first content packet) / (content deltas - 1), the AIPerf
          definition (request latency - TTFT) / (output tokens - 1) with one token per delta,
          as the mock sends them.
-Prints one JSON object: {"ttft": {"n", "mean", "p99"}, "itl": {...}, "ttft_reused": {...}}
-in ms, percentiles interpolated linearly (numpy's default, as aiperf reports them).
-`ttft_reused` leaves out each connection's first request: for those aiperf counts the
-connection's set-up (as the Python AIPerf does) and the wire's TTFT does not.
+  latency = the client's last request packet -> the last server packet before the
+         connection's next request (the response's end, streamed or not).
+Prints one JSON object: {"ttft": {"n", "mean", "p99"}, "itl": {...}, "ttft_reused": {...},
+"latency": {...}, "latency_reused": {...}} in ms, percentiles interpolated linearly
+(numpy's default, as aiperf reports them). The `_reused` figures leave out each
+connection's first request: for those aiperf counts the connection's set-up (as the
+Python AIPerf does) and the wire does not.
+With a third argument OUT, also writes each request's wire latency in ms by its
+`X-Request-ID` to OUT as JSON ({"id": ms, …}), to compare request by request.
 """
 import json
 import re
@@ -21,6 +26,7 @@ import struct
 import sys
 
 CONTENT = re.compile(rb'"content":"[^"]')
+REQUEST_ID = re.compile(rb'\r\nx-request-id: *([^\r]*)\r\n', re.IGNORECASE)
 
 
 def packets(path):
@@ -75,15 +81,23 @@ def main():
 
     for t, source, destination, payload in packets(path):
         if destination == port:
-            if payload.startswith(b"POST "):
+            if payload.startswith(b"GET "):
+                # aiperf's scrape of the server's metrics after the run, on a pooled
+                # connection: it ends the request before it and is not one itself.
+                close(requests.pop(source, None))
+                connected.add(source)
+            elif payload.startswith(b"POST "):
                 close(requests.get(source))
-                requests[source] = {"sent": t, "first": None, "last": None, "deltas": 0,
-                                     "reused": source in connected}
+                request_id = REQUEST_ID.search(payload)
+                requests[source] = {"sent": t, "first": None, "last": None, "end": None, "deltas": 0,
+                                     "reused": source in connected,
+                                     "id": request_id.group(1).decode() if request_id else None}
                 connected.add(source)
             elif source in requests and requests[source]["first"] is None:
                 requests[source]["sent"] = t  # later segments of the same request
         elif source == port and destination in requests:
             request = requests[destination]
+            request["end"] = t
             deltas = len(CONTENT.findall(payload))
             if deltas:
                 if request["first"] is None:
@@ -95,7 +109,13 @@ def main():
     ttft = [(r["first"] - r["sent"]) * 1e3 for r in done]
     itl = [(r["last"] - r["first"]) * 1e3 / (r["deltas"] - 1) for r in done if r["deltas"] > 1]
     reused = [(r["first"] - r["sent"]) * 1e3 for r in done if r["reused"]]
-    print(json.dumps({"ttft": summary(ttft), "itl": summary(itl), "ttft_reused": summary(reused)}))
+    latency = [(r["end"] - r["sent"]) * 1e3 for r in done]
+    latency_reused = [(r["end"] - r["sent"]) * 1e3 for r in done if r["reused"]]
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "w") as out:
+            json.dump({r["id"]: (r["end"] - r["sent"]) * 1e3 for r in done if r["id"]}, out)
+    print(json.dumps({"ttft": summary(ttft), "itl": summary(itl), "ttft_reused": summary(reused),
+                      "latency": summary(latency), "latency_reused": summary(latency_reused)}))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,12 @@ PARTS = [
     ("record processor: MetricsSink::process", r"MetricsSink::process"),
     ("parse_exchange", r"response::parse_exchange"),
     ("JSONL line", r"JsonlWriter as .*write_rec"),
+    ("JSONL metadata", r"jsonl::Metadata"),
+    ("serde_json format_escaped_str", r"format_escaped_str"),
+    ("capture_connection", r"capture_connection|CaptureConnection"),
+    ("hyper-util Client clone", r"Client<C,B> as core::clone::Clone"),
+    ("Transport::send_controlled (boxing the exchange)", r"Transport>::send_controlled"),
+    ("memmove", r"memmove"),
     ("Parquet row", r"ParquetWriter as .*>::write"),
 ]
 samples = open(sys.argv[1]).read().split("\n\n")

@@ -5,8 +5,8 @@
 # BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_MILLION sets the size of 6,
 # AIPERF_BENCH_STREAMS the concurrency of 8. AIPERF_BENCH_BIN measures another aiperf
 # binary (a build of an older commit, for before/after figures); with AIPERF_BENCH_MOCK
-# (a mock server binary) too, nothing is built. Sections 9, 10 and 11 capture
-# loopback traffic with tcpdump (root); 11 needs a binary with --no-socket-reader.
+# (a mock server binary) too, nothing is built. Sections 9 to 12 capture loopback
+# traffic with tcpdump (root); 11 and 12 need a binary with --no-socket-reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -297,6 +297,60 @@ section_11() {
     done
 }
 
-for section in ${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11}; do
+# latency_wire_run NAME ARGS…: 2,000 non-streaming requests (ISL 128 / OSL 8) at
+# concurrency 64 against the running mock while tcpdump captures the loopback; prints our
+# request latency next to the wire's (bench/pcap_truth.py: request's last packet → the
+# response's last packet), then request by request (matched by X-Request-ID) on reused
+# connections: ours − wire, mean / p99 / largest, in ms.
+latency_wire_run() {
+    local name=$1 capture
+    shift
+    tcpdump -i lo -s 0 -B 131072 -w "$WORK/$name.pcap" "tcp port $PORT" 2>"$WORK/$name.tcpdump" &
+    capture=$!
+    sleep 1
+    run_aiperf "$name" --concurrency 64 --request-count 2000 --isl 128 --osl 8 "$@"
+    sleep 0.5
+    kill -INT "$capture"
+    wait "$capture" || true
+    python3 - "$WORK/$name" "$(python3 bench/pcap_truth.py "$WORK/$name.pcap" "$PORT" "$WORK/$name.wire.json")" \
+        "$(grep -o '[0-9]* packets dropped by kernel' "$WORK/$name.tcpdump" | cut -d' ' -f1)" <<'EOF'
+import json, sys
+sys.path.insert(0, "bench")
+from pcap_truth import percentile
+run, wire, dropped = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] or "?"
+ours = json.load(open(run + "/profile_export_aiperf.json"))["request_latency"]
+by_id = json.load(open(run + ".wire.json"))
+differences = []
+with open(run + "/profile_export.jsonl") as f:
+    for line in f:
+        record = json.loads(line)
+        metrics, request_id = record["metrics"], record["metadata"].get("x_request_id")
+        if metrics.get("http_req_connection_reused", {}).get("value") and request_id in by_id:
+            differences.append(metrics["request_latency"]["value"] - by_id[request_id])
+differences.sort()
+w = wire["latency"]
+print(f"request latency ours {ours['avg']:.3f} / {ours['p99']:.3f} ms, wire {w['mean']:.3f} / {w['p99']:.3f} ms "
+      f"(mean {ours['avg'] - w['mean']:+.3f}, p99 {ours['p99'] - w['p99']:+.3f}); reused connections, "
+      f"request by request ({len(differences)}): ours - wire mean {sum(differences) / len(differences):+.3f}, "
+      f"p99 {percentile(differences, 0.99):+.3f}, largest {max(differences, key=abs):+.3f} ms; "
+      f"{w['n']} requests on the wire, {dropped} packets dropped")
+EOF
+}
+
+section_12() {
+    echo "== 12. non-streaming request latency against the wire, socket reader on and off, alternating twice (mock TTFT 20 ms / ITL 5 ms, concurrency 64, 2,000 requests, ISL 128 / OSL 8)"
+    local flag
+    start_mock --ttft 20 --itl 5
+    for pass in 1 2; do
+        for mode in on off; do
+            flag=()
+            [ "$mode" = off ] && flag=(--no-socket-reader)
+            printf 'reader %s, pass %s: ' "$mode" "$pass"
+            latency_wire_run "latency_$mode$pass" "${flag[@]}"
+        done
+    done
+}
+
+for section in ${BENCH_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12}; do
     "section_$section"
 done

@@ -31,7 +31,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
 use http_body_util::{BodyExt, Full};
 use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::{capture_connection, CaptureConnection, HttpConnector};
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
@@ -298,22 +298,23 @@ impl HttpTransport {
         HttpTransportBuilder::default()
     }
 
-    /// The client for a request: the conversation's own with sticky sessions, else the
-    /// shared pool.
-    fn client_for(&self, session: Option<&SessionKey>) -> HyperClient {
-        match (&self.sessions, session) {
-            (Some(sessions), Some(key)) => {
-                let mut sessions = match sessions.lock() {
-                    Ok(sessions) => sessions,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                sessions
-                    .entry(key.id.clone())
-                    .or_insert_with(|| self.settings.client(self.connector.clone(), 1))
-                    .clone()
-            }
-            _ => self.client.clone(),
-        }
+    /// With sticky sessions, the conversation's own client (made for its first turn);
+    /// `None`: the request uses the shared pool, borrowed rather than cloned (a client is
+    /// a few hundred bytes and half a dozen reference counts).
+    fn session_client(&self, session: Option<&SessionKey>) -> Option<HyperClient> {
+        let (Some(sessions), Some(key)) = (&self.sessions, session) else {
+            return None;
+        };
+        let mut sessions = match sessions.lock() {
+            Ok(sessions) => sessions,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        Some(
+            sessions
+                .entry(key.id.clone())
+                .or_insert_with(|| self.settings.client(self.connector.clone(), 1))
+                .clone(),
+        )
     }
 
     /// Closes a conversation's connection after its last turn or a failure.
@@ -333,8 +334,9 @@ impl HttpTransport {
     /// answering), then releases a finished conversation's connection.
     async fn exchange(&self, request: HttpRequest, mut control: SendControl) -> RawExchange {
         let session = control.session.clone();
-        let client = self.client_for(session.as_ref());
-        let exchange = match self.exchange_on(&client, &request, &mut control).await {
+        let own_client = self.session_client(session.as_ref());
+        let client = own_client.as_ref().unwrap_or(&self.client);
+        let exchange = match self.exchange_on(client, &request, &mut control).await {
             Attempt::Done(exchange) => exchange,
             Attempt::ReusedConnectionClosed(first) => {
                 tracing::debug!(
@@ -364,11 +366,10 @@ impl HttpTransport {
         request: &HttpRequest,
         control: &mut SendControl,
     ) -> Attempt {
-        let mut http_request = match to_hyper(request, &self.uris, !self.settings.http2) {
+        let http_request = match to_hyper(request, &self.uris, !self.settings.http2) {
             Ok(converted) => converted,
             Err(error) => return Attempt::Done(failed_before_sending(error)),
         };
-        let connection = capture_connection(&mut http_request);
         let request_bytes = request_size(&http_request, request.body.len());
         let started_at = Instant::now();
         let deadline = Deadline::earliest(
@@ -394,7 +395,7 @@ impl HttpTransport {
         let response = match within(deadline.as_ref(), client.request(http_request)).await {
             Ok(Ok(response)) => response,
             Ok(Err(error)) => {
-                let reused = !error.is_connect() && was_reused(&connection, started_at);
+                let reused = !error.is_connect() && was_reused(&error, started_at);
                 let error = classify(&error);
                 tracing::debug!(url = %request.url, %error, reused, "request failed");
                 let exchange = finish(exchange, Some(error));
@@ -511,11 +512,12 @@ impl Attempt {
     }
 }
 
-/// True when the request went over a connection opened before it started (a connection
-/// that failed to open leaves no metadata).
-fn was_reused(connection: &CaptureConnection, started_at: Instant) -> bool {
-    let metadata = connection.connection_metadata();
-    let Some(connected) = metadata.as_ref() else {
+/// True when the request failed on a connection opened before it started. hyper-util
+/// attaches the connection's metadata to every failure after the pool handed one out (a
+/// connection that failed to open leaves none), so no per-request `capture_connection`
+/// (a channel and an extensions map per request) is needed to tell.
+fn was_reused(error: &hyper_util::client::legacy::Error, started_at: Instant) -> bool {
+    let Some(connected) = error.connect_info() else {
         return false;
     };
     let mut extensions = http::Extensions::new();
