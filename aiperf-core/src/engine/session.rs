@@ -190,8 +190,11 @@ impl PhaseRunner {
             let is_last = turn_index + 1 == turn_count;
             let forks = turn.branches.iter().any(|b| b.mode == BranchMode::Fork);
             let want_reply = (carries_history && !is_last) || forks;
-            // A turn sent on its own needs no copy; history (or a fork's) does.
-            let keeps_history = carries_history || forks;
+            // A turn sent on its own needs no copy; history (or a fork's) does. The only
+            // turn of a conversation is sent on its own too: copied into the history it
+            // would be held twice while it streams (1.7 KB a stream at ISL 128).
+            let sent_alone = !forks && (!carries_history || (is_last && history.is_empty()));
+            let keeps_history = !sent_alone;
             let turns: &[Turn] = if keeps_history {
                 if !carries_history {
                     history.clear();
