@@ -676,6 +676,7 @@ impl BlockSeparator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokenizer::TiktokenEncoding;
 
     #[test]
     fn exact_lengths_with_builtin() {
@@ -757,6 +758,68 @@ mod tests {
     fn blank_lines_stay_with_the_line_before() {
         let text = "a\n\n\n  b\nc";
         assert_eq!(lines(text).collect::<Vec<_>>(), ["a\n\n\n", "  b\n", "c"]);
+    }
+
+    /// FNV-1a of every prompt, each followed by a 0 byte: a fingerprint of their bytes.
+    fn fingerprint<'a>(prompts: impl IntoIterator<Item = &'a String>) -> u64 {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for prompt in prompts {
+            for byte in prompt.as_bytes().iter().chain(&[0]) {
+                hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        hash
+    }
+
+    /// The same seed makes the same prompts from one build to the next: `inputs.json` and
+    /// every request body of a seeded run depend on it. The fingerprints were taken with
+    /// the generator as it was before prompts were settled without re-encoding them
+    /// (main at 0e79e2c); a change that moves any byte of any prompt fails here.
+    #[test]
+    fn fixed_seeds_make_the_prompts_they_always_made() {
+        let lengths: Vec<usize> = [1, 2, 3, 4, 5, 7, 8, 13, 21, 32, 33, 64, 100, 128, 550, 1000]
+            .into_iter()
+            .chain((0..400).map(|i| 1 + i % 40))
+            .collect();
+        let mut found = Vec::new();
+        for encoding in [TiktokenEncoding::O200kBase, TiktokenEncoding::Cl100kBase] {
+            for corpus in [
+                PromptCorpus::Sonnet,
+                PromptCorpus::Coding,
+                PromptCorpus::Random,
+            ] {
+                for seed in [1, 42] {
+                    let mut generator = PromptGenerator::with_corpus(
+                        Tokenizer::tiktoken(encoding),
+                        seed,
+                        corpus,
+                        RandomCorpusStyle::Vllm,
+                    )
+                    .unwrap();
+                    let prompts: Vec<String> =
+                        lengths.iter().map(|n| generator.generate(*n)).collect();
+                    found.push(format!(
+                        "{encoding} {corpus:?} {seed}: {:016x}",
+                        fingerprint(&prompts)
+                    ));
+                }
+            }
+        }
+        let expected = [
+            "o200k_base Sonnet 1: 9d36c0544aa3324d",
+            "o200k_base Sonnet 42: 3709fdd05f95eef5",
+            "o200k_base Coding 1: 5d40a0b3a207a3ef",
+            "o200k_base Coding 42: b19a85bcccaf8fe1",
+            "o200k_base Random 1: 9b95115d834789e0",
+            "o200k_base Random 42: 28006e70bb931630",
+            "cl100k_base Sonnet 1: e8ea69b117aefefe",
+            "cl100k_base Sonnet 42: e8ab3c3acabc5a85",
+            "cl100k_base Coding 1: fbb8f07450d9eb36",
+            "cl100k_base Coding 42: 7f09d69eee24b322",
+            "cl100k_base Random 1: b7223d4e4eb30f54",
+            "cl100k_base Random 42: af29504c036c526e",
+        ];
+        assert_eq!(found, expected);
     }
 
     #[test]
