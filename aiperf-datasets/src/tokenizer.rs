@@ -427,7 +427,12 @@ impl Tokenizer {
             Backend::Tiktoken(encoding) => encoding
                 .bpe()
                 .decode(ids)
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                // Nearly always valid: taken as it is, not copied.
+                .map(|bytes| {
+                    String::from_utf8(bytes).unwrap_or_else(|invalid| {
+                        String::from_utf8_lossy(invalid.as_bytes()).into_owned()
+                    })
+                })
                 .map_err(|id| TokenizerError::Decode {
                     tokenizer: self.name.to_string(),
                     reason: format!("Invalid token for decoding: {id}"),
@@ -593,6 +598,24 @@ mod tests {
             counted.abs_diff(exact) <= pieces.len(),
             "{counted} vs {exact}"
         );
+    }
+
+    #[test]
+    fn a_cut_through_a_character_decodes_to_the_replacement_character() {
+        let t = Tokenizer::builtin();
+        // Rare characters: their UTF-8 bytes are split over byte-level tokens.
+        let ids = t.encode("𓀀𓀁𓀂 𐌰𐌱𐌲 naïve");
+        let mut cut = 0;
+        for end in 1..=ids.len() {
+            let bytes = TiktokenEncoding::O200kBase
+                .bpe()
+                .decode(&ids[..end])
+                .unwrap();
+            let expected = String::from_utf8_lossy(&bytes);
+            cut += usize::from(std::str::from_utf8(&bytes).is_err());
+            assert_eq!(t.decode(&ids[..end]), expected, "{end} tokens");
+        }
+        assert!(cut > 0, "no prefix ends inside a character");
     }
 
     #[test]
