@@ -74,16 +74,19 @@ impl TiktokenEncoding {
             TiktokenEncoding::O200kBase => Spec {
                 table: O200K_TABLE,
                 pattern: O200K_PATTERN,
+                ascii_split: Some(crate::bpe::o200k_ascii_piece_end),
                 special: || special(&[("<|endoftext|>", 199_999), ("<|endofprompt|>", 200_018)]),
             },
             TiktokenEncoding::O200kHarmony => Spec {
                 table: O200K_TABLE,
                 pattern: O200K_PATTERN,
+                ascii_split: Some(crate::bpe::o200k_ascii_piece_end),
                 special: harmony_special,
             },
             TiktokenEncoding::Cl100kBase => Spec {
                 table: include_bytes!("../assets/tiktoken/cl100k_base.bpe"),
                 pattern: CL100K_PATTERN,
+                ascii_split: None,
                 special: || {
                     special(&[
                         ("<|endoftext|>", 100_257),
@@ -97,11 +100,13 @@ impl TiktokenEncoding {
             TiktokenEncoding::P50kBase => Spec {
                 table: P50K_TABLE,
                 pattern: R50K_PATTERN,
+                ascii_split: None,
                 special: || special(&[("<|endoftext|>", 50_256)]),
             },
             TiktokenEncoding::P50kEdit => Spec {
                 table: P50K_TABLE,
                 pattern: R50K_PATTERN,
+                ascii_split: None,
                 special: || {
                     special(&[
                         ("<|endoftext|>", 50_256),
@@ -114,6 +119,7 @@ impl TiktokenEncoding {
             TiktokenEncoding::R50kBase => Spec {
                 table: include_bytes!("../assets/tiktoken/r50k_base.bpe"),
                 pattern: R50K_PATTERN,
+                ascii_split: None,
                 special: || special(&[("<|endoftext|>", 50_256)]),
             },
         }
