@@ -15,13 +15,17 @@
 //!    corrected: too many tokens → keep the first N re-encoded tokens; too few → append
 //!    the following corpus tokens. This converges in one or two rounds nearly always; a
 //!    few restarts at other positions and a word-by-word fill back it up.
+//!    With the tiktoken encodings a prose word encodes alike alone and between others,
+//!    so a window's first round is known from its words' token counts (and the word it
+//!    cuts, re-encoded alone): most prompts are decoded once and never re-encoded, ten
+//!    times cheaper, on the same text (`settled_by_words`, checked against encoding).
 //!
 //! The random corpus (the `vllm bench serve` random dataset) takes a window of
 //! consecutive ids of the tokenizer's pool ([`Tokenizer::token_ids`]: without special
 //! tokens for the vLLM style, the whole vocabulary for the SGLang style) at a random
 //! offset, decodes it and corrects it the same way, topping up with random pool ids.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
@@ -145,6 +149,10 @@ struct Corpus {
     word_seq: Vec<u32>,
     /// The distinct words.
     words: Vec<Word>,
+    /// Each word of the stream encodes to the same tokens in any text as alone (see
+    /// [`Corpus::prose`]): a window's token count is known from its words without
+    /// encoding it.
+    words_encode_alone: bool,
 }
 
 impl Corpus {
@@ -155,6 +163,7 @@ impl Corpus {
         mut prompt_starts: Vec<u32>,
         word_seq: Vec<u32>,
         words: Vec<Word>,
+        words_encode_alone: bool,
     ) -> Self {
         if prompt_starts.is_empty() {
             prompt_starts = (0..word_starts.len())
@@ -167,6 +176,7 @@ impl Corpus {
             prompt_starts,
             word_seq,
             words,
+            words_encode_alone,
         }
     }
 
@@ -253,12 +263,19 @@ impl Corpus {
                 }
             }
         }
+        // tiktoken's split patterns never make a piece that spans a space between two
+        // words, or that depends on the text before it (a piece holds a space only as its
+        // first character, and the patterns look ahead only over whitespace): a word
+        // between spaces splits, and so encodes, as it does alone. Hugging Face
+        // pre-tokenizers promise no such thing.
+        let words_encode_alone = !joins_with_space && tokenizer.tiktoken_encoding().is_some();
         Ok(Self::assemble(
             tokens,
             word_starts,
             prompt_starts,
             word_seq,
             words,
+            words_encode_alone,
         ))
     }
 
@@ -305,12 +322,14 @@ impl Corpus {
             .filter(|i| words[word_seq[*i] as usize].clean_start)
             .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
             .collect();
+        // Lines run into each other through their indentation and newlines.
         Ok(Self::assemble(
             tokens,
             word_starts,
             prompt_starts,
             word_seq,
             words,
+            false,
         ))
     }
 
@@ -343,9 +362,9 @@ pub struct PromptGenerator {
     tokenizer: Tokenizer,
     source: Arc<Source>,
     rng: ChaCha8Rng,
-    /// Start positions already used: two prompts of equal length never start at the
-    /// same place (identical prompts would inflate server prefix-cache hits).
-    used_starts: HashSet<u32>,
+    /// Start positions already used, one bit each: two prompts of equal length never
+    /// start at the same place (identical prompts would inflate server prefix-cache hits).
+    used_starts: Vec<u64>,
 }
 
 impl PromptGenerator {
@@ -399,7 +418,7 @@ impl PromptGenerator {
             tokenizer,
             source: Arc::new(source),
             rng,
-            used_starts: HashSet::new(),
+            used_starts: Vec::new(),
         };
         tracing::debug!(
             tokenizer = generator.tokenizer.name(),
@@ -417,7 +436,7 @@ impl PromptGenerator {
             tokenizer: self.tokenizer.clone(),
             source: Arc::clone(&self.source),
             rng: ChaCha8Rng::seed_from_u64(seed),
-            used_starts: HashSet::new(),
+            used_starts: Vec::new(),
         }
     }
 
@@ -500,8 +519,7 @@ impl PromptGenerator {
         let mut best: Option<(usize, String)> = None;
         for _ in 0..MAX_STARTS {
             let word = self.fresh_start(corpus);
-            let start = corpus.word_starts[word] as usize;
-            match self.settle_window(corpus, start, tokens) {
+            match self.settle_window(corpus, word, tokens) {
                 Ok(text) => return Ok(text),
                 Err(miss) => best = Some(closer(best, miss)),
             }
@@ -541,19 +559,87 @@ impl PromptGenerator {
     /// Returns an index into the corpus' words.
     fn fresh_start(&mut self, corpus: &Corpus) -> usize {
         let starts = &corpus.prompt_starts;
-        let mut start = starts[self.rng.random_range(0..starts.len())];
+        let mut start = starts[self.rng.random_range(0..starts.len())] as usize;
         for _ in 1..MAX_FRESH_DRAWS {
-            if !self.used_starts.contains(&start) {
+            if !self.start_used(start) {
                 break;
             }
-            start = starts[self.rng.random_range(0..starts.len())];
+            start = starts[self.rng.random_range(0..starts.len())] as usize;
         }
-        self.used_starts.insert(start);
-        start as usize
+        let (word, bit) = (start / 64, start % 64);
+        if word >= self.used_starts.len() {
+            self.used_starts.resize(word + 1, 0);
+        }
+        self.used_starts[word] |= 1 << bit;
+        start
+    }
+
+    fn start_used(&self, start: usize) -> bool {
+        self.used_starts
+            .get(start / 64)
+            .is_some_and(|word| word & (1 << (start % 64)) != 0)
+    }
+
+    /// The `n` tokens from the corpus word number `word`, decoded, re-encoded and
+    /// corrected until the text encodes to `n` tokens. `Err((distance, text))` when it
+    /// did not settle.
+    fn settle_window(
+        &self,
+        corpus: &Corpus,
+        word: usize,
+        n: usize,
+    ) -> Result<String, (usize, String)> {
+        match self.settled_by_words(corpus, word, n) {
+            Some(text) => Ok(text),
+            None => self.settle_by_encoding(corpus, corpus.word_starts[word] as usize, n),
+        }
+    }
+
+    /// What the first round of [`PromptGenerator::settle_by_encoding`] settles on,
+    /// found without encoding the window, when its words say it settles there: its
+    /// whole words add up to the tokens they have alone (`words_encode_alone`, the first
+    /// a clean start), and the word it cuts, if any, re-encodes to the tokens it keeps.
+    /// `None` when that is not known: the window is then settled by encoding it.
+    fn settled_by_words(&self, corpus: &Corpus, word: usize, n: usize) -> Option<String> {
+        let first = corpus.words.get(*corpus.word_seq.get(word)? as usize)?;
+        if !corpus.words_encode_alone || !first.clean_start {
+            return None;
+        }
+        let mut covered = 0;
+        let mut at = word;
+        loop {
+            let tokens = corpus.words[corpus.word_seq[at] as usize].tokens;
+            if covered + tokens > n {
+                break;
+            }
+            covered += tokens;
+            if covered == n {
+                break;
+            }
+            at = (at + 1) % corpus.word_seq.len();
+        }
+        let mut ids = Vec::with_capacity(n);
+        if covered < n {
+            // The window ends inside word `at`, which is not its first.
+            if covered == 0 {
+                return None;
+            }
+            let kept = n - covered;
+            corpus.take(corpus.word_starts[at] as usize, kept, &mut ids);
+            if self.tokenizer.count(&self.tokenizer.decode(&ids)) != kept {
+                return None;
+            }
+            ids.clear();
+        }
+        corpus.take(corpus.word_starts[word] as usize, n, &mut ids);
+        let mut text = self.tokenizer.decode(&ids);
+        let space = text.len() - text.trim_start().len();
+        text.drain(..space);
+        Some(text)
     }
 
     /// Window, decode, re-encode, correct. `Err((distance, text))` when it did not settle.
-    fn settle_window(
+    fn settle_by_encoding(
         &self,
         corpus: &Corpus,
         start: usize,
@@ -675,7 +761,10 @@ impl BlockSeparator {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
+    use crate::tokenizer::TiktokenEncoding;
 
     #[test]
     fn exact_lengths_with_builtin() {
@@ -757,6 +846,119 @@ mod tests {
     fn blank_lines_stay_with_the_line_before() {
         let text = "a\n\n\n  b\nc";
         assert_eq!(lines(text).collect::<Vec<_>>(), ["a\n\n\n", "  b\n", "c"]);
+    }
+
+    /// FNV-1a of every prompt, each followed by a 0 byte: a fingerprint of their bytes.
+    fn fingerprint<'a>(prompts: impl IntoIterator<Item = &'a String>) -> u64 {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for prompt in prompts {
+            for byte in prompt.as_bytes().iter().chain(&[0]) {
+                hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        hash
+    }
+
+    /// The same seed makes the same prompts from one build to the next: `inputs.json` and
+    /// every request body of a seeded run depend on it. The fingerprints were taken with
+    /// the generator as it was before prompts were settled without re-encoding them
+    /// (main at 0e79e2c); a change that moves any byte of any prompt fails here.
+    #[test]
+    fn fixed_seeds_make_the_prompts_they_always_made() {
+        let lengths: Vec<usize> = [1, 2, 3, 4, 5, 7, 8, 13, 21, 32, 33, 64, 100, 128, 550, 1000]
+            .into_iter()
+            .chain((0..400).map(|i| 1 + i % 40))
+            .collect();
+        let mut found = Vec::new();
+        for encoding in [TiktokenEncoding::O200kBase, TiktokenEncoding::Cl100kBase] {
+            for corpus in [
+                PromptCorpus::Sonnet,
+                PromptCorpus::Coding,
+                PromptCorpus::Random,
+            ] {
+                for seed in [1, 42] {
+                    let mut generator = PromptGenerator::with_corpus(
+                        Tokenizer::tiktoken(encoding),
+                        seed,
+                        corpus,
+                        RandomCorpusStyle::Vllm,
+                    )
+                    .unwrap();
+                    let prompts: Vec<String> =
+                        lengths.iter().map(|n| generator.generate(*n)).collect();
+                    found.push(format!(
+                        "{encoding} {corpus:?} {seed}: {:016x}",
+                        fingerprint(&prompts)
+                    ));
+                }
+            }
+        }
+        let expected = [
+            "o200k_base Sonnet 1: 9d36c0544aa3324d",
+            "o200k_base Sonnet 42: 3709fdd05f95eef5",
+            "o200k_base Coding 1: 5d40a0b3a207a3ef",
+            "o200k_base Coding 42: b19a85bcccaf8fe1",
+            "o200k_base Random 1: 9b95115d834789e0",
+            "o200k_base Random 42: 28006e70bb931630",
+            "cl100k_base Sonnet 1: e8ea69b117aefefe",
+            "cl100k_base Sonnet 42: e8ab3c3acabc5a85",
+            "cl100k_base Coding 1: fbb8f07450d9eb36",
+            "cl100k_base Coding 42: 7f09d69eee24b322",
+            "cl100k_base Random 1: b7223d4e4eb30f54",
+            "cl100k_base Random 42: af29504c036c526e",
+        ];
+        assert_eq!(found, expected);
+    }
+
+    /// Wherever the prose corpus' words settle a window without encoding it, encoding
+    /// settles it on the same text, for every embedded encoding; and they settle most
+    /// windows, or the shortcut would save nothing.
+    #[test]
+    fn windows_settled_by_their_words_are_what_encoding_settles() {
+        for encoding in TiktokenEncoding::ALL {
+            let mut generator = PromptGenerator::new(Tokenizer::tiktoken(encoding), 3).unwrap();
+            let source = Arc::clone(&generator.source);
+            let Source::Text(corpus) = &*source else {
+                unreachable!("the prose corpus is text")
+            };
+            assert!(corpus.words_encode_alone, "{encoding}");
+            let (mut windows, mut by_words) = (0, 0);
+            for n in (1..=48).chain([64, 100, 333, 550, 1000]) {
+                for _ in 0..60 {
+                    let word = generator.fresh_start(corpus);
+                    windows += 1;
+                    if let Some(text) = generator.settled_by_words(corpus, word, n) {
+                        by_words += 1;
+                        let start = corpus.word_starts[word] as usize;
+                        assert_eq!(
+                            generator.settle_by_encoding(corpus, start, n),
+                            Ok(text),
+                            "{encoding}, {n} tokens from word {word}"
+                        );
+                    }
+                }
+            }
+            assert!(
+                by_words * 10 > windows * 8,
+                "{encoding}: {by_words} of {windows}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_coding_corpus_is_always_settled_by_encoding() {
+        let generator = PromptGenerator::with_corpus(
+            Tokenizer::builtin(),
+            1,
+            PromptCorpus::Coding,
+            RandomCorpusStyle::Vllm,
+        )
+        .unwrap();
+        let Source::Text(corpus) = &*generator.source else {
+            unreachable!("the coding corpus is text")
+        };
+        assert!(!corpus.words_encode_alone);
+        assert_eq!(generator.settled_by_words(corpus, 0, 10), None);
     }
 
     #[test]

@@ -74,16 +74,19 @@ impl TiktokenEncoding {
             TiktokenEncoding::O200kBase => Spec {
                 table: O200K_TABLE,
                 pattern: O200K_PATTERN,
+                ascii_split: Some(crate::bpe::o200k_ascii_piece_end),
                 special: || special(&[("<|endoftext|>", 199_999), ("<|endofprompt|>", 200_018)]),
             },
             TiktokenEncoding::O200kHarmony => Spec {
                 table: O200K_TABLE,
                 pattern: O200K_PATTERN,
+                ascii_split: Some(crate::bpe::o200k_ascii_piece_end),
                 special: harmony_special,
             },
             TiktokenEncoding::Cl100kBase => Spec {
                 table: include_bytes!("../assets/tiktoken/cl100k_base.bpe"),
                 pattern: CL100K_PATTERN,
+                ascii_split: None,
                 special: || {
                     special(&[
                         ("<|endoftext|>", 100_257),
@@ -97,11 +100,13 @@ impl TiktokenEncoding {
             TiktokenEncoding::P50kBase => Spec {
                 table: P50K_TABLE,
                 pattern: R50K_PATTERN,
+                ascii_split: None,
                 special: || special(&[("<|endoftext|>", 50_256)]),
             },
             TiktokenEncoding::P50kEdit => Spec {
                 table: P50K_TABLE,
                 pattern: R50K_PATTERN,
+                ascii_split: None,
                 special: || {
                     special(&[
                         ("<|endoftext|>", 50_256),
@@ -114,6 +119,7 @@ impl TiktokenEncoding {
             TiktokenEncoding::R50kBase => Spec {
                 table: include_bytes!("../assets/tiktoken/r50k_base.bpe"),
                 pattern: R50K_PATTERN,
+                ascii_split: None,
                 special: || special(&[("<|endoftext|>", 50_256)]),
             },
         }
@@ -427,7 +433,12 @@ impl Tokenizer {
             Backend::Tiktoken(encoding) => encoding
                 .bpe()
                 .decode(ids)
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                // Nearly always valid: taken as it is, not copied.
+                .map(|bytes| {
+                    String::from_utf8(bytes).unwrap_or_else(|invalid| {
+                        String::from_utf8_lossy(invalid.as_bytes()).into_owned()
+                    })
+                })
                 .map_err(|id| TokenizerError::Decode {
                     tokenizer: self.name.to_string(),
                     reason: format!("Invalid token for decoding: {id}"),
@@ -593,6 +604,24 @@ mod tests {
             counted.abs_diff(exact) <= pieces.len(),
             "{counted} vs {exact}"
         );
+    }
+
+    #[test]
+    fn a_cut_through_a_character_decodes_to_the_replacement_character() {
+        let t = Tokenizer::builtin();
+        // Rare characters: their UTF-8 bytes are split over byte-level tokens.
+        let ids = t.encode("𓀀𓀁𓀂 𐌰𐌱𐌲 naïve");
+        let mut cut = 0;
+        for end in 1..=ids.len() {
+            let bytes = TiktokenEncoding::O200kBase
+                .bpe()
+                .decode(&ids[..end])
+                .unwrap();
+            let expected = String::from_utf8_lossy(&bytes);
+            cut += usize::from(std::str::from_utf8(&bytes).is_err());
+            assert_eq!(t.decode(&ids[..end]), expected, "{end} tokens");
+        }
+        assert!(cut > 0, "no prefix ends inside a character");
     }
 
     #[test]

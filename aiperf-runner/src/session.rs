@@ -278,16 +278,21 @@ impl Session {
         hooks.artifacts_at(&artifact_dir);
         tracing::info!("Artifacts: {}", artifact_dir.display());
         let paths = export_paths(&artifact_dir, config.output.export_prefix.as_deref());
-        let inputs_json = match &workload.stream {
-            Some(stream) => inputs::InputsWriter::of_stream(
-                &paths.inputs_json,
-                endpoint,
-                &config,
-                stream.clone(),
-            ),
-            None => {
-                inputs::InputsWriter::start(&paths.inputs_json, endpoint, &config, &conversations)?
+        let (inputs_json, stream) = match workload.stream {
+            Some(stream) => {
+                let (writer, stream) = inputs::InputsWriter::of_stream(
+                    &paths.inputs_json,
+                    endpoint,
+                    &config,
+                    stream,
+                    &self.cancel,
+                );
+                (writer, Some(stream))
             }
+            None => (
+                inputs::InputsWriter::start(&paths.inputs_json, endpoint, &config, &conversations)?,
+                None,
+            ),
         };
 
         // Stops this run's sending at the first failed write of a record export, without
@@ -341,7 +346,7 @@ impl Session {
         );
         let progress = Arc::new(Progress::default());
         let builder = Benchmark::builder(&config);
-        let builder = match workload.stream {
+        let builder = match stream {
             Some(stream) => builder.conversation_stream(stream),
             None => builder.conversations(conversations, workload.sampling),
         };

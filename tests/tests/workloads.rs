@@ -437,6 +437,41 @@ async fn a_streamed_synthetic_dataset_sends_and_writes_what_the_whole_one_does()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_run_that_stops_early_still_writes_the_whole_dataset() {
+    // A duration ends the run long before its 2,000 requests: the conversations it did
+    // not make are made once sending ended, so inputs.json is byte for byte what the
+    // whole dataset of 2,000 writes before its run.
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = Vec::new();
+    let mut sent = Vec::new();
+    for (run, sizing) in [
+        (
+            "stopped",
+            "--request-count 2000 --benchmark-duration 0.5 --request-rate 40",
+        ),
+        (
+            "whole",
+            "--num-dataset-entries 2000 --request-count 3 --dataset-sampling-strategy sequential",
+        ),
+    ] {
+        let run_dir = dir.path().join(run);
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let (server, record) = recording_mock(&run_dir, 0.0, 0.0).await;
+        let argv = run_args(&server, &run_dir, &format!("--isl 12 --osl 2 {sizing}"));
+        let output = profile(argv).await;
+        assert_exit(&output, 0);
+        sent.push(recorded(server, &record).await.len());
+        inputs.push(std::fs::read(run_dir.join("artifacts/inputs.json")).unwrap());
+    }
+    assert!((1..200).contains(&sent[0]), "{} requests sent", sent[0]);
+    assert!(inputs[0] == inputs[1], "inputs.json differs");
+    let written: Value = serde_json::from_slice(&inputs[0]).unwrap();
+    let data = written["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2000);
+    assert_eq!(data[1999]["session_id"], "session_001999");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_line_names_the_file_line_and_field_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(
