@@ -379,15 +379,15 @@ impl Drop for EndsReading {
 async fn read_until_closed(stream: Arc<TcpStream>, kernel_stamps: bool, ending: EndsReading) {
     let inbox = &ending.0;
     loop {
-        let room = match inbox.room() {
+        match inbox.room() {
             None => return,
             // Full: wait until hyper takes some (or drops the connection).
             Some(0) => {
                 inbox.reader.notified().await;
                 continue;
             }
-            Some(room) => room,
-        };
+            Some(_) => {}
+        }
         tokio::select! {
             biased;
             () = inbox.reader.notified() => continue,
@@ -398,7 +398,13 @@ async fn read_until_closed(stream: Arc<TcpStream>, kernel_stamps: bool, ending: 
                 }
             }
         }
-        // No more than the room: the bound holds exactly.
+        // No more than the room, taken now: connections opened while this one waited
+        // for bytes lowered its share. The bound holds exactly.
+        let room = match inbox.room() {
+            None => return,
+            Some(0) => continue,
+            Some(room) => room,
+        };
         let read = read_now(
             &stream,
             kernel_stamps,
