@@ -20,8 +20,8 @@
 //!   chosen by name with [`endpoint_for`]; requests
 //!   go to [`EndpointInfo::path`](aiperf_core::EndpointInfo::path) joined to the base
 //!   URL by [`build_url`];
-//! - a [`Transport`](aiperf_core::Transport) sends the bytes: [`HttpTransport`] (hyper,
-//!   pooled keep-alive, rustls) stamps the response head and every body chunk as it
+//! - a [`Transport`](aiperf_core::Transport) sends the bytes: [`HttpTransport`] (its own
+//!   HTTP/1.1 client or hyper for HTTP/2, pooled keep-alive, rustls) stamps the response head and every body chunk as it
 //!   arrives and does nothing else, so the hot path never parses.
 //!
 //! Parsing happens later, from the stamped chunks: streamed bodies go through the

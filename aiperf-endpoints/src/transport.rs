@@ -1,58 +1,52 @@
-//! [`HttpTransport`]: the [`Transport`] on hyper, with pooled keep-alive connections and
-//! rustls TLS.
+//! [`HttpTransport`]: the [`Transport`] over pooled keep-alive connections, plain or TLS
+//! (rustls): HTTP/1.1 on connections of its own ([`h1`]), or through hyper when HTTP/2
+//! may be negotiated.
 //!
-//! The transport stamps and collects; it never parses. `started_at` is taken immediately
-//! before the request is handed to the connection pool (so connection set-up counts
-//! towards time to first token, as in the Python AIPerf), `head_at` when the response head
-//! arrives, and every body frame the moment hyper yields it, before its bytes are looked at.
-//! Failures become a [`TransportError`] in [`RawExchange::error`]; `send` never fails.
+//! The transport stamps and collects; it never parses a body. `started_at` is taken
+//! immediately before a connection is taken from the pool or opened (so connection set-up
+//! counts towards time to first token, as in the Python AIPerf), `head_at` when the
+//! response head arrives, and every body chunk with the arrival of the read that brought
+//! it, before its bytes are looked at. Failures become a [`TransportError`] in
+//! [`RawExchange::error`]; `send` never fails.
 //!
 //! A server may close an idle keep-alive connection at the very moment a request is
 //! written to it (llama.cpp's `llama-server` closes every connection about 0.14 ms after a
-//! streamed response while still advertising `Keep-Alive`). hyper notices a close that
-//! arrived before a connection is taken from the pool; for the race it cannot see, a
-//! request whose *reused* connection closed before any response byte arrived is sent once
-//! more on a fresh connection ([`RawExchange::retries`]). Nothing is retried once a
-//! response head arrived, nor after a failure on a new connection: those are the server's
-//! errors to report.
+//! streamed response while still advertising `Keep-Alive`). A connection found closed when
+//! it is taken from the pool is dropped; for the race that check cannot see, a request
+//! whose *reused* connection closed before any response byte arrived is sent once more on
+//! a fresh connection ([`RawExchange::retries`]). Nothing is retried once a response byte
+//! arrived, nor after a failure on a new connection: those are the server's errors to
+//! report.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use aiperf_core::transport::BoxFuture;
 use aiperf_core::{
-    BodyChunks, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl, SessionKey,
-    Transport, TransportError,
+    BodyChunks, HttpRequest, HttpTrace, RawExchange, SendControl, Transport, TransportError,
 };
-use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
-use http_body_util::{BodyExt, Full};
+use http::header::HeaderValue;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::Notify;
 
 pub use crate::tls::TransportBuildError;
 use crate::tls::{client_config, TlsOptions};
 use boxed_tls::BoxTls;
+use connections::Connections;
+use h1::{Connection, Event, Reuse};
+use hyper_client::HyperClients;
 use reader::SocketReader;
-use traced::{request_size, response_head_size, ConnectTiming, TimedConnector};
-use wire::{Arrivals, WireClock, WireConnector};
+use traced::{ConnectTiming, TimedConnector};
+use wire::{WireClock, WireConnector};
 
 /// The most body bytes one response may hold (64 MiB): far above any real completion,
 /// embedding batch or generated image, and low enough that a server sending an endless
 /// body cannot exhaust the client's memory.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
-
-/// The most one HTTP/1 connection's read buffer holds (hyper's minimum; its default is
-/// ~400 KB). hyper grows the buffer whenever a read fills it, which a client that is behind
-/// thousands of streams does all the time, and keeps it for the connection's life; every
-/// frame is copied out of it at once, so a bigger buffer only saves read calls. It also
-/// bounds a response head: heads over 8 KiB fail (servers send a few hundred bytes).
-const READ_BUFFER_BYTES: usize = 8 * 1024;
 
 /// How long an idle pooled connection is kept (the Python AIPerf keeps them 300 s).
 const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -85,20 +79,24 @@ const DEFAULT_TCP_KEEPALIVE: Duration = Duration::from_secs(60);
 /// # Ok(()) }
 /// ```
 pub struct HttpTransport {
-    client: HyperClient,
-    /// Keeps no idle connection, so every request on it opens a new one: where a request
-    /// goes again after a reused connection closed under it.
-    fresh: HyperClient,
-    /// With sticky sessions: a client (and so a connection) per conversation, by
-    /// correlation id, dropped after the conversation's last turn or a failure.
-    sessions: Option<Mutex<HashMap<String, HyperClient>>>,
-    connector: Connector,
+    client: Client,
     settings: HttpTransportBuilder,
     uris: UriCache,
 }
 
+/// What carries the requests.
+enum Client {
+    /// HTTP/1.1 on the transport's own connections (the default).
+    Http1 {
+        connector: Connector,
+        connections: Connections,
+    },
+    /// hyper-util's client, when HTTP/2 may be negotiated (boxed: the clients are large
+    /// and every request matches on this).
+    Hyper(Box<HyperClients>),
+}
+
 type Connector = TimedConnector<BoxTls<HttpsConnector<WireConnector>>>;
-type HyperClient = Client<Connector, Full<Bytes>>;
 
 impl std::fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -269,25 +267,23 @@ impl HttpTransportBuilder {
         } else {
             https.wrap_connector(tcp)
         }));
-        let client = self.client(connector.clone(), self.pool_max_idle_per_host);
-        let fresh = self.client(connector.clone(), 0);
+        let client = if self.http2 {
+            Client::Hyper(Box::new(HyperClients::new(connector, &self)))
+        } else {
+            Client::Http1 {
+                connector,
+                connections: Connections::new(
+                    self.pool_max_idle_per_host,
+                    self.pool_idle_timeout,
+                    self.sticky_sessions,
+                ),
+            }
+        };
         Ok(HttpTransport {
             client,
-            fresh,
-            sessions: self.sticky_sessions.then(Mutex::default),
-            connector,
             settings: self,
             uris: UriCache::default(),
         })
-    }
-
-    fn client(&self, connector: Connector, max_idle: usize) -> HyperClient {
-        Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_max_idle_per_host(max_idle)
-            .pool_idle_timeout(self.pool_idle_timeout)
-            .http1_max_buf_size(READ_BUFFER_BYTES)
-            .build(connector)
     }
 }
 
@@ -298,45 +294,11 @@ impl HttpTransport {
         HttpTransportBuilder::default()
     }
 
-    /// With sticky sessions, the conversation's own client (made for its first turn);
-    /// `None`: the request uses the shared pool, borrowed rather than cloned (a client is
-    /// a few hundred bytes and half a dozen reference counts).
-    fn session_client(&self, session: Option<&SessionKey>) -> Option<HyperClient> {
-        let (Some(sessions), Some(key)) = (&self.sessions, session) else {
-            return None;
-        };
-        let mut sessions = match sessions.lock() {
-            Ok(sessions) => sessions,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        Some(
-            sessions
-                .entry(key.id.clone())
-                .or_insert_with(|| self.settings.client(self.connector.clone(), 1))
-                .clone(),
-        )
-    }
-
-    /// Closes a conversation's connection after its last turn or a failure.
-    fn end_session(&self, session: Option<&SessionKey>, failed: bool) {
-        if let (Some(sessions), Some(key)) = (&self.sessions, session) {
-            if key.last || failed {
-                let mut sessions = match sessions.lock() {
-                    Ok(sessions) => sessions,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                sessions.remove(&key.id);
-            }
-        }
-    }
-
     /// Sends one request (once more on a fresh connection if a reused one closed before
-    /// answering), then releases a finished conversation's connection.
+    /// answering).
     async fn exchange(&self, request: HttpRequest, mut control: SendControl) -> RawExchange {
-        let session = control.session.clone();
-        let own_client = self.session_client(session.as_ref());
-        let client = own_client.as_ref().unwrap_or(&self.client);
-        let exchange = match self.exchange_on(client, &request, &mut control).await {
+        let first = self.attempt(&request, &mut control, false).await;
+        let exchange = match first {
             Attempt::Done(exchange) => exchange,
             Attempt::ReusedConnectionClosed(first) => {
                 tracing::debug!(
@@ -346,152 +308,238 @@ impl HttpTransport {
                      sending again on a fresh connection"
                 );
                 // Boxed: rarely needed, inline it would take its room in every exchange's
-                // state for the whole stream (2,696 bytes an exchange, 2,312 boxed).
-                let attempt = Box::pin(self.exchange_on(&self.fresh, &request, &mut control)).await;
+                // state for the whole stream.
+                let attempt = Box::pin(self.attempt(&request, &mut control, true)).await;
                 RawExchange {
                     retries: 1,
                     ..attempt.into_exchange()
                 }
             }
         };
-        self.end_session(session.as_ref(), exchange.error.is_some());
+        if let Client::Hyper(hyper) = &self.client {
+            hyper.end_session(control.session.as_ref(), exchange.error.is_some());
+        }
         exchange
     }
 
-    /// Sends one request on `client`; see [`Transport::send_controlled`]. Stamps start
-    /// here, so a request sent again is measured from its second send.
-    async fn exchange_on(
+    /// One send, on a new connection when `fresh`. Stamps start here, so a request sent
+    /// again is measured from its second send.
+    async fn attempt(
         &self,
-        client: &HyperClient,
         request: &HttpRequest,
         control: &mut SendControl,
+        fresh: bool,
     ) -> Attempt {
-        let http_request = match to_hyper(request, &self.uris, !self.settings.http2) {
-            Ok(converted) => converted,
+        match &self.client {
+            Client::Http1 {
+                connector,
+                connections,
+            } => {
+                self.exchange_http1(connector, connections, request, control, fresh)
+                    .await
+            }
+            Client::Hyper(hyper) => hyper.exchange(&self.uris, request, control, fresh).await,
+        }
+    }
+
+    /// Sends one request over HTTP/1.1 on a kept connection (unless `fresh`) or a new one,
+    /// and keeps the connection for the next request when the response ended cleanly.
+    async fn exchange_http1(
+        &self,
+        connector: &Connector,
+        connections: &Connections,
+        request: &HttpRequest,
+        control: &mut SendControl,
+        fresh: bool,
+    ) -> Attempt {
+        let target = match self.uris.parse(&request.url) {
+            Ok(target) => target,
             Err(error) => return Attempt::Done(failed_before_sending(error)),
         };
-        let request_bytes = request_size(&http_request, request.body.len());
-        let started_at = Instant::now();
-        let deadline = Deadline::earliest(
-            Deadline::after(started_at, request.timeout, TransportError::Timeout),
-            Deadline::after(
-                started_at,
-                control.cancel_after,
-                TransportError::CancelledByClient,
-            ),
-        );
-        let mut exchange = RawExchange {
-            started_at,
-            head_at: None,
-            status: None,
-            content_type: None,
-            headers: Vec::new(),
-            chunks: BodyChunks::new(),
-            ended_at: started_at,
-            error: None,
-            trace: None,
-            retries: 0,
+        let head = match h1::request_head(request, &target) {
+            Ok(head) => head,
+            Err(error) => return Attempt::Done(failed_before_sending(error)),
         };
-        let response = match within(deadline.as_ref(), client.request(http_request)).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(error)) => {
-                let reused = !error.is_connect() && was_reused(&error, started_at);
-                let error = classify(&error);
-                tracing::debug!(url = %request.url, %error, reused, "request failed");
+        let started_at = Instant::now();
+        let deadline = Deadline::of(started_at, request, control);
+        let mut exchange = started(started_at);
+        let owner = connections.owner(control.session.as_ref());
+        let mut sink = BodySink::new(
+            self.settings.max_response_bytes,
+            &mut control.first_chunk,
+            control.chunk_tap.as_ref(),
+        );
+        let request_bytes = (head.len() + request.body.len()) as u64;
+        let sending = async {
+            let kept = if fresh {
+                None
+            } else {
+                connections.take(&target.origin, owner)
+            };
+            let reused = kept.is_some();
+            let mut connection = match kept {
+                Some(connection) => connection,
+                None => Connection::open(connector, &target)
+                    .await
+                    .map_err(|error| (error, false))?,
+            };
+            if let Err(error) = connection.write_request(&head, &request.body).await {
+                return Err((TransportError::Disconnected(chain(&error)), reused));
+            }
+            let (timing, wire) = (connection.timing(), connection.wire().cloned());
+            let read = connection
+                .read_response(started_at, |event| match event {
+                    Event::Head(head) => {
+                        stamp_head(
+                            &mut exchange,
+                            head.at,
+                            wire.as_ref(),
+                            Some(timing),
+                            request_bytes,
+                            head.bytes as u64,
+                        );
+                        take_head(&mut exchange, &head);
+                        Ok(())
+                    }
+                    Event::Data(at, bytes) => sink.push(&mut exchange, at, bytes),
+                })
+                .await;
+            match read {
+                Ok(Reuse::Yes) => {
+                    connections.put(&target.origin, owner, connection);
+                    Ok(())
+                }
+                Ok(Reuse::No) => Ok(()),
+                Err(failure) => {
+                    let retry = reused && failure.before_response();
+                    Err((failure.into_error(), retry))
+                }
+            }
+        };
+        match within(deadline.as_ref(), sending).await {
+            Ok(Ok(())) => Attempt::Done(finish(exchange, None)),
+            Ok(Err((error, retry))) => {
+                tracing::debug!(url = %request.url, %error, retry, "request failed");
                 let exchange = finish(exchange, Some(error));
-                return if reused {
+                if retry {
                     Attempt::ReusedConnectionClosed(exchange)
                 } else {
                     Attempt::Done(exchange)
-                };
-            }
-            Err(timeout) => return Attempt::Done(finish(exchange, Some(timeout))),
-        };
-        let (head, mut body) = response.into_parts();
-        let wire = head.extensions.get::<WireClock>().cloned();
-        let written = wire
-            .as_ref()
-            .and_then(WireClock::written_at)
-            .filter(|written| *written >= started_at);
-        let mut arrivals = Arrivals::new(wire, started_at);
-        let head_at = arrivals.next();
-        exchange.head_at = Some(head_at);
-        exchange.status = Some(head.status.as_u16());
-        let connection = head.extensions.get::<ConnectTiming>().copied();
-        let connection_reused = connection.is_some_and(|c| c.connected <= started_at);
-        // The last byte was written before any answer arrived: a write stamp after the
-        // head's arrival was taken late (the thread lost the CPU after the write).
-        let request_sent_at = written.map(|written| written.min(head_at));
-        if connection_reused {
-            // The server starts when the request's last byte reaches it, not when a busy
-            // runtime got round to writing it; a new connection's set-up still counts, as
-            // in the Python AIPerf. A late write stamp is not used: the request then
-            // starts when it was handed to the connection.
-            if let Some(written) = written.filter(|written| *written < head_at) {
-                exchange.started_at = written;
-            }
-        }
-        exchange.trace = Some(HttpTrace {
-            connection_reused,
-            connect: connection
-                .filter(|_| !connection_reused)
-                .map(|c| (c.started, c.connected)),
-            request_sent_at,
-            request_bytes,
-            response_head_bytes: response_head_size(&head),
-        });
-        let headers = &head.headers;
-        exchange.content_type = headers
-            .get(CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned);
-        exchange.headers = headers
-            .iter()
-            .map(|(name, value)| {
-                (
-                    name.as_str().to_owned(),
-                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
-        // The head's header values are slices of the connection's read buffer: held
-        // through the body, they keep that buffer alive and hyper allocates a second one
-        // for every later read (8 KiB more per stream in flight).
-        drop(head);
-        let limit = self.settings.max_response_bytes;
-        let mut body_bytes: u64 = 0;
-        let error = loop {
-            match within(deadline.as_ref(), body.frame()).await {
-                Ok(Some(Ok(frame))) => {
-                    let at = arrivals.next();
-                    if let Ok(bytes) = frame.into_data() {
-                        body_bytes = body_bytes.saturating_add(bytes.len() as u64);
-                        if body_bytes > limit {
-                            // Nothing of it can be measured; holding it until the record is
-                            // processed would cost the memory the limit protects.
-                            exchange.chunks.clear();
-                            break Some(TransportError::ResponseTooLarge { limit });
-                        }
-                        if !bytes.is_empty() {
-                            // A copy, so the frame (a slice of hyper's read buffer) is
-                            // released at once and the buffer is reused for the next read.
-                            exchange.chunks.push(at, &bytes);
-                            if let Some(tap) = &control.chunk_tap {
-                                // The reader may be gone; the exchange keeps the chunk.
-                                let _ = tap.send(bytes);
-                            }
-                            if let Some(notify) = control.first_chunk.take() {
-                                notify.notify_one();
-                            }
-                        }
-                    }
                 }
-                Ok(None) => break None,
-                Ok(Some(Err(error))) => break Some(TransportError::Disconnected(chain(&error))),
-                Err(timeout) => break Some(timeout),
             }
-        };
-        Attempt::Done(finish(exchange, error))
+            Err(timeout) => Attempt::Done(finish(exchange, Some(timeout))),
+        }
+    }
+}
+
+/// The status, headers (names in lower case, values converted lossily to text) and
+/// content type of an HTTP/1 response head.
+fn take_head(exchange: &mut RawExchange, head: &h1::Head<'_>) {
+    exchange.status = Some(head.status);
+    exchange.headers = head
+        .headers
+        .iter()
+        .map(|header| {
+            (
+                header.name.to_ascii_lowercase(),
+                String::from_utf8_lossy(header.value).into_owned(),
+            )
+        })
+        .collect();
+    exchange.content_type = head
+        .headers
+        .iter()
+        .find(|header| header.name.eq_ignore_ascii_case("content-type"))
+        .and_then(|header| std::str::from_utf8(header.value).ok())
+        .map(str::to_owned);
+}
+
+/// Stamps the head's arrival and what the connection layer saw. On a reused connection
+/// the exchange starts when the request's last byte was written: the server starts then,
+/// not when a busy runtime got round to writing it (a new connection's set-up still
+/// counts, as in the Python AIPerf).
+fn stamp_head(
+    exchange: &mut RawExchange,
+    head_at: Instant,
+    wire: Option<&WireClock>,
+    connection: Option<ConnectTiming>,
+    request_bytes: u64,
+    response_head_bytes: u64,
+) {
+    exchange.head_at = Some(head_at);
+    let started_at = exchange.started_at;
+    let written = wire
+        .and_then(WireClock::written_at)
+        .filter(|written| *written >= started_at);
+    let connection_reused = connection.is_some_and(|c| c.connected <= started_at);
+    // The last byte was written before any answer arrived: a write stamp after the head's
+    // arrival was taken late (the thread lost the CPU after the write), and is not used.
+    let request_sent_at = written.map(|written| written.min(head_at));
+    if connection_reused {
+        if let Some(written) = written.filter(|written| *written < head_at) {
+            exchange.started_at = written;
+        }
+    }
+    exchange.trace = Some(HttpTrace {
+        connection_reused,
+        connect: connection
+            .filter(|_| !connection_reused)
+            .map(|c| (c.started, c.connected)),
+        request_sent_at,
+        request_bytes,
+        response_head_bytes,
+    });
+}
+
+/// Where a response's body goes: each chunk stamped into the exchange, a copy to the
+/// caller's tap, the first one signalled, all within the response limit.
+struct BodySink<'a> {
+    limit: u64,
+    bytes: u64,
+    first_chunk: &'a mut Option<Arc<Notify>>,
+    tap: Option<&'a UnboundedSender<bytes::Bytes>>,
+}
+
+impl<'a> BodySink<'a> {
+    fn new(
+        limit: u64,
+        first_chunk: &'a mut Option<Arc<Notify>>,
+        tap: Option<&'a UnboundedSender<bytes::Bytes>>,
+    ) -> Self {
+        Self {
+            limit,
+            bytes: 0,
+            first_chunk,
+            tap,
+        }
+    }
+
+    /// Takes one chunk read at `at`; past the limit, drops everything read and fails.
+    fn push(
+        &mut self,
+        exchange: &mut RawExchange,
+        at: Instant,
+        bytes: &[u8],
+    ) -> Result<(), TransportError> {
+        self.bytes = self.bytes.saturating_add(bytes.len() as u64);
+        if self.bytes > self.limit {
+            // Nothing of it can be measured; holding it until the record is processed
+            // would cost the memory the limit protects.
+            exchange.chunks.clear();
+            return Err(TransportError::ResponseTooLarge { limit: self.limit });
+        }
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        exchange.chunks.push(at, bytes);
+        if let Some(tap) = self.tap {
+            // The reader may be gone; the exchange keeps the chunk.
+            let _ = tap.send(bytes::Bytes::copy_from_slice(bytes));
+        }
+        if let Some(notify) = self.first_chunk.take() {
+            notify.notify_one();
+        }
+        Ok(())
     }
 }
 
@@ -510,21 +558,6 @@ impl Attempt {
             Attempt::Done(exchange) | Attempt::ReusedConnectionClosed(exchange) => exchange,
         }
     }
-}
-
-/// True when the request failed on a connection opened before it started. hyper-util
-/// attaches the connection's metadata to every failure after the pool handed one out (a
-/// connection that failed to open leaves none), so no per-request `capture_connection`
-/// (a channel and an extensions map per request) is needed to tell.
-fn was_reused(error: &hyper_util::client::legacy::Error, started_at: Instant) -> bool {
-    let Some(connected) = error.connect_info() else {
-        return false;
-    };
-    let mut extensions = http::Extensions::new();
-    connected.get_extras(&mut extensions);
-    extensions
-        .get::<ConnectTiming>()
-        .is_some_and(|timing| timing.connected <= started_at)
 }
 
 impl Transport for HttpTransport {
@@ -563,6 +596,18 @@ impl Deadline {
         })
     }
 
+    /// The request's timeout or the client's cancellation, whichever comes first.
+    fn of(started_at: Instant, request: &HttpRequest, control: &SendControl) -> Option<Deadline> {
+        Deadline::earliest(
+            Deadline::after(started_at, request.timeout, TransportError::Timeout),
+            Deadline::after(
+                started_at,
+                control.cancel_after,
+                TransportError::CancelledByClient,
+            ),
+        )
+    }
+
     fn earliest(a: Option<Deadline>, b: Option<Deadline>) -> Option<Deadline> {
         match (a, b) {
             (Some(a), Some(b)) => Some(if b.at < a.at { b } else { a }),
@@ -591,55 +636,32 @@ fn finish(mut exchange: RawExchange, error: Option<TransportError>) -> RawExchan
     exchange
 }
 
-/// An exchange that failed before anything was sent.
-fn failed_before_sending(error: TransportError) -> RawExchange {
-    let now = Instant::now();
+/// An exchange about to be sent at `started_at`.
+fn started(started_at: Instant) -> RawExchange {
     RawExchange {
-        started_at: now,
+        started_at,
         head_at: None,
         status: None,
         content_type: None,
         headers: Vec::new(),
         chunks: BodyChunks::new(),
-        ended_at: now,
-        error: Some(error),
+        ended_at: started_at,
+        error: None,
         trace: None,
         retries: 0,
     }
 }
 
-/// Converts the request, checking the URL and headers (header values never appear in
-/// errors: they may hold secrets). Built in place rather than through
-/// `http::request::Builder`, which moves the whole request at every step. With
-/// `http1_host`, the `Host` header is added here from the cache (unless the request has
-/// one), as hyper-util would add it to an HTTP/1 request by formatting it anew each time.
-fn to_hyper(
-    request: &HttpRequest,
-    uris: &UriCache,
-    http1_host: bool,
-) -> Result<http::Request<Full<Bytes>>, TransportError> {
-    let mut converted = http::Request::new(Full::new(request.body.clone()));
-    *converted.method_mut() = match request.method {
-        HttpMethod::Get => http::Method::GET,
-        HttpMethod::Post => http::Method::POST,
-    };
-    let target = uris.parse(&request.url)?;
-    *converted.uri_mut() = target.uri;
-    let headers = converted.headers_mut();
-    headers.reserve(request.headers.len() + 1);
-    for (name, value) in &request.headers {
-        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-            TransportError::InvalidRequest(format!("invalid header name `{}`", name.escape_debug()))
-        })?;
-        let value = HeaderValue::from_str(value).map_err(|_| {
-            TransportError::InvalidRequest(format!("invalid value for header `{name}`"))
-        })?;
-        headers.append(header, value);
+/// An exchange that failed before anything was sent.
+fn failed_before_sending(error: TransportError) -> RawExchange {
+    finish(started(Instant::now()), Some(error))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
     }
-    if http1_host || target.plain_http {
-        headers.entry(HOST).or_insert(target.host);
-    }
-    Ok(converted)
 }
 
 /// The last URL sent to and its parsed form: a benchmark sends every request to one URL
@@ -658,6 +680,8 @@ struct Target {
     host: HeaderValue,
     /// `http://`, which always goes over HTTP/1.1.
     plain_http: bool,
+    /// `scheme://host[:port]`: which kept connections can carry the request.
+    origin: Arc<str>,
 }
 
 impl UriCache {
@@ -703,24 +727,25 @@ fn parse_target(url: &str) -> Result<Target, TransportError> {
         None => HeaderValue::from_str(host),
     }
     .map_err(|_| invalid("the host is not a valid header value".into()))?;
+    let scheme = if default_port == 80 { "http" } else { "https" };
+    let origin = String::from_utf8_lossy(host.as_bytes());
     Ok(Target {
         plain_http: default_port == 80,
+        origin: format!("{scheme}://{origin}").into(),
         uri,
         host,
     })
 }
 
-/// Maps a client error to the transport error it stands for.
-fn classify(error: &hyper_util::client::legacy::Error) -> TransportError {
+/// The transport error a failure to open a connection stands for.
+fn connect_error(error: &(dyn std::error::Error + 'static)) -> TransportError {
     let message = chain(error);
     if out_of_descriptors(error) {
         TransportError::ClientResources(message)
     } else if is_tls(error) {
         TransportError::Tls(message)
-    } else if error.is_connect() {
-        TransportError::Connect(message)
     } else {
-        TransportError::Disconnected(message)
+        TransportError::Connect(message)
     }
 }
 
@@ -775,6 +800,9 @@ fn causes<'a>(
 }
 
 mod boxed_tls;
+mod connections;
+mod h1;
+mod hyper_client;
 mod reader;
 mod traced;
 mod wire;

@@ -6,12 +6,12 @@
 //! the second one's arrival for both (see [`super::wire`]). Here each connection's reads
 //! run on a small runtime of their own (a thread doing nothing but `recvmsg`): every
 //! segment is read, and stamped, on its own as soon as it arrives. The reads wait in the
-//! connection's [`Inbox`] with their stamps until hyper asks for bytes on its own runtime;
+//! connection's [`Inbox`] with their stamps until the client asks for bytes on its own runtime;
 //! writes stay there too (a tokio socket may be written from a task of another runtime).
 //!
-//! What the reader holds ahead of hyper is bounded: [`READER_BUDGET`] shared evenly by
+//! What the reader holds ahead of the client is bounded: [`READER_BUDGET`] shared evenly by
 //! the open connections, at most [`QUEUE_AT_MOST`] and at least [`QUEUE_AT_LEAST`] each.
-//! A connection at its bound is not read until hyper takes some of its bytes: the kernel
+//! A connection at its bound is not read until the client takes some of its bytes: the kernel
 //! holds the rest (not in the client's memory) and, as without the reader, a later read
 //! then takes what arrived meanwhile at once.
 
@@ -30,17 +30,17 @@ use tokio::sync::{oneshot, Notify};
 
 use super::wire::{read_now, WireClock, READ_AT_MOST};
 
-/// The most bytes read ahead of hyper one connection may hold: the reader stops reading
-/// that socket until hyper has taken some (TCP then holds the rest back at the server).
+/// The most bytes read ahead of the client one connection may hold: the reader stops reading
+/// that socket until the client has taken some (TCP then holds the rest back at the server).
 pub(crate) const QUEUE_AT_MOST: usize = 256 * 1024;
 
-/// What all of a reader's connections may hold ahead of hyper together, shared evenly.
+/// What all of a reader's connections may hold ahead of the client together, shared evenly.
 /// A client far behind 10,000 streams (2 cores, bench/profile.sh section 8) held 15 KB a
 /// stream here, 150 MB; 32 MiB leaves each of them 4 KiB (about 18 SSE events, 180 ms of
 /// a stream at 10 ms per token) and keeps up to 128 connections at [`QUEUE_AT_MOST`].
 pub(crate) const READER_BUDGET: usize = 32 * 1024 * 1024;
 
-/// The least a connection may hold ahead of hyper however many are open: a response
+/// The least a connection may hold ahead of the client however many are open: a response
 /// head and a few events.
 pub(crate) const QUEUE_AT_LEAST: usize = 4 * 1024;
 
@@ -205,7 +205,7 @@ struct Connections {
 }
 
 impl Connections {
-    /// How many bytes one connection may hold ahead of hyper now.
+    /// How many bytes one connection may hold ahead of the client now.
     fn bound(&self) -> usize {
         bound_among(self.open.load(Ordering::Relaxed))
     }
@@ -216,11 +216,11 @@ fn bound_among(open: usize) -> usize {
     (READER_BUDGET / open.max(1)).clamp(QUEUE_AT_LEAST, QUEUE_AT_MOST)
 }
 
-/// What the reader read from one connection and hyper has not taken yet.
+/// What the reader read from one connection and the client has not taken yet.
 #[derive(Debug)]
 pub(crate) struct Inbox {
     state: Mutex<InboxState>,
-    /// Wakes the read task: hyper took bytes from a full inbox, or dropped the connection.
+    /// Wakes the read task: the client took bytes from a full inbox, or dropped the connection.
     reader: Notify,
     connections: Arc<Connections>,
 }
@@ -234,9 +234,9 @@ struct InboxState {
     end: Option<io::Result<()>>,
     /// The task waiting for bytes.
     consumer: Option<Waker>,
-    /// hyper dropped the connection: the read task ends and the socket closes.
+    /// The client dropped the connection: the read task ends and the socket closes.
     closed: bool,
-    /// The read task waits for hyper to take bytes (the inbox was at its bound).
+    /// The read task waits for the client to take bytes (the inbox was at its bound).
     reader_waits: bool,
 }
 
@@ -255,7 +255,7 @@ impl Inbox {
         }
     }
 
-    /// Gives hyper the bytes of the oldest waiting read (as many as `buf` takes; the rest
+    /// Gives the client the bytes of the oldest waiting read (as many as `buf` takes; the rest
     /// stays first in line), and publishes that read's stamp on `clock` so the frame they
     /// make carries it.
     pub(crate) fn poll_read(
@@ -291,7 +291,7 @@ impl Inbox {
             return Poll::Ready(Ok(()));
         }
         if let Some(end) = state.end.take() {
-            // The end stays: hyper may ask again after the socket's end.
+            // The end stays: the client may ask again after the socket's end.
             state.end = Some(Ok(()));
             return Poll::Ready(end);
         }
@@ -305,7 +305,7 @@ impl Inbox {
         Poll::Pending
     }
 
-    /// The bytes waiting for hyper.
+    /// The bytes waiting for the client.
     #[cfg(test)]
     pub(crate) fn queued(&self) -> usize {
         self.state().queued
@@ -317,7 +317,7 @@ impl Inbox {
         self.state().reads.capacity()
     }
 
-    /// hyper dropped the connection: the read task stops and drops its end of the socket.
+    /// The client dropped the connection: the read task stops and drops its end of the socket.
     pub(crate) fn close(&self) {
         self.state().closed = true;
         self.reader.notify_one();
@@ -348,7 +348,7 @@ impl Inbox {
         }
     }
 
-    /// What the read task does next: stop (`None`), wait for hyper to take bytes (no
+    /// What the read task does next: stop (`None`), wait for the client to take bytes (no
     /// room), or read at most the room left under the connection's bound.
     fn room(&self) -> Option<usize> {
         let mut state = self.state();
@@ -361,7 +361,7 @@ impl Inbox {
     }
 }
 
-/// Tells hyper when the read task is gone without having said why (the transport, and
+/// Tells the client when the read task is gone without having said why (the transport, and
 /// with it the reader thread, was dropped while the connection was still in use).
 struct EndsReading(Arc<Inbox>);
 
@@ -375,13 +375,13 @@ impl Drop for EndsReading {
 }
 
 /// The read task of one connection: reads what arrives, stamped, into the inbox until the
-/// socket ends, fails or hyper drops the connection.
+/// socket ends, fails or the client drops the connection.
 async fn read_until_closed(stream: Arc<TcpStream>, kernel_stamps: bool, ending: EndsReading) {
     let inbox = &ending.0;
     loop {
         match inbox.room() {
             None => return,
-            // Full: wait until hyper takes some (or drops the connection).
+            // Full: wait until the client takes some (or drops the connection).
             Some(0) => {
                 inbox.reader.notified().await;
                 continue;

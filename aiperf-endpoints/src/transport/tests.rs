@@ -3,11 +3,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use aiperf_core::Chunk;
+use aiperf_core::{Chunk, HttpMethod, SessionKey};
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::h1::READ_BUFFER_BYTES;
 use super::*;
 
 /// What the test server does with each request.
@@ -36,6 +37,9 @@ enum Behaviour {
     /// Answers the first request of each connection like `Ok`, with a keep-alive header,
     /// then behaves as the inner behaviour for the next one (the idle-close race).
     FirstOkThen(Later),
+    /// Answers like `Ok`, keep-alive header and all, then closes the connection at once
+    /// (llama.cpp's `llama-server` after a streamed response).
+    OkThenClose,
 }
 
 /// What a `FirstOkThen` connection does with its second request.
@@ -132,6 +136,14 @@ async fn connection(mut stream: TcpStream, behaviour: Behaviour, seen: Arc<Mutex
                 return;
             }
             Behaviour::PlainHttpImmediately | Behaviour::CloseUnanswered => return,
+            Behaviour::OkThenClose => {
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5, max=100\r\nContent-Length: 2\r\n\r\nok",
+                    )
+                    .await;
+                return;
+            }
             Behaviour::FirstOkThen(_) => unreachable!("resolved above"),
         };
         if written.is_err() {
@@ -460,6 +472,81 @@ async fn a_reused_connection_closed_before_answering_is_retried_once_on_a_fresh_
     // on a second connection.
     assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
     assert_eq!(server.requests.lock().unwrap().len(), 3);
+}
+
+/// The close reached the client before the next request: the connection is found closed
+/// when taken from the pool and dropped, so the request goes out once, on a new one.
+#[tokio::test]
+async fn a_connection_the_server_closed_while_idle_is_not_used_again() {
+    let server = server(Behaviour::OkThenClose).await;
+    for socket_reader in [true, false] {
+        let transport = HttpTransport::builder()
+            .socket_reader(socket_reader)
+            .build()
+            .unwrap();
+        let accepted_before = server.accepted.load(Ordering::SeqCst);
+        for _ in 0..3 {
+            let exchange = transport.send(post(&server.url, None)).await;
+            assert_eq!(exchange.error, None);
+            assert_eq!(exchange.body(), b"ok");
+            assert_eq!(exchange.retries, 0, "socket reader {socket_reader}");
+            assert!(!exchange.trace.unwrap().connection_reused);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(server.accepted.load(Ordering::SeqCst) - accepted_before, 3);
+    }
+}
+
+#[tokio::test]
+async fn idle_connections_are_kept_up_to_the_idle_timeout() {
+    let server = server(Behaviour::Ok).await;
+    let transport = HttpTransport::builder()
+        .pool_idle_timeout(Some(Duration::from_millis(300)))
+        .build()
+        .unwrap();
+    let reused = |exchange: RawExchange| exchange.trace.unwrap().connection_reused;
+    assert!(!reused(transport.send(post(&server.url, None)).await));
+    assert!(reused(transport.send(post(&server.url, None)).await));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!reused(transport.send(post(&server.url, None)).await));
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn without_idle_connections_every_request_opens_its_own() {
+    let server = server(Behaviour::Ok).await;
+    let transport = HttpTransport::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(transport.send(post(&server.url, None)).await.error, None);
+    }
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 3);
+}
+
+/// Concurrent requests each take a connection of their own, and give it back: the next
+/// round reuses them all.
+#[tokio::test]
+async fn concurrent_requests_share_the_pool_without_sharing_a_connection() {
+    let server = server(Behaviour::SlowStream).await;
+    let transport = Arc::new(transport());
+    for round in 1..=2 {
+        let sends: Vec<_> = (0..4)
+            .map(|_| {
+                let transport = Arc::clone(&transport);
+                let url = server.url.clone();
+                tokio::spawn(async move { transport.send(post(&url, None)).await })
+            })
+            .collect();
+        for send in sends {
+            let exchange = send.await.unwrap();
+            assert_eq!(exchange.error, None);
+            assert_eq!(exchange.body(), b"data: a\n\ndata: b\n\n");
+            assert_eq!(exchange.trace.unwrap().connection_reused, round == 2);
+        }
+    }
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 4);
 }
 
 #[tokio::test]

@@ -73,6 +73,13 @@ pub(crate) struct Timed<T> {
     timing: ConnectTiming,
 }
 
+impl<T> Timed<T> {
+    /// When the connection was opened.
+    pub(crate) fn timing(&self) -> ConnectTiming {
+        self.timing
+    }
+}
+
 impl<T: Connection> Connection for Timed<T> {
     fn connected(&self) -> Connected {
         self.io.connected().extra(self.timing)

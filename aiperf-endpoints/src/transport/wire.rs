@@ -3,7 +3,7 @@
 //!
 //! A runtime driving many connections on one thread gets round to a readable socket late
 //! (at concurrency 64 here: up to 9 ms at the 99th percentile), and a stamp taken when
-//! hyper yields a frame carries that delay into TTFT and ITL. On Linux every TCP
+//! the client takes a frame carries that delay into TTFT and ITL. On Linux every TCP
 //! connection asks for the kernel's receive timestamp (`SO_TIMESTAMPNS`) and reads with
 //! `recvmsg`, so each read also returns the time its bytes arrived; that is converted once
 //! per read to an [`Instant`] ([`instant_of_unix_time`]) and published on the connection's
@@ -15,7 +15,7 @@
 //! so late that two server writes wait in the socket, both frames carry the second one's
 //! stamp. The transport's [`SocketReader`] (on by default) reads every connection on a
 //! thread of its own as soon as bytes arrive, so that rarely happens; each read waits with
-//! its stamp until hyper takes it, and is published when hyper does. The wrapper sits
+//! its stamp until the client takes it, and is published when the client does. The wrapper sits
 //! below TLS, so a TLS record split over reads carries the stamp of the read that
 //! completed it (documented in docs/metrics.md).
 
@@ -163,7 +163,7 @@ pub(crate) struct WireStream {
 /// Who reads the socket.
 #[derive(Debug)]
 enum Reads {
-    /// The runtime that polls the connection, when hyper asks; `kernel_stamps`: the kernel
+    /// The runtime that polls the connection, when the client asks; `kernel_stamps`: the kernel
     /// accepted `SO_TIMESTAMPNS` and reads go through `recvmsg`.
     Here { kernel_stamps: bool },
     /// The socket reader's thread, as soon as bytes arrive; they wait here.
@@ -296,8 +296,9 @@ impl WireStream {
     }
 }
 
-/// The most bytes one read takes: hyper's read buffer starts at 8 KiB and grows for
-/// large bodies; 64 KiB keeps those reads as large as hyper's own.
+/// The most bytes one read of the socket reader takes: hyper's read buffer (with
+/// `--http2`) grows to this for large bodies, and the HTTP/1 client takes what a read
+/// holds in parts of its 8 KiB buffer.
 pub(crate) const READ_AT_MOST: usize = 64 * 1024;
 
 /// Per thread, not per connection: 10,000 open streams must not hold 10,000 buffers.
@@ -585,7 +586,7 @@ mod tests {
         );
     }
 
-    /// A read larger than hyper's buffer is handed over in parts, each with the read's
+    /// A read larger than the client's buffer is handed over in parts, each with the read's
     /// stamp; the next read follows.
     #[tokio::test]
     async fn a_read_larger_than_the_buffer_is_handed_over_in_parts() {
@@ -641,7 +642,7 @@ mod tests {
         assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "{error}");
     }
 
-    /// hyper dropping a connection closes its socket: the server reads its end.
+    /// The client dropping a connection closes its socket: the server reads its end.
     #[tokio::test]
     async fn dropping_a_stream_closes_its_socket() {
         let reader = SocketReader::default();
@@ -703,7 +704,7 @@ mod tests {
         most_queued
     }
 
-    /// A queue that grew with a backlog of 100 reads gives its room back once hyper took
+    /// A queue that grew with a backlog of 100 reads gives its room back once the client took
     /// them all, keeping room for 8.
     #[tokio::test]
     async fn a_drained_queue_gives_back_the_room_a_backlog_took() {
