@@ -68,6 +68,7 @@ section_1() {
 
 section_2() {
     echo "== 2. streaming chat, ISL 128 / OSL 128, concurrency 64, zero latency, ${SECONDS_PER_RUN} s"
+    start_mock --fast
     run_aiperf stream --streaming --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" --isl 128 --osl 128
     requests=$(json stream 'int(s["request_count"]["avg"])')
     rps=$(json stream 's["request_throughput"]["avg"]')
