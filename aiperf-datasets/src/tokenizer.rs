@@ -3,9 +3,10 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use aiperf_core::TokenCounter;
+use aiperf_core::{CounterId, TokenCounter};
 
 use crate::bpe::{Bpe, Spec};
 use crate::error::TokenizerError;
@@ -184,7 +185,17 @@ enum Backend {
     HuggingFace {
         path: PathBuf,
         inner: Arc<hf::Inner>,
+        /// This load's [`CounterId`]: two loads of one file are two ids, never mistaken
+        /// for each other (nor for a tiktoken encoding's).
+        id: CounterId,
     },
+}
+
+/// A [`CounterId`] no Hugging Face tokenizer loaded before in this process has: the
+/// tiktoken encodings' are their numbers in [`TiktokenEncoding::ALL`], below these.
+fn next_hugging_face_id() -> CounterId {
+    static NEXT: AtomicU64 = AtomicU64::new(TiktokenEncoding::ALL.len() as u64);
+    CounterId(NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The Hugging Face backend: the `tokenizers` crate.
@@ -361,6 +372,7 @@ impl Tokenizer {
             backend: Backend::HuggingFace {
                 path: path.to_path_buf(),
                 inner: Arc::new(inner),
+                id: next_hugging_face_id(),
             },
         })
     }
@@ -376,6 +388,7 @@ impl Tokenizer {
             backend: Backend::HuggingFace {
                 path: PathBuf::new(),
                 inner: Arc::new(inner),
+                id: next_hugging_face_id(),
             },
         })
     }
@@ -511,6 +524,35 @@ impl Tokenizer {
 /// Runs longer than this many bytes are counted in pieces (see [`Tokenizer::count`]).
 pub const LONGEST_RUN: usize = 1024;
 
+/// Whether [`Tokenizer::count`] counts `text` in one piece (it has no run longer than
+/// [`LONGEST_RUN`] bytes), so that its count is the length of its encoding. May say `false`
+/// of a text that is: it only costs a count.
+pub(crate) fn counted_whole(text: &str) -> bool {
+    if text.len() <= LONGEST_RUN {
+        return true;
+    }
+    if !text.is_ascii() {
+        return first_cut(text).is_none();
+    }
+    // A run of spaces or of non-spaces (ASCII whitespace as `char::is_whitespace` has
+    // it), byte by byte: several times faster than `first_cut`'s characters.
+    let mut run = 0;
+    let mut run_is_space = None;
+    for byte in text.bytes() {
+        let is_space = matches!(byte, b' ' | b'\t'..=b'\r');
+        if run_is_space == Some(is_space) {
+            run += 1;
+            if run > LONGEST_RUN {
+                return false;
+            }
+        } else {
+            run = 1;
+            run_is_space = Some(is_space);
+        }
+    }
+    true
+}
+
 /// `text` cut inside every run of more than [`LONGEST_RUN`] bytes of only spaces or only
 /// non-spaces, at character boundaries; text without such runs comes back whole.
 fn split_long_runs(text: &str) -> impl Iterator<Item = &str> {
@@ -545,6 +587,15 @@ fn first_cut(text: &str) -> Option<usize> {
 impl TokenCounter for Tokenizer {
     fn count_tokens(&self, text: &str) -> usize {
         self.count(text)
+    }
+
+    /// A tiktoken encoding's number (every instance counts alike), or a Hugging Face
+    /// tokenizer's load (its clones share it).
+    fn id(&self) -> Option<CounterId> {
+        Some(match &self.backend {
+            Backend::Tiktoken(encoding) => CounterId(*encoding as u64),
+            Backend::HuggingFace { id, .. } => *id,
+        })
     }
 }
 
@@ -604,6 +655,60 @@ mod tests {
             counted.abs_diff(exact) <= pieces.len(),
             "{counted} vs {exact}"
         );
+    }
+
+    #[test]
+    fn counted_whole_is_what_the_cut_says() {
+        let texts = [
+            "short".to_owned(),
+            "x".repeat(LONGEST_RUN),
+            "x".repeat(LONGEST_RUN + 1),
+            " ".repeat(LONGEST_RUN + 1),
+            // A vertical tab is whitespace to `char::is_whitespace`: it breaks the run.
+            format!("{}\u{b}{}", "x".repeat(900), "y".repeat(900)),
+            format!("{}!{}", "x".repeat(900), "y".repeat(900)),
+            "The quick brown fox jumps over the lazy dog. ".repeat(100),
+            "é".repeat(LONGEST_RUN / 2),
+            "é".repeat(LONGEST_RUN / 2 + 1),
+            format!("{} {}", "é".repeat(400), "é".repeat(400)),
+        ];
+        let answers: Vec<bool> = texts.iter().map(|t| counted_whole(t)).collect();
+        assert_eq!(
+            answers,
+            [true, true, false, false, true, false, true, true, false, true]
+        );
+        for text in &texts {
+            assert_eq!(counted_whole(text), first_cut(text).is_none(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn counter_ids_tell_encodings_and_loads_apart() {
+        let id = |t: &Tokenizer| t.id().unwrap();
+        let builtin = Tokenizer::builtin();
+        assert_eq!(
+            id(&builtin),
+            id(&Tokenizer::tiktoken(TiktokenEncoding::O200kBase))
+        );
+        assert_eq!(id(&builtin), id(&builtin.clone()));
+        let cl100k = Tokenizer::tiktoken(TiktokenEncoding::Cl100kBase);
+        assert_ne!(id(&builtin), id(&cl100k));
+        #[cfg(feature = "hf-tokenizers")]
+        {
+            let json = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+                "normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,
+                "decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0,"a":1},
+                "unk_token":"[UNK]"}}"#;
+            let first = Tokenizer::from_json_bytes(json.as_bytes(), "tiny").unwrap();
+            let second = Tokenizer::from_json_bytes(json.as_bytes(), "tiny").unwrap();
+            assert_eq!(id(&first), id(&first.clone()));
+            assert_ne!(id(&first), id(&second));
+            let tiktoken_ids: Vec<_> = TiktokenEncoding::ALL
+                .iter()
+                .map(|e| id(&Tokenizer::tiktoken(*e)))
+                .collect();
+            assert!(!tiktoken_ids.contains(&id(&first)));
+        }
     }
 
     #[test]
