@@ -534,23 +534,26 @@ pub(crate) fn counted_whole(text: &str) -> bool {
     if !text.is_ascii() {
         return first_cut(text).is_none();
     }
-    // A run of spaces or of non-spaces (ASCII whitespace as `char::is_whitespace` has
-    // it), byte by byte: several times faster than `first_cut`'s characters.
-    let mut run = 0;
-    let mut run_is_space = None;
-    for byte in text.bytes() {
-        let is_space = matches!(byte, b' ' | b'\t'..=b'\r');
-        if run_is_space == Some(is_space) {
-            run += 1;
-            if run > LONGEST_RUN {
-                return false;
-            }
-        } else {
-            run = 1;
-            run_is_space = Some(is_space);
-        }
-    }
-    true
+    // A run of more than LONGEST_RUN bytes covers a multiple of LONGEST_RUN: measuring
+    // the runs there (ASCII whitespace as `char::is_whitespace` has it) answers for the
+    // whole text without reading most of it.
+    let bytes = text.as_bytes();
+    let is_space = |byte: &u8| matches!(byte, b' ' | b'\t'..=b'\r');
+    (LONGEST_RUN..bytes.len())
+        .step_by(LONGEST_RUN)
+        .all(|probe| {
+            let space = is_space(&bytes[probe]);
+            let other = |byte: &u8| is_space(byte) != space;
+            let start = bytes[..probe]
+                .iter()
+                .rposition(other)
+                .map_or(0, |at| at + 1);
+            let end = bytes[probe..]
+                .iter()
+                .position(other)
+                .map_or(bytes.len(), |at| probe + at);
+            end - start <= LONGEST_RUN
+        })
 }
 
 /// `text` cut inside every run of more than [`LONGEST_RUN`] bytes of only spaces or only
@@ -671,14 +674,35 @@ mod tests {
             "é".repeat(LONGEST_RUN / 2),
             "é".repeat(LONGEST_RUN / 2 + 1),
             format!("{} {}", "é".repeat(400), "é".repeat(400)),
+            // Runs of 1,025 and 1,024 bytes that do not start at a probe.
+            format!("{} {} end", "a".repeat(500), "b".repeat(LONGEST_RUN + 1)),
+            format!("{} {} end", "a".repeat(500), "b".repeat(LONGEST_RUN)),
+            format!("{}{}", "ab ".repeat(400), " ".repeat(LONGEST_RUN + 1)),
         ];
         let answers: Vec<bool> = texts.iter().map(|t| counted_whole(t)).collect();
         assert_eq!(
             answers,
-            [true, true, false, false, true, false, true, true, false, true]
+            [true, true, false, false, true, false, true, true, false, true, false, true, false]
         );
         for text in &texts {
             assert_eq!(counted_whole(text), first_cut(text).is_none(), "{text:?}");
+        }
+        // Runs about the limit, of letters and of spaces, at offsets about the probes.
+        for offset in [0, 1, 2, 511, 1022, 1023, 1024, 1025, 2047] {
+            for run in [1, 1023, 1024, 1025, 1026, 2049] {
+                for text in [
+                    format!(
+                        "{} {} {}",
+                        "p".repeat(offset),
+                        "r".repeat(run),
+                        "s".repeat(3)
+                    ),
+                    format!("{}x{}y", "p".repeat(offset), " ".repeat(run)),
+                ] {
+                    let cut = first_cut(&text).is_none();
+                    assert_eq!(counted_whole(&text), cut, "{offset} {run}");
+                }
+            }
         }
     }
 
