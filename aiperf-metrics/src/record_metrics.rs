@@ -41,8 +41,8 @@ impl TokenCounts {
 ///
 /// Client side (the default): input = tokens of `record.input_text` (or of the text the
 /// counter renders from the payload, with a chat template), taken from the turn's
-/// [`KnownTokenCount`](aiperf_core::KnownTokenCount) instead of counted when that text is exactly the turn's text as the
-/// dataset made it, for this counter; output = tokens of
+/// [`KnownTokenCount`](aiperf_core::KnownTokenCount) instead of counted when that text
+/// is exactly the turn's text as the dataset made it, for this counter; output = tokens of
 /// the concatenated text of the content responses; reasoning = tokens of the concatenated
 /// reasoning pieces (`None` when there were none). With `use_server_token_count`, valid
 /// records take them from the last non-empty `usage`: input = prompt tokens, reasoning =
@@ -112,8 +112,9 @@ pub fn count_tokens(
 }
 
 /// The count the record's turn carries for `text`, the text `counter` would count as its
-/// input ([`KnownTokenCount::tokens_of`](aiperf_core::KnownTokenCount::tokens_of)): a synthetic prompt sent alone, made with the
-/// counter's tokenizer. Hashing the text is what this costs, a fraction of encoding it.
+/// input ([`KnownTokenCount::tokens_of`](aiperf_core::KnownTokenCount::tokens_of)): a
+/// synthetic prompt sent alone, made with the counter's tokenizer. Hashing the text is
+/// what this costs, a fraction of encoding it.
 fn known_tokens(record: &RequestRecord, counter: &dyn TokenCounter, text: &str) -> Option<usize> {
     let turn = record
         .credit
