@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::deferred::DeferredText;
+use crate::tokens::KnownTokenCount;
 
 /// One conversation (a "session"): an ordered list of turns sent one after another.
 ///
@@ -110,6 +111,11 @@ pub struct Turn {
     /// after `texts` once [`Conversation::materialized`] made it. Never serialized.
     #[serde(skip)]
     pub deferred_text: Option<DeferredText>,
+    /// How many tokens the turn's only text counts to, when the dataset made it to that
+    /// count: the record processor takes it instead of counting a request's input text
+    /// that is exactly this text ([`KnownTokenCount::tokens_of`]). Never serialized.
+    #[serde(skip)]
+    pub known_tokens: Option<KnownTokenCount>,
 }
 
 /// Child sessions a turn starts once its reply is back: every child runs on its own,

@@ -121,7 +121,7 @@ pub use schedule::{
 };
 pub use seed::derive_seed;
 pub use sink::{CollectRecords, RecordSink, RunContext, Tee};
-pub use tokens::TokenCounter;
+pub use tokens::{CounterId, KnownTokenCount, TokenCounter};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::{
     BodyChunks, BoxFuture, Chunk, HttpMethod, HttpRequest, HttpTrace, RawExchange, SendControl,

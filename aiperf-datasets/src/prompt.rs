@@ -29,13 +29,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
+use aiperf_core::{KnownTokenCount, TokenCounter};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::coding;
 use crate::corpus::SENTENCES;
 use crate::error::SyntheticError;
-use crate::tokenizer::Tokenizer;
+use crate::tokenizer::{counted_whole, Tokenizer};
 
 /// Target size of the assembled corpus stream, in tokens. Large enough that two random
 /// prompts rarely start at the same place (which would inflate server prefix-cache hits).
@@ -459,15 +460,49 @@ impl PromptGenerator {
     /// the tiktoken encodings and Qwen3); should all strategies fail
     /// (a degenerate tokenizer), the closest text found is returned and a warning logged.
     pub fn generate(&mut self, tokens: usize) -> String {
+        self.generate_exact(tokens).unwrap_or_else(|text| text)
+    }
+
+    /// A prompt as [`PromptGenerator::generate`] makes it, with its count for the
+    /// record processor: `Some` when [`Tokenizer::count`] of the text is known to be
+    /// `tokens` (it settled, and the count takes it in one piece), so the processor need
+    /// not count it again; `None` for the closest text of a search that failed.
+    ///
+    /// ```
+    /// use aiperf_core::TokenCounter;
+    /// use aiperf_datasets::{PromptGenerator, Tokenizer};
+    ///
+    /// let tokenizer = Tokenizer::builtin();
+    /// let mut generator = PromptGenerator::new(tokenizer.clone(), 42).unwrap();
+    /// let (prompt, known) = generator.generate_counted(128);
+    /// let counter = tokenizer.id().unwrap();
+    /// assert_eq!(known.unwrap().tokens_of(&prompt, counter), Some(128));
+    /// assert_eq!(tokenizer.count(&prompt), 128);
+    /// ```
+    pub fn generate_counted(&mut self, tokens: usize) -> (String, Option<KnownTokenCount>) {
+        match self.generate_exact(tokens) {
+            Ok(text) if counted_whole(&text) => {
+                let known = self
+                    .tokenizer
+                    .id()
+                    .map(|counter| KnownTokenCount::new(&text, tokens, counter));
+                (text, known)
+            }
+            Ok(text) | Err(text) => (text, None),
+        }
+    }
+
+    /// A text of exactly `tokens` tokens, or `Err` with the closest one found.
+    fn generate_exact(&mut self, tokens: usize) -> Result<String, String> {
         if tokens == 0 {
-            return String::new();
+            return Ok(String::new());
         }
         let source = Arc::clone(&self.source);
         let result = match &*source {
             Source::Text(corpus) => self.generate_text(corpus, tokens),
             Source::Random(pool) => self.generate_random(pool, tokens),
         };
-        result.unwrap_or_else(|(miss, text)| {
+        result.map_err(|(miss, text)| {
             tracing::warn!(
                 tokenizer = self.tokenizer.name(),
                 wanted = tokens,

@@ -440,17 +440,23 @@ impl Composer {
             (None, None) => None,
         };
         let mut texts = Vec::new();
+        // The count of the turn's text when it is one prompt, as it was made: a batch's
+        // texts are sent joined, a prefix is joined to its prompt.
+        let mut known_tokens = None;
         if input.text_enabled() {
-            for _ in 0..input.prompt.batch_size {
+            let batch = input.prompt.batch_size;
+            for _ in 0..batch {
                 let tokens = match seq {
                     Some((isl, _)) => isl,
                     None => dataset.isl.sample(&mut self.length_rng),
                 };
-                let prompt = self.prompts.generate(tokens as usize);
-                texts.push(match self.random_prefix(first) {
-                    Some(prefix) => format!("{prefix} {prompt}"),
-                    None => prompt,
-                });
+                let (prompt, known) = self.prompts.generate_counted(tokens as usize);
+                if let Some(prefix) = self.random_prefix(first) {
+                    texts.push(format!("{prefix} {prompt}"));
+                } else {
+                    known_tokens = known.filter(|_| batch == 1);
+                    texts.push(prompt);
+                }
             }
         }
         let media = self.media.turn()?;
@@ -473,6 +479,7 @@ impl Composer {
             model: self.models.next(),
             max_tokens,
             delay_ms,
+            known_tokens,
             ..Turn::default()
         })
     }
@@ -551,6 +558,40 @@ mod tests {
             assert_eq!(turn.delay_ms, None);
         }
         assert!(distinct.len() > 5);
+    }
+
+    #[test]
+    fn a_turn_of_one_prompt_carries_its_count_and_no_other_does() {
+        use aiperf_core::TokenCounter;
+        let t = Tokenizer::builtin();
+        let counter = t.id().unwrap();
+        let made = |change: &dyn Fn(&mut InputConfig)| {
+            let mut input = input(Some(11));
+            input.session.turns_mean = 2;
+            change(&mut input);
+            dataset(&input).generate().unwrap()
+        };
+        for conversation in made(&|_| {}) {
+            for turn in &conversation.turns {
+                let text = &turn.texts[0];
+                let known = turn.known_tokens.unwrap().tokens_of(text, counter);
+                assert_eq!(known, Some(t.count(text)));
+            }
+        }
+        // A prefix on the first turn (not the later ones); a batch of two prompts.
+        let prefixed = made(&|input| {
+            input.prompt.prefix_pool_size = 3;
+            input.prompt.prefix_length = 10;
+        });
+        for conversation in &prefixed {
+            assert_eq!(conversation.turns[0].known_tokens, None);
+            assert!(conversation.turns[1].known_tokens.is_some());
+        }
+        let batched = made(&|input| input.prompt.batch_size = 2);
+        assert!(batched
+            .iter()
+            .flat_map(|c| &c.turns)
+            .all(|turn| turn.known_tokens.is_none()));
     }
 
     #[test]

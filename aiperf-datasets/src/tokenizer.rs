@@ -3,9 +3,10 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use aiperf_core::TokenCounter;
+use aiperf_core::{CounterId, TokenCounter};
 
 use crate::bpe::{Bpe, Spec};
 use crate::error::TokenizerError;
@@ -184,7 +185,17 @@ enum Backend {
     HuggingFace {
         path: PathBuf,
         inner: Arc<hf::Inner>,
+        /// This load's [`CounterId`]: two loads of one file are two ids, never mistaken
+        /// for each other (nor for a tiktoken encoding's).
+        id: CounterId,
     },
+}
+
+/// A [`CounterId`] no Hugging Face tokenizer loaded before in this process has: the
+/// tiktoken encodings' are their numbers in [`TiktokenEncoding::ALL`], below these.
+fn next_hugging_face_id() -> CounterId {
+    static NEXT: AtomicU64 = AtomicU64::new(TiktokenEncoding::ALL.len() as u64);
+    CounterId(NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The Hugging Face backend: the `tokenizers` crate.
@@ -361,6 +372,7 @@ impl Tokenizer {
             backend: Backend::HuggingFace {
                 path: path.to_path_buf(),
                 inner: Arc::new(inner),
+                id: next_hugging_face_id(),
             },
         })
     }
@@ -376,6 +388,7 @@ impl Tokenizer {
             backend: Backend::HuggingFace {
                 path: PathBuf::new(),
                 inner: Arc::new(inner),
+                id: next_hugging_face_id(),
             },
         })
     }
@@ -511,6 +524,38 @@ impl Tokenizer {
 /// Runs longer than this many bytes are counted in pieces (see [`Tokenizer::count`]).
 pub const LONGEST_RUN: usize = 1024;
 
+/// Whether [`Tokenizer::count`] counts `text` in one piece (it has no run longer than
+/// [`LONGEST_RUN`] bytes), so that its count is the length of its encoding. May say `false`
+/// of a text that is: it only costs a count.
+pub(crate) fn counted_whole(text: &str) -> bool {
+    if text.len() <= LONGEST_RUN {
+        return true;
+    }
+    if !text.is_ascii() {
+        return first_cut(text).is_none();
+    }
+    // A run of more than LONGEST_RUN bytes covers a multiple of LONGEST_RUN: measuring
+    // the runs there (ASCII whitespace as `char::is_whitespace` has it) answers for the
+    // whole text without reading most of it.
+    let bytes = text.as_bytes();
+    let is_space = |byte: &u8| matches!(byte, b' ' | b'\t'..=b'\r');
+    (LONGEST_RUN..bytes.len())
+        .step_by(LONGEST_RUN)
+        .all(|probe| {
+            let space = is_space(&bytes[probe]);
+            let other = |byte: &u8| is_space(byte) != space;
+            let start = bytes[..probe]
+                .iter()
+                .rposition(other)
+                .map_or(0, |at| at + 1);
+            let end = bytes[probe..]
+                .iter()
+                .position(other)
+                .map_or(bytes.len(), |at| probe + at);
+            end - start <= LONGEST_RUN
+        })
+}
+
 /// `text` cut inside every run of more than [`LONGEST_RUN`] bytes of only spaces or only
 /// non-spaces, at character boundaries; text without such runs comes back whole.
 fn split_long_runs(text: &str) -> impl Iterator<Item = &str> {
@@ -545,6 +590,15 @@ fn first_cut(text: &str) -> Option<usize> {
 impl TokenCounter for Tokenizer {
     fn count_tokens(&self, text: &str) -> usize {
         self.count(text)
+    }
+
+    /// A tiktoken encoding's number (every instance counts alike), or a Hugging Face
+    /// tokenizer's load (its clones share it).
+    fn id(&self) -> Option<CounterId> {
+        Some(match &self.backend {
+            Backend::Tiktoken(encoding) => CounterId(*encoding as u64),
+            Backend::HuggingFace { id, .. } => *id,
+        })
     }
 }
 
@@ -604,6 +658,81 @@ mod tests {
             counted.abs_diff(exact) <= pieces.len(),
             "{counted} vs {exact}"
         );
+    }
+
+    #[test]
+    fn counted_whole_is_what_the_cut_says() {
+        let texts = [
+            "short".to_owned(),
+            "x".repeat(LONGEST_RUN),
+            "x".repeat(LONGEST_RUN + 1),
+            " ".repeat(LONGEST_RUN + 1),
+            // A vertical tab is whitespace to `char::is_whitespace`: it breaks the run.
+            format!("{}\u{b}{}", "x".repeat(900), "y".repeat(900)),
+            format!("{}!{}", "x".repeat(900), "y".repeat(900)),
+            "The quick brown fox jumps over the lazy dog. ".repeat(100),
+            "é".repeat(LONGEST_RUN / 2),
+            "é".repeat(LONGEST_RUN / 2 + 1),
+            format!("{} {}", "é".repeat(400), "é".repeat(400)),
+            // Runs of 1,025 and 1,024 bytes that do not start at a probe.
+            format!("{} {} end", "a".repeat(500), "b".repeat(LONGEST_RUN + 1)),
+            format!("{} {} end", "a".repeat(500), "b".repeat(LONGEST_RUN)),
+            format!("{}{}", "ab ".repeat(400), " ".repeat(LONGEST_RUN + 1)),
+        ];
+        let answers: Vec<bool> = texts.iter().map(|t| counted_whole(t)).collect();
+        assert_eq!(
+            answers,
+            [true, true, false, false, true, false, true, true, false, true, false, true, false]
+        );
+        for text in &texts {
+            assert_eq!(counted_whole(text), first_cut(text).is_none(), "{text:?}");
+        }
+        // Runs about the limit, of letters and of spaces, at offsets about the probes.
+        for offset in [0, 1, 2, 511, 1022, 1023, 1024, 1025, 2047] {
+            for run in [1, 1023, 1024, 1025, 1026, 2049] {
+                for text in [
+                    format!(
+                        "{} {} {}",
+                        "p".repeat(offset),
+                        "r".repeat(run),
+                        "s".repeat(3)
+                    ),
+                    format!("{}x{}y", "p".repeat(offset), " ".repeat(run)),
+                ] {
+                    let cut = first_cut(&text).is_none();
+                    assert_eq!(counted_whole(&text), cut, "{offset} {run}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counter_ids_tell_encodings_and_loads_apart() {
+        let id = |t: &Tokenizer| t.id().unwrap();
+        let builtin = Tokenizer::builtin();
+        assert_eq!(
+            id(&builtin),
+            id(&Tokenizer::tiktoken(TiktokenEncoding::O200kBase))
+        );
+        assert_eq!(id(&builtin), id(&builtin.clone()));
+        let cl100k = Tokenizer::tiktoken(TiktokenEncoding::Cl100kBase);
+        assert_ne!(id(&builtin), id(&cl100k));
+        #[cfg(feature = "hf-tokenizers")]
+        {
+            let json = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+                "normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,
+                "decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0,"a":1},
+                "unk_token":"[UNK]"}}"#;
+            let first = Tokenizer::from_json_bytes(json.as_bytes(), "tiny").unwrap();
+            let second = Tokenizer::from_json_bytes(json.as_bytes(), "tiny").unwrap();
+            assert_eq!(id(&first), id(&first.clone()));
+            assert_ne!(id(&first), id(&second));
+            let tiktoken_ids: Vec<_> = TiktokenEncoding::ALL
+                .iter()
+                .map(|e| id(&Tokenizer::tiktoken(*e)))
+                .collect();
+            assert!(!tiktoken_ids.contains(&id(&first)));
+        }
     }
 
     #[test]

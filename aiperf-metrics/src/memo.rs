@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use aiperf_core::TokenCounter;
+use aiperf_core::{CounterId, TokenCounter};
 
 /// How many distinct texts are remembered; later texts are counted but not stored, so
 /// memory stays bounded when every text is new (e.g. generated outputs).
@@ -48,6 +48,11 @@ impl TokenCounter for MemoizedCounter {
     fn input_text_to_count<'a>(&self, input_text: &'a str, payload: &[u8]) -> Cow<'a, str> {
         self.inner.input_text_to_count(input_text, payload)
     }
+
+    /// The inner counter's: remembering counts does not change them.
+    fn id(&self) -> Option<CounterId> {
+        self.inner.id()
+    }
 }
 
 #[cfg(test)]
@@ -72,5 +77,24 @@ mod tests {
         assert_eq!(memo.count_tokens("a b c"), 3);
         assert_eq!(memo.count_tokens("d"), 1);
         assert_eq!(words.0.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn it_counts_under_the_inner_counters_id() {
+        struct Named;
+        impl TokenCounter for Named {
+            fn count_tokens(&self, text: &str) -> usize {
+                text.len()
+            }
+            fn id(&self) -> Option<CounterId> {
+                Some(CounterId(42))
+            }
+        }
+        assert_eq!(
+            MemoizedCounter::new(Arc::new(Named)).id(),
+            Some(CounterId(42))
+        );
+        let words = Arc::new(Words(AtomicUsize::new(0)));
+        assert_eq!(MemoizedCounter::new(words).id(), None);
     }
 }

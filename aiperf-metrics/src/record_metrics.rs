@@ -40,7 +40,9 @@ impl TokenCounts {
 /// Counts the tokens of `record` as docs/metrics.md#token-counting describes.
 ///
 /// Client side (the default): input = tokens of `record.input_text` (or of the text the
-/// counter renders from the payload, with a chat template); output = tokens of
+/// counter renders from the payload, with a chat template), taken from the turn's
+/// [`KnownTokenCount`](aiperf_core::KnownTokenCount) instead of counted when that text
+/// is exactly the turn's text as the dataset made it, for this counter; output = tokens of
 /// the concatenated text of the content responses; reasoning = tokens of the concatenated
 /// reasoning pieces (`None` when there were none). With `use_server_token_count`, valid
 /// records take them from the last non-empty `usage`: input = prompt tokens, reasoning =
@@ -57,7 +59,7 @@ pub fn count_tokens(
         if ctx.tokenizes_input {
             counter.map(|c| {
                 let text = c.input_text_to_count(&record.input_text, &record.payload);
-                c.count_tokens(&text) as u64
+                known_tokens(record, c, &text).unwrap_or_else(|| c.count_tokens(&text)) as u64
             })
         } else {
             None
@@ -107,6 +109,19 @@ pub fn count_tokens(
             None
         },
     }
+}
+
+/// The count the record's turn carries for `text`, the text `counter` would count as its
+/// input ([`KnownTokenCount::tokens_of`](aiperf_core::KnownTokenCount::tokens_of)): a
+/// synthetic prompt sent alone, made with the counter's tokenizer. Hashing the text is
+/// what this costs, a fraction of encoding it.
+fn known_tokens(record: &RequestRecord, counter: &dyn TokenCounter, text: &str) -> Option<usize> {
+    let turn = record
+        .credit
+        .conversation
+        .turns
+        .get(record.credit.turn_index)?;
+    turn.known_tokens?.tokens_of(text, counter.id()?)
 }
 
 /// One metric value of one record.
@@ -1046,6 +1061,66 @@ mod tests {
         assert!(!m.valid);
         assert_eq!(m.values.len(), 1);
         assert_eq!(m.scalar(MetricId::ErrorIsl), Some(3.0));
+    }
+
+    /// Counts words, and every call, and names itself `CounterId(1)`.
+    #[derive(Default)]
+    struct CountedWords(std::sync::atomic::AtomicUsize);
+    impl TokenCounter for CountedWords {
+        fn count_tokens(&self, text: &str) -> usize {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            text.split_whitespace().count()
+        }
+        fn id(&self) -> Option<aiperf_core::CounterId> {
+            Some(aiperf_core::CounterId(1))
+        }
+    }
+
+    /// A record of `input` sent as the only turn of a conversation whose turn carries
+    /// `known`.
+    fn with_known_count(input: &str, known: aiperf_core::KnownTokenCount) -> RequestRecord {
+        let mut r = record(0, input, vec![resp(10 * MS, "a b", "", None)]);
+        r.credit.conversation = Arc::new(Conversation {
+            turns: vec![Turn {
+                known_tokens: Some(known),
+                ..Turn::text("one two three")
+            }],
+            ..Conversation::default()
+        });
+        r
+    }
+
+    #[test]
+    fn a_turns_known_count_is_taken_for_its_own_text_only() {
+        use aiperf_core::{CounterId, KnownTokenCount};
+        let ctx = MetricsContext::streaming_chat();
+        // 7, not the 3 words the counter would give: the count is taken, not recounted.
+        let known = KnownTokenCount::new("one two three", 7, CounterId(1));
+        let counter = CountedWords::default();
+        let made = with_known_count("one two three", known);
+        let tokens = count_tokens(&made, Some(&counter), &ctx);
+        assert_eq!((tokens.input, tokens.output), (Some(7), Some(2)));
+        assert_eq!(counter.0.load(std::sync::atomic::Ordering::Relaxed), 1); // the output
+        assert_eq!(
+            metrics_with(&made, &counter).scalar(MetricId::InputSequenceLength),
+            Some(7.0)
+        );
+
+        // Another text (a system prompt before it), another counter: counted.
+        let joined = with_known_count("sys one two three", known);
+        assert_eq!(count_tokens(&joined, Some(&counter), &ctx).input, Some(4));
+        assert_eq!(count_tokens(&made, Some(&Words), &ctx).input, Some(3));
+        let other = KnownTokenCount::new("one two three", 7, CounterId(2));
+        let made_for_another = with_known_count("one two three", other);
+        assert_eq!(
+            count_tokens(&made_for_another, Some(&counter), &ctx).input,
+            Some(3)
+        );
+    }
+
+    fn metrics_with(record: &RequestRecord, counter: &dyn TokenCounter) -> RecordMetrics {
+        let ctx = MetricsContext::streaming_chat();
+        compute_record_metrics(record, &count_tokens(record, Some(counter), &ctx), &ctx)
     }
 
     #[test]

@@ -154,3 +154,151 @@ async fn the_summary_describes_what_ran_whatever_the_sink_was_built_with() {
     assert_eq!(summary.config.primary_model(), "mock-model");
     assert!(summary.config.endpoint.streaming);
 }
+
+/// Counts with a tokenizer and remembers the texts it counted; names itself as the
+/// tokenizer does (known counts are taken) or not at all (every text is counted).
+struct Spy {
+    tokenizer: Tokenizer,
+    takes_known_counts: bool,
+    counted: std::sync::Mutex<Vec<String>>,
+}
+
+impl aiperf_core::TokenCounter for Spy {
+    fn count_tokens(&self, text: &str) -> usize {
+        self.counted.lock().unwrap().push(text.to_owned());
+        self.tokenizer.count(text)
+    }
+
+    fn id(&self) -> Option<aiperf_core::CounterId> {
+        self.takes_known_counts
+            .then(|| aiperf_core::TokenCounter::id(&self.tokenizer))
+            .flatten()
+    }
+}
+
+/// The records of a run of the synthetic conversations of `input` (made with `made_with`)
+/// under `config`, and per record its input sequence length as counted by `counter` with
+/// and without known counts, whether its input text was left uncounted, and its turn.
+async fn input_lengths(
+    input: InputConfig,
+    made_with: Tokenizer,
+    counter: &Tokenizer,
+    config: impl FnOnce(&mut BenchmarkConfig),
+) -> Vec<InputLength> {
+    let server = MockServer::start(MockConfig::fast()).await.unwrap();
+    let mut run = BenchmarkConfig::default();
+    run.endpoint.models = vec!["mock-model".into()];
+    run.endpoint.urls = vec![server.url()];
+    run.load.concurrency = Some(2);
+    run.load.request_count = Some(8);
+    config(&mut run);
+    let run = run.validate().unwrap();
+    let conversations = SyntheticDataset::new(&input, &[], made_with)
+        .unwrap()
+        .load()
+        .unwrap()
+        .conversations;
+    let endpoint = endpoint_for("chat", EndpointOptions::default()).unwrap();
+    let ctx = aiperf_metrics::MetricsContext::new(&run, endpoint.info());
+    let records = Benchmark::builder(&run)
+        .endpoint(endpoint)
+        .transport(Arc::new(HttpTransport::builder().build().unwrap()))
+        .conversations(conversations, SamplingStrategy::Sequential)
+        .sink(CollectRecords::default())
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(records.len(), 8);
+    let spy = |takes_known_counts| Spy {
+        tokenizer: counter.clone(),
+        takes_known_counts,
+        counted: std::sync::Mutex::default(),
+    };
+    records
+        .iter()
+        .map(|record| {
+            assert!(record.is_valid(), "{:?}", record.error);
+            let (with, without) = (spy(true), spy(false));
+            let known = aiperf_metrics::count_tokens(record, Some(&with), &ctx).input;
+            let counted = aiperf_metrics::count_tokens(record, Some(&without), &ctx).input;
+            assert!(without.counted.lock().unwrap().contains(&record.input_text));
+            let taken = !with.counted.lock().unwrap().contains(&record.input_text);
+            InputLength {
+                known,
+                counted,
+                taken,
+                turn: record.credit.turn_index,
+            }
+        })
+        .collect()
+}
+
+/// A record's input sequence length with and without known counts.
+struct InputLength {
+    known: Option<u64>,
+    counted: Option<u64>,
+    taken: bool,
+    turn: usize,
+}
+
+/// How many records took a known count, after checking every record's input length is
+/// the one counting its input text gives.
+fn taken(lengths: &[InputLength]) -> usize {
+    for length in lengths {
+        assert!(length.counted.is_some());
+        assert_eq!(length.known, length.counted);
+    }
+    lengths.iter().filter(|length| length.taken).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_made_prompts_count_is_taken_only_where_it_is_what_counting_gives() {
+    let o200k = Tokenizer::builtin();
+    let input = |change: &dyn Fn(&mut InputConfig)| {
+        let mut input = InputConfig {
+            isl_mean: 40,
+            osl_mean: Some(4),
+            num_dataset_entries: Some(8),
+            random_seed: Some(5),
+            ..InputConfig::default()
+        };
+        change(&mut input);
+        input
+    };
+    let lengths = |change: &'static dyn Fn(&mut InputConfig)| {
+        input_lengths(input(change), o200k.clone(), &o200k, |_| {})
+    };
+    // One prompt sent alone: taken for every record, and it is the prompt's ISL.
+    let alone = lengths(&|_| {}).await;
+    assert_eq!(taken(&alone), 8);
+    assert!(alone.iter().all(|length| length.known == Some(40)));
+    // Anything sent with the prompt is counted: a shared system prompt, a user context,
+    // a prefix, a batch of prompts; in a two-turn session, the second turn (its history).
+    let with_system = lengths(&|i| i.prompt.shared_system_length = Some(7)).await;
+    assert_eq!(taken(&with_system), 0);
+    let with_context = lengths(&|i| i.prompt.user_context_length = Some(7)).await;
+    assert_eq!(taken(&with_context), 0);
+    let with_prefix = lengths(&|i| {
+        i.prompt.prefix_pool_size = 2;
+        i.prompt.prefix_length = 5;
+    })
+    .await;
+    assert_eq!(taken(&with_prefix), 0);
+    let batched = lengths(&|i| i.prompt.batch_size = 2).await;
+    assert_eq!(taken(&batched), 0);
+    let two_turns = lengths(&|i| i.session.turns_mean = 2).await;
+    let first_turns = two_turns.iter().filter(|length| length.turn == 0).count();
+    assert!((1..8).contains(&first_turns));
+    assert_eq!(taken(&two_turns), first_turns);
+    // A cache-bust marker put into the sent copy of the first turn's text.
+    let marked = input_lengths(input(&|_| {}), o200k.clone(), &o200k, |run| {
+        run.input.cache_bust = aiperf_core::cache_bust::CacheBust::FirstTurnPrefix;
+    })
+    .await;
+    assert_eq!(taken(&marked), 0);
+    // Prompts made with another tokenizer than the one counting.
+    let cl100k = Tokenizer::tiktoken(aiperf_datasets::TiktokenEncoding::Cl100kBase);
+    let other = input_lengths(input(&|_| {}), cl100k, &o200k, |_| {}).await;
+    assert_eq!(taken(&other), 0);
+}
