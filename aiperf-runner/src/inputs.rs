@@ -33,10 +33,12 @@ use aiperf_core::{
     build_request, BenchmarkConfig, CancellationToken, Conversation, ConversationStream, Endpoint,
     RequestInput, ValidatedConfig,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::workload::WorkloadError;
 use crate::RunError;
+
+mod pretty;
 
 /// `inputs.json`: written already, to be written once sending ends, being written beside
 /// the run, being written, or failed to start.
@@ -540,9 +542,14 @@ impl<'a> InputsFile<'a> {
             conversation
         };
         for session in conversation.with_descendants() {
-            let entry = entry(self.endpoint, self.config, session)?;
-            write_entry(&mut self.writer, &entry, self.entries == 0)
-                .map_err(RunError::write(self.path))?;
+            write_entry(
+                &mut self.writer,
+                self.path,
+                self.endpoint,
+                self.config,
+                session,
+                self.entries == 0,
+            )?;
             self.entries += 1;
         }
         Ok(())
@@ -563,14 +570,27 @@ impl<'a> InputsFile<'a> {
     }
 }
 
-/// One session's entry: its id and the body of each of its turns.
-fn entry(
+/// Writes one session's entry (its id and the body of each of its turns) as an element
+/// of the file's `data` array, laid out as `serde_json::to_writer_pretty` lays out the
+/// whole `{"data": [...]}` object: two levels in, four spaces. A body serde_json wrote is
+/// indented as it is ([`pretty::reindent`]); any other is parsed and printed, and one that
+/// is not JSON is written as a string.
+fn write_entry(
+    writer: &mut impl Write,
+    path: &Path,
     endpoint: &dyn Endpoint,
     config: &BenchmarkConfig,
     conversation: &Conversation,
-) -> Result<Value, RunError> {
-    let mut payloads = Vec::with_capacity(conversation.turns.len());
-    for turn in conversation.turns.chunks(1) {
+    first: bool,
+) -> Result<(), RunError> {
+    const PAYLOAD_MARGIN: &[u8] = b"        ";
+    let mut out = Vec::with_capacity(1024);
+    out.extend_from_slice(if first { b"{\n  \"data\": [\n" } else { b",\n" });
+    out.extend_from_slice(b"    {\n      \"session_id\": ");
+    let failed = |error: serde_json::Error| RunError::write(path)(error.into());
+    serde_json::to_writer(&mut out, &conversation.session_id).map_err(failed)?;
+    out.extend_from_slice(b",\n      \"payloads\": [");
+    for (index, turn) in conversation.turns.chunks(1).enumerate() {
         let built = build_request(
             endpoint,
             &RequestInput {
@@ -581,28 +601,28 @@ fn entry(
                 streaming: config.endpoint.streaming,
             },
         )?;
+        out.extend_from_slice(if index == 0 { b"\n" } else { b",\n" });
+        out.extend_from_slice(PAYLOAD_MARGIN);
         let recorded = built.recorded_payload();
-        let payload = serde_json::from_slice::<Value>(recorded)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(recorded).into_owned()));
-        payloads.push(payload);
-    }
-    Ok(json!({"session_id": conversation.session_id, "payloads": payloads}))
-}
-
-/// Writes `entry` as an element of the file's `data` array, laid out as
-/// `serde_json::to_writer_pretty` lays out the whole `{"data": [...]}` object (two
-/// levels in: four spaces; JSON strings hold no raw line breaks).
-fn write_entry(writer: &mut impl Write, entry: &Value, first: bool) -> std::io::Result<()> {
-    writer.write_all(if first { b"{\n  \"data\": [\n" } else { b",\n" })?;
-    let pretty = serde_json::to_vec_pretty(entry).map_err(std::io::Error::from)?;
-    for (index, line) in pretty.split(|byte| *byte == b'\n').enumerate() {
-        if index > 0 {
-            writer.write_all(b"\n")?;
+        if pretty::reindent(recorded, PAYLOAD_MARGIN, &mut out).is_none() {
+            let payload = serde_json::from_slice::<Value>(recorded)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(recorded).into_owned()));
+            let printed = serde_json::to_vec_pretty(&payload).map_err(failed)?;
+            for (line_index, line) in printed.split(|byte| *byte == b'\n').enumerate() {
+                if line_index > 0 {
+                    out.push(b'\n');
+                    out.extend_from_slice(PAYLOAD_MARGIN);
+                }
+                out.extend_from_slice(line);
+            }
         }
-        writer.write_all(b"    ")?;
-        writer.write_all(line)?;
     }
-    Ok(())
+    if conversation.turns.is_empty() {
+        out.extend_from_slice(b"]\n    }");
+    } else {
+        out.extend_from_slice(b"\n      ]\n    }");
+    }
+    writer.write_all(&out).map_err(RunError::write(path))
 }
 
 /// Closes the `data` array and the object after `entries` entries.
@@ -620,6 +640,8 @@ mod tests {
 
     use aiperf_core::Turn;
     use aiperf_endpoints::{ChatEndpoint, EndpointOptions};
+
+    use serde_json::json;
 
     use super::*;
 
@@ -816,31 +838,84 @@ mod tests {
         panic!("{} is still there", path.display());
     }
 
-    /// The file as one `to_writer_pretty` of the whole object lays it out.
-    fn whole(entries: &[Value]) -> Vec<u8> {
+    /// The file as one `to_writer_pretty` of the whole object lays it out, each body
+    /// parsed into a `Value` (kept as a string when it is not JSON): what the writer
+    /// wrote before it indented bodies itself.
+    fn whole(conversations: &[Conversation]) -> Vec<u8> {
+        let config = config();
+        let entries: Vec<Value> = conversations
+            .iter()
+            .map(|conversation| {
+                let payloads: Vec<Value> = conversation
+                    .turns
+                    .chunks(1)
+                    .map(|turn| {
+                        let input = RequestInput {
+                            model: config.primary_model(),
+                            system_message: conversation.system_message.as_deref(),
+                            user_context_message: conversation.user_context_message.as_deref(),
+                            turns: turn,
+                            streaming: false,
+                        };
+                        let built = build_request(chat().as_ref(), &input).unwrap();
+                        let recorded = built.recorded_payload();
+                        serde_json::from_slice(recorded).unwrap_or_else(|_| {
+                            Value::String(String::from_utf8_lossy(recorded).into_owned())
+                        })
+                    })
+                    .collect();
+                json!({"session_id": conversation.session_id, "payloads": payloads})
+            })
+            .collect();
         serde_json::to_vec_pretty(&json!({ "data": entries })).unwrap()
     }
 
-    fn streamed(entries: &[Value]) -> Vec<u8> {
+    fn streamed(conversations: &[Conversation]) -> Vec<u8> {
         let mut out = Vec::new();
-        for (index, entry) in entries.iter().enumerate() {
-            write_entry(&mut out, entry, index == 0).unwrap();
+        for (index, conversation) in conversations.iter().enumerate() {
+            write_entry(
+                &mut out,
+                Path::new("inputs.json"),
+                chat().as_ref(),
+                &config(),
+                conversation,
+                index == 0,
+            )
+            .unwrap();
         }
-        write_end(&mut out, entries.len()).unwrap();
+        write_end(&mut out, conversations.len()).unwrap();
         out
     }
 
     #[test]
     fn entries_written_one_by_one_are_laid_out_as_the_whole_object() {
-        let entries = [
-            json!({"session_id": "a", "payloads": [{"messages": [{"role": "user", "content": "x\ny"}], "n": 1}]}),
-            json!({"session_id": "b", "payloads": []}),
-            json!({"session_id": "c", "payloads": ["not json"]}),
+        let with_float = Turn {
+            extra: Some(
+                json!({"temperature": 0.7, "top_k": 5})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            ..Turn::text("a float in the body: parsed and printed")
+        };
+        let conversations = [
+            conversation(0),
+            Conversation {
+                session_id: "two \"turns\"".into(),
+                system_message: Some("be brief\tplease".into()),
+                turns: vec![Turn::text("first\u{1}é"), with_float],
+                ..Conversation::default()
+            },
+            Conversation {
+                session_id: "none".into(),
+                ..Conversation::default()
+            },
+            conversation(3),
         ];
-        for n in 0..=entries.len() {
+        for n in 0..=conversations.len() {
             assert_eq!(
-                String::from_utf8(streamed(&entries[..n])).unwrap(),
-                String::from_utf8(whole(&entries[..n])).unwrap(),
+                String::from_utf8(streamed(&conversations[..n])).unwrap(),
+                String::from_utf8(whole(&conversations[..n])).unwrap(),
                 "{n} entries"
             );
         }
