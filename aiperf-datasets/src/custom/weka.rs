@@ -45,6 +45,9 @@ pub(crate) struct WekaOptions {
     pub(crate) max_context_length: Option<u64>,
     /// `--use-think-time-only`.
     pub(crate) think_time_only: bool,
+    /// Prompts of hash ids are left as recipes (see [`HashIdPrompts::give_prompt`]):
+    /// splitting chains and nesting subagents need the hash ids, never the text.
+    pub(crate) defer_prompts: bool,
 }
 
 // Every recorded field is declared so that a typo is an error; the recorded model
@@ -275,6 +278,7 @@ fn replay(
             block_size: trace.block_size,
             prompts: &mut prompts,
             think_time_only: options.think_time_only,
+            defer: options.defer_prompts,
         };
         let (root, _) = builder
             .session(trace.id.clone(), &trace.requests, None, "requests")
@@ -391,6 +395,8 @@ struct SessionBuilder<'a> {
     block_size: u32,
     prompts: &'a mut HashIdPrompts,
     think_time_only: bool,
+    /// Leave prompts of hash ids as recipes.
+    defer: bool,
 }
 
 /// The child sessions one parent turn spawns that the same later turn joins.
@@ -578,20 +584,19 @@ impl SessionBuilder<'_> {
         for &(index, t, request) in requests {
             let input = request.input_length.max(1);
             let blocks = needed_blocks(&request.hash_ids, input, u64::from(self.block_size));
-            let text = self
-                .prompts
-                .prompt(input, blocks)
-                .map_err(|message| (format!("{field}[{index}]"), message))?;
             let delay_ms = previous.map(|(before_t, before)| match request.think_time {
                 Some(think) if self.think_time_only => think.max(0.0) * 1000.0,
                 _ => ((t - before_t - busy_seconds(before)) * 1000.0).max(0.0),
             });
-            turns.push(Turn {
-                texts: vec![text],
+            let mut turn = Turn {
                 max_tokens: Some(u32::try_from(request.output_length.max(1)).unwrap_or(u32::MAX)),
                 delay_ms,
                 ..Turn::default()
-            });
+            };
+            self.prompts
+                .give_prompt(&mut turn, input, blocks.to_vec(), self.defer)
+                .map_err(|message| (format!("{field}[{index}]"), message))?;
+            turns.push(turn);
             previous = Some((t, request));
         }
         Ok(turns)
