@@ -52,6 +52,7 @@ mod turn_fields;
 mod verbatim;
 mod weka;
 mod weka_chains;
+mod weka_prompts;
 
 use std::path::{Path, PathBuf};
 
