@@ -115,6 +115,7 @@ median_of_3() {
         started=$(date +%s%N)
         run_aiperf "$name$run" "$@"
         times+=("$(first_request_ms "$name$run")")
+        rm -f "$WORK/$name$run/inputs.json" # up to 700 MB for a long trace
     done
     printf '%s\n' "${times[@]}" | sort -n | sed -n 2p
 }
@@ -128,6 +129,14 @@ section_5() {
     echo "mooncake trace, $(cat "$WORK/trace.stats"): $(median_of_3 trace \
         --input-file "$WORK/trace.jsonl" --custom-dataset-type mooncake_trace \
         --request-count 1) ms, peak RSS $(peak_rss_mb trace1) MB"
+    python3 bench/agentic_traces.py tracelab "$WORK/tracelab.jsonl" 2>"$WORK/tracelab.stats"
+    echo "tracelab trace, $(cat "$WORK/tracelab.stats"): $(median_of_3 tracelab \
+        --input-file "$WORK/tracelab.jsonl" --custom-dataset-type tracelab \
+        --request-count 1) ms, peak RSS $(peak_rss_mb tracelab1) MB"
+    python3 bench/agentic_traces.py weka "$WORK/weka" 2>"$WORK/weka.stats"
+    echo "weka traces, $(cat "$WORK/weka.stats"): $(median_of_3 weka \
+        --input-file "$WORK/weka" --custom-dataset-type weka_trace \
+        --request-count 1) ms, peak RSS $(peak_rss_mb weka1) MB"
 }
 
 # first_request_s NAME: seconds from launching the run to its first request's start (the

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 
 use aiperf_core::config::{CustomDatasetType, PromptCorpus, RandomCorpusStyle, TracelabJoin};
-use aiperf_core::ContextMode;
+use aiperf_core::{ContextMode, Conversation};
 use aiperf_datasets::custom::HashIdPrompts;
 use aiperf_datasets::{
     detect_dataset_type, load_custom_dataset, CustomDatasetOptions, DatasetFileErrorKind,
@@ -441,4 +441,66 @@ fn the_tracelab_switches_turn_the_join_off_widen_it_or_leave_codex_out() {
         sessions(&load_joined(&path, no_codex)),
         [("p", vec![]), ("c", vec![])]
     );
+}
+
+#[test]
+fn deferred_prompts_are_made_as_the_same_text_as_at_load() {
+    // Session a reuses a prefix of its first round; p spawns k as a subagent.
+    let mut all = rows();
+    all.extend([
+        timed_row("p", "u", 0, 1, tool("Agent", 1, 31, 30_000)),
+        timed_row("p", "u", 31, 32, json!([])),
+        timed_row("k", "u", 3, 5, json!([])),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.jsonl");
+    std::fs::write(&path, all.join("\n")).unwrap();
+    let load = |defer_prompts| {
+        let options = CustomDatasetOptions {
+            block_size: Some(4),
+            seed: 3,
+            corpus: Some(PromptCorpus::Sonnet),
+            defer_prompts,
+            ..CustomDatasetOptions::default()
+        };
+        load_custom_dataset(&path, &options, &Tokenizer::builtin()).unwrap()
+    };
+    let eager = load(false);
+    let deferred = load(true);
+    // (texts, has a recipe) of every turn, subagents' included.
+    let turns = |loaded: &LoadedDataset| -> Vec<(usize, bool)> {
+        loaded
+            .conversations
+            .iter()
+            .flat_map(Conversation::with_descendants)
+            .flat_map(|session| &session.turns)
+            .map(|turn| (turn.texts.len(), turn.deferred_text.is_some()))
+            .collect()
+    };
+    // a: 2 rounds, b: 1, p: 2 and its subagent k: 1.
+    assert_eq!(turns(&eager), [(1, false); 6]);
+    assert_eq!(turns(&deferred), [(0, true); 6]);
+    assert_eq!(
+        sessions(&deferred),
+        [("a", vec![]), ("b", vec![]), ("p", vec!["p::sa:k"])]
+    );
+    // Made in any order (the last session first), the same conversations: texts,
+    // timing, output lengths and nesting.
+    let made: Vec<Conversation> = deferred
+        .conversations
+        .iter()
+        .rev()
+        .map(Conversation::materialized)
+        .collect();
+    let eager_reversed: Vec<Conversation> = eager.conversations.iter().rev().cloned().collect();
+    assert_eq!(made, eager_reversed);
+    // Session a's rounds, made from recipes: 10 and 13 tokens sharing two 4-token blocks.
+    let tokenizer = Tokenizer::builtin();
+    let a: Vec<Vec<u32>> = made[2]
+        .turns
+        .iter()
+        .map(|turn| tokenizer.encode(&turn.texts[0]))
+        .collect();
+    assert_eq!((a[0].len(), a[1].len()), (10, 13));
+    assert_eq!(a[0][..8], a[1][..8]);
 }

@@ -376,3 +376,92 @@ fn a_request_longer_than_its_recorded_blocks_continues_with_fresh_tokens() {
     assert_eq!(tokens[0][..16], tokens[2][..16]);
     assert_ne!(tokens[0][16..], tokens[1][16..]);
 }
+
+#[test]
+fn deferred_prompts_are_made_as_the_same_text_as_at_load() {
+    // a: a subagent; b: flat requests split into agent chains (a worker and a sidecar);
+    // c: prefix-only requests (their fresh tails drawn in request order) and one
+    // without hash ids (drawn from the same stream).
+    let flat_chains = serde_json::json!({
+        "id": "flat", "models": ["m", "haiku"], "block_size": 16, "hash_id_scope": "local",
+        "requests": [
+            flat(0.0, 2.0, "m", 1, &[1, 2]),
+            flat(1.0, 3.0, "m", 2, &[1, 2, 30]),
+            flat(3.0, 1.0, "m", 3, &[1, 2, 3]),
+            flat(4.5, 1.0, "m", 4, &[1, 2, 30, 31]),
+            flat(7.5, 0.2, "haiku", 7, &[1, 2, 3, 4, 5, 6]),
+        ]
+    });
+    let prefix_only = r#"{"id": "p", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
+      "requests": [
+        {"t": 0.0, "type": "n", "model": "m", "in": 40, "out": 1, "hash_ids": [1], "api_time": 0.1},
+        {"t": 1.0, "type": "n", "model": "m", "in": 40, "out": 1, "hash_ids": [1], "api_time": 0.1},
+        {"t": 1.5, "type": "n", "model": "m", "in": 12, "out": 1, "api_time": 0.1},
+        {"t": 2.0, "type": "n", "model": "m", "in": 20, "out": 1, "hash_ids": [1, 2, 3], "api_time": 0.1}
+      ]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.json"), TRACE).unwrap();
+    std::fs::write(dir.path().join("b.json"), flat_chains.to_string()).unwrap();
+    std::fs::write(dir.path().join("c.json"), prefix_only).unwrap();
+    let load = |defer_prompts| {
+        let options = CustomDatasetOptions {
+            seed: 4,
+            defer_prompts,
+            ..CustomDatasetOptions::default()
+        };
+        load_custom_dataset(dir.path(), &options, &Tokenizer::builtin()).unwrap()
+    };
+    let eager = load(false);
+    let deferred = load(true);
+    // (texts, has a recipe) of every turn, child sessions' included, in session order.
+    let turns = |loaded: &LoadedDataset| -> Vec<(usize, bool)> {
+        loaded
+            .conversations
+            .iter()
+            .flat_map(Conversation::with_descendants)
+            .flat_map(|session| &session.turns)
+            .map(|turn| (turn.texts.len(), turn.deferred_text.is_some()))
+            .collect()
+    };
+    assert_eq!(turns(&eager), [(1, false); 12]);
+    assert_eq!(turns(&deferred), [(0, true); 12]);
+    let sessions = |loaded: &LoadedDataset| -> Vec<String> {
+        loaded
+            .conversations
+            .iter()
+            .flat_map(Conversation::with_descendants)
+            .map(|session| session.session_id.clone())
+            .collect()
+    };
+    assert_eq!(
+        sessions(&deferred),
+        [
+            "trace-a",
+            "trace-a::sa:agent_001",
+            "flat",
+            "flat::fa:000",
+            "flat::aux:001",
+            "p"
+        ]
+    );
+    // Made in any order (the last trace first), the same conversations: texts, timing,
+    // output lengths and the chains and subagents they start.
+    let made: Vec<Conversation> = deferred
+        .conversations
+        .iter()
+        .rev()
+        .map(Conversation::materialized)
+        .collect();
+    let eager_reversed: Vec<Conversation> = eager.conversations.iter().rev().cloned().collect();
+    assert_eq!(made, eager_reversed);
+    // p's prompts, made from recipes: 40 tokens each from hash id 1 and a fresh tail.
+    let tokenizer = Tokenizer::builtin();
+    let p: Vec<Vec<u32>> = made[0]
+        .turns
+        .iter()
+        .map(|turn| tokenizer.encode(&turn.texts[0]))
+        .collect();
+    assert_eq!(p.iter().map(Vec::len).collect::<Vec<_>>(), [40, 40, 12, 20]);
+    assert_eq!(p[0][..16], p[1][..16]);
+    assert_ne!(p[0][16..], p[1][16..]);
+}

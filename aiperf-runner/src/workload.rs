@@ -654,6 +654,8 @@ async fn hub_files_source(
             random_corpus_style: input.prompt.random_corpus_style,
             max_context_length: input.trace.max_context_length,
             use_think_time_only: input.trace.use_think_time_only,
+            // As for a trace file: made ahead of the schedule, not all before it.
+            defer_prompts: true,
             ..CustomDatasetOptions::default()
         };
         return Ok(Box::new(hub::HubWekaDataset::new(

@@ -1,7 +1,8 @@
 //! The trace formats users export from serving platforms, replayed by the built binary
 //! against the recording mock server: a Baseten Parquet trace (whole sessions sampled by
 //! `--trace-session-sample-ratio`), a SageMaker data capture, a weka agentic trace and
-//! mooncake traces (prefix-only lines included).
+//! mooncake traces (prefix-only lines included); the agentic traces send the prompts
+//! their loaders make.
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 mod common;
@@ -451,4 +452,94 @@ async fn prefix_only_mooncake_lines_are_sent_at_their_input_length() {
     sent.sort();
     recorded.sort();
     assert_eq!(sent, recorded);
+}
+
+/// Replays `input` (`requests` requests) one request at a time and checks that the run
+/// sent, and `inputs.json` holds, exactly the prompts the loader makes when every prompt
+/// is made before a run: the run makes them from recipes as it goes.
+async fn assert_sends_the_prompts_made_at_load(dir: &Path, input: &Path, requests: u32) {
+    let flags = format!(
+        "--input-file {} --concurrency 1 --request-count {requests} --tokenizer builtin",
+        input.display()
+    );
+    let bodies = recorded_bodies(dir, &flags).await;
+    let options = CustomDatasetOptions {
+        seed: 5,
+        ..CustomDatasetOptions::default()
+    };
+    let loaded = load_custom_dataset(input, &options, &Tokenizer::builtin()).unwrap();
+    let mut made: Vec<String> = loaded
+        .conversations
+        .iter()
+        .flat_map(aiperf_core::Conversation::with_descendants)
+        .flat_map(|session| &session.turns)
+        .map(|turn| turn.texts.concat())
+        .collect();
+    assert_eq!(made.len(), requests as usize);
+    let mut sent: Vec<String> = bodies.iter().map(last_text).collect();
+    made.sort();
+    sent.sort();
+    assert_eq!(sent, made);
+    let inputs = common::read_json(&dir.join("artifacts").join("inputs.json"));
+    let mut recorded: Vec<String> = inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|session| session["payloads"].as_array().unwrap())
+        .map(Value::to_string)
+        .collect();
+    let mut bodies: Vec<String> = bodies.iter().map(Value::to_string).collect();
+    recorded.sort();
+    bodies.sort();
+    assert_eq!(recorded, bodies);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tracelab_trace_sends_and_records_the_prompts_its_loader_makes() {
+    // Session s1's second round keeps the 2 whole 64-token blocks of its first; s2 is
+    // on its own. Think times of 10 ms.
+    let row = |session: &str, index: u64, input: u64, prefix: u64, at_ms: u64| {
+        let time = |ms: u64| format!("2025-01-31T12:00:00.{ms:03}Z");
+        json!({"session_id": session, "round_index": index, "input_tokens_total": input,
+               "prefix_tokens": prefix, "newly_append_tokens": input - prefix,
+               "output_tokens": 3 + index,
+               "timing_events": [{"event_type": "user_message", "timestamp": time(at_ms)},
+                                 {"event_type": "text", "timestamp": time(at_ms + 10)}]})
+        .to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rounds.jsonl");
+    let rows = [
+        row("s1", 0, 150, 0, 0),
+        row("s1", 1, 200, 150, 20),
+        row("s2", 0, 70, 0, 5),
+    ];
+    std::fs::write(&file, rows.join("\n")).unwrap();
+    assert_sends_the_prompts_made_at_load(dir.path(), &file, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weka_trace_sends_and_records_the_prompts_its_loader_makes() {
+    // Shared leading blocks, a subagent, a prefix-only request (fresh tokens after its
+    // one recorded block) and one without hash ids.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w.json");
+    let trace = json!({
+        "id": "w", "models": ["m"], "block_size": 16, "hash_id_scope": "local",
+        "requests": [
+            {"t": 0.0, "type": "n", "model": "m", "in": 40, "out": 5, "hash_ids": [1, 2, 3],
+             "api_time": 0.01},
+            {"type": "subagent", "t": 0.02, "agent_id": "a1", "subagent_type": "Explore",
+             "status": "completed", "models": ["m"],
+             "requests": [{"t": 0.02, "type": "s", "model": "m", "in": 20, "out": 3,
+                           "hash_ids": [9, 10]}]},
+            {"t": 0.03, "type": "n", "model": "m", "in": 56, "out": 6, "hash_ids": [1, 2, 3, 4],
+             "api_time": 0.01},
+            {"t": 0.05, "type": "n", "model": "m", "in": 90, "out": 2, "hash_ids": [1],
+             "api_time": 0.01},
+            {"t": 0.07, "type": "n", "model": "m", "in": 12, "out": 2}
+        ]
+    });
+    std::fs::write(&file, trace.to_string()).unwrap();
+    assert_sends_the_prompts_made_at_load(dir.path(), &file, 5).await;
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use aiperf_core::config::{PromptCorpus, RandomCorpusStyle};
-use aiperf_core::DeferredText;
+use aiperf_core::{DeferredText, Turn};
 use rand::RngExt;
 
 use crate::prompt::{BlockSeparator, CorpusTokens, PromptGenerator, TokenWindow};
@@ -66,7 +66,7 @@ struct Blocks {
 
 /// A prompt of hash-id blocks, as [`HashIdPrompts::plan`] laid it out for one line.
 #[derive(Debug, Clone)]
-pub(super) struct BlockPrompt {
+struct BlockPrompt {
     hash_ids: Vec<u64>,
     /// Tokens of the last hash id's block: all of it but in a short final block.
     final_block: usize,
@@ -156,11 +156,7 @@ impl HashIdPrompts {
     /// Lays out a prompt of `input_length` tokens made of `hash_ids` (see
     /// [`HashIdPrompts::tokens`]), drawing its fresh tail now, if it has one (the
     /// generator's stream is drawn from in the order prompts are planned).
-    pub(super) fn plan(
-        &mut self,
-        input_length: u64,
-        hash_ids: Vec<u64>,
-    ) -> Result<BlockPrompt, String> {
+    fn plan(&mut self, input_length: u64, hash_ids: Vec<u64>) -> Result<BlockPrompt, String> {
         let fit = fit(self.blocks.size as u64, input_length, &hash_ids)?;
         let tail = (fit.tail > 0).then(|| {
             let separator = usize::from(self.blocks.separator.is_some());
@@ -185,10 +181,33 @@ impl HashIdPrompts {
         Ok(self.blocks.decode(&tokens))
     }
 
-    /// The prompt of a [`HashIdPrompts::plan`] as a recipe, made when a run needs it.
-    pub(super) fn deferred_prompt(&self, plan: BlockPrompt) -> DeferredText {
-        let blocks = Arc::clone(&self.blocks);
-        DeferredText::new(move || blocks.decode(&blocks.tokens(&plan)))
+    /// Gives `turn` its prompt of `input_length` tokens made of `hash_ids` (see
+    /// [`HashIdPrompts::prompt`]): as text, or with `defer` and hash ids as a recipe
+    /// ([`Turn::deferred_text`]) laid out now (its fresh tail drawn in the same order)
+    /// and decoded to the same text when a run needs it. A prompt without hash ids is
+    /// made now either way. `Err` is the reason, for an error naming the line.
+    pub(super) fn give_prompt(
+        &mut self,
+        turn: &mut Turn,
+        input_length: u64,
+        hash_ids: Vec<u64>,
+        defer: bool,
+    ) -> Result<(), String> {
+        if hash_ids.is_empty() {
+            turn.texts.push(self.prompt(input_length, &hash_ids)?);
+            return Ok(());
+        }
+        let plan = self.plan(input_length, hash_ids)?;
+        if defer {
+            let blocks = Arc::clone(&self.blocks);
+            turn.deferred_text = Some(DeferredText::new(move || {
+                blocks.decode(&blocks.tokens(&plan))
+            }));
+        } else {
+            turn.texts
+                .push(self.blocks.decode(&self.blocks.tokens(&plan)));
+        }
+        Ok(())
     }
 
     /// Checks that a prompt of `input_length` tokens can be made of `hash_ids` (see

@@ -52,6 +52,7 @@ mod turn_fields;
 mod verbatim;
 mod weka;
 mod weka_chains;
+mod weka_prompts;
 
 use std::path::{Path, PathBuf};
 
@@ -112,7 +113,8 @@ pub struct CustomDatasetOptions {
     /// `--synthesis-*`: reshapes mooncake, bailian and BurstGPT traces
     /// ([`crate::synthesis`]); any other format with an active synthesis is an error.
     pub synthesis: TraceSynthesis,
-    /// Leave the `hash_ids` prompts of mooncake, bailian and BurstGPT traces as recipes
+    /// Leave the `hash_ids` prompts of mooncake, bailian, BurstGPT, TraceLab and weka
+    /// traces (files and [`load_weka_corpus`]) as recipes
     /// ([`aiperf_core::Turn::deferred_text`]) decoded when a run needs them, instead of
     /// text: loading a long trace then takes milliseconds, not seconds. The run (or
     /// [`aiperf_core::Conversation::materialized`]) makes the same text either way.
@@ -237,7 +239,13 @@ pub fn load_custom_dataset(
         CustomDatasetType::Tracelab => {
             let block = options.block_size.unwrap_or(TRACELAB_BLOCK_SIZE);
             (
-                tracelab::load(path, &mut prompts(block)?, block, options.tracelab_join)?,
+                tracelab::load(
+                    path,
+                    &mut prompts(block)?,
+                    block,
+                    options.tracelab_join,
+                    options.defer_prompts,
+                )?,
                 false,
             )
         }
@@ -295,6 +303,7 @@ fn weka_options(options: &CustomDatasetOptions, tokenizer: &Tokenizer) -> weka::
         style: options.random_corpus_style,
         max_context_length: options.max_context_length,
         think_time_only: options.use_think_time_only,
+        defer_prompts: options.defer_prompts,
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use aiperf_core::Turn;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
-use super::hash_prompts::{BlockPrompt, HashIdPrompts};
+use super::hash_prompts::HashIdPrompts;
 use crate::synthesis::{TraceRequest, TraceSynthesizer};
 
 /// A parsed trace line whose prompt is not made yet: `turn` has everything but the
@@ -44,50 +44,22 @@ pub(super) fn finish_turns<T>(
             place,
         } = pending;
         if let Some(length) = request.input_length {
-            let prompt =
-                make_prompt(prompts, length, request.hash_ids.clone()).map_err(|message| {
-                    let field = if request.hash_ids.is_empty() {
-                        "input_length"
-                    } else {
-                        "hash_ids"
-                    };
+            let field = if request.hash_ids.is_empty() {
+                "input_length"
+            } else {
+                "hash_ids"
+            };
+            prompts
+                .give_prompt(&mut turn, length, request.hash_ids, defer)
+                .map_err(|message| {
                     DatasetFileError::file(path, DatasetFileErrorKind::Invalid, message)
                         .at_line(line)
                         .in_field(field)
                 })?;
-            match prompt {
-                Prompt::Text(text) => turn.texts.push(text),
-                Prompt::Blocks(plan) => {
-                    let deferred = prompts.deferred_prompt(plan);
-                    if defer {
-                        turn.deferred_text = Some(deferred);
-                    } else {
-                        turn.texts.push(deferred.make());
-                    }
-                }
-            }
         }
         turn.timestamp_ms = request.timestamp_ms;
         turn.max_tokens = request.output_length;
         finished.push((turn, place));
     }
     Ok(finished)
-}
-
-/// A line's prompt: made already, or blocks to decode.
-enum Prompt {
-    Text(String),
-    Blocks(BlockPrompt),
-}
-
-/// Makes a prompt without hash ids now; lays out one with hash ids.
-fn make_prompt(
-    prompts: &mut HashIdPrompts,
-    length: u64,
-    hash_ids: Vec<u64>,
-) -> Result<Prompt, String> {
-    if hash_ids.is_empty() {
-        return prompts.prompt(length, &hash_ids).map(Prompt::Text);
-    }
-    prompts.plan(length, hash_ids).map(Prompt::Blocks)
 }

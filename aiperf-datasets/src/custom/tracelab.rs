@@ -142,11 +142,14 @@ impl SessionRows {
 /// appearance, each carrying its subagents; rounds with no timestamped event are left
 /// out (nothing says when to send them). A subagent that cannot be nested (its parent
 /// has no round at or before its spawn) is replayed as a session of its own after them.
+/// With `defer`, prompts are left as recipes (see [`HashIdPrompts::give_prompt`]):
+/// nothing here needs their text.
 pub(crate) fn load(
     path: &Path,
     prompts: &mut HashIdPrompts,
     block_size: u32,
     join: TracelabJoin,
+    defer: bool,
 ) -> Result<Vec<Conversation>, DatasetFileError> {
     let mut sessions: Vec<SessionRows> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
@@ -173,12 +176,17 @@ pub(crate) fn load(
                 .then(a.index.cmp(&b.index))
         });
         turns.push(
-            session_turns(&session.rounds, block_size, &mut next_block_id, prompts).map_err(
-                |message| {
-                    DatasetFileError::file(path, DatasetFileErrorKind::Invalid, message)
-                        .in_field(format!("session {}", session.id))
-                },
-            )?,
+            session_turns(
+                &session.rounds,
+                block_size,
+                &mut next_block_id,
+                prompts,
+                defer,
+            )
+            .map_err(|message| {
+                DatasetFileError::file(path, DatasetFileErrorKind::Invalid, message)
+                    .in_field(format!("session {}", session.id))
+            })?,
         );
     }
     let parents = if join.subagents {
@@ -334,13 +342,15 @@ fn nest_subagents(
     }
 }
 
-/// The turns of one session's rounds (in replay order). Block ids are unique across the
-/// file (`next_block_id`), so sessions never share blocks, as in the corpus.
+/// The turns of one session's rounds (in replay order), their prompts left as recipes
+/// with `defer`. Block ids are unique across the file (`next_block_id`), so sessions
+/// never share blocks, as in the corpus.
 fn session_turns(
     rounds: &[Round],
     block_size: u32,
     next_block_id: &mut u64,
     prompts: &mut HashIdPrompts,
+    defer: bool,
 ) -> Result<Vec<Turn>, String> {
     let block = u64::from(block_size);
     let mut fresh = |count: u64| {
@@ -364,16 +374,16 @@ fn session_turns(
         if input % block != 0 {
             hash_ids.extend(fresh(1));
         }
-        let prompt = prompts.prompt(input, &hash_ids)?;
         let delay_ms = previous_end.map(|end| (round.submitted_ms - end).max(0.0));
         previous_end = Some(round.submitted_ms + round.reply_ms.unwrap_or(0.0));
         previous_blocks = blocks;
-        turns.push(Turn {
-            texts: vec![prompt],
+        let mut turn = Turn {
             max_tokens: Some(u32::try_from(round.output_tokens.max(1)).unwrap_or(u32::MAX)),
             delay_ms,
             ..Turn::default()
-        });
+        };
+        prompts.give_prompt(&mut turn, input, hash_ids, defer)?;
+        turns.push(turn);
     }
     Ok(turns)
 }

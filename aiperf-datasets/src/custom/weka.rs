@@ -28,9 +28,9 @@ use aiperf_core::{Branch, BranchMode, ContextMode, Conversation, Turn};
 use serde::Deserialize;
 
 use super::error::{DatasetFileError, DatasetFileErrorKind};
-use super::hash_prompts::HashIdPrompts;
 use super::sessions::replayed_session;
 use super::weka_chains::{self, ChainRequest, WorkerKind};
+use super::weka_prompts::{PromptSource, TracePrompts};
 use crate::seed::derive_seed;
 use crate::Tokenizer;
 
@@ -45,6 +45,10 @@ pub(crate) struct WekaOptions {
     pub(crate) max_context_length: Option<u64>,
     /// `--use-think-time-only`.
     pub(crate) think_time_only: bool,
+    /// Prompts are left as recipes, made a trace at a time when a run needs them
+    /// (see [`super::weka_prompts`]): splitting chains and nesting subagents need the
+    /// hash ids, never the text.
+    pub(crate) defer_prompts: bool,
 }
 
 // Every recorded field is declared so that a typo is an error; the recorded model
@@ -263,14 +267,25 @@ fn replay(
             over_limit += 1;
             continue;
         }
-        let mut prompts = HashIdPrompts::new(
-            options.tokenizer.clone(),
-            derive_seed(options.seed, &format!("dataset.weka.{}", trace.id)),
-            trace.block_size,
-            options.corpus,
-            options.style,
-        )
-        .map_err(|e| origin.error(DatasetFileErrorKind::Invalid, e.to_string()))?;
+        let source = PromptSource {
+            tokenizer: options.tokenizer.clone(),
+            seed: derive_seed(options.seed, &format!("dataset.weka.{}", trace.id)),
+            block_size: trace.block_size,
+            corpus: options.corpus,
+            style: options.style,
+        };
+        // Made now when prompts are made at load; with them deferred, the first trace's
+        // alone: it says whether any trace's can be built (that depends on the
+        // tokenizer and the corpus, not the seed) and is the first a run needs.
+        let ready = if !options.defer_prompts || conversations.is_empty() {
+            let prompts = source
+                .prompts()
+                .map_err(|message| origin.error(DatasetFileErrorKind::Invalid, message))?;
+            Some(prompts)
+        } else {
+            None
+        };
+        let mut prompts = TracePrompts::new(source);
         let mut builder = SessionBuilder {
             block_size: trace.block_size,
             prompts: &mut prompts,
@@ -283,8 +298,13 @@ fn replay(
                     .error(DatasetFileErrorKind::Invalid, message)
                     .in_field(field)
             })?;
+        prompts.finish(ready);
         if !root.turns.is_empty() {
-            conversations.push(root);
+            conversations.push(if options.defer_prompts {
+                root
+            } else {
+                root.materialized()
+            });
         }
     }
     if over_limit > 0 {
@@ -389,7 +409,7 @@ type FieldError = (String, String);
 /// Builds the sessions of one trace.
 struct SessionBuilder<'a> {
     block_size: u32,
-    prompts: &'a mut HashIdPrompts,
+    prompts: &'a mut TracePrompts,
     think_time_only: bool,
 }
 
@@ -578,16 +598,16 @@ impl SessionBuilder<'_> {
         for &(index, t, request) in requests {
             let input = request.input_length.max(1);
             let blocks = needed_blocks(&request.hash_ids, input, u64::from(self.block_size));
-            let text = self
-                .prompts
-                .prompt(input, blocks)
-                .map_err(|message| (format!("{field}[{index}]"), message))?;
             let delay_ms = previous.map(|(before_t, before)| match request.think_time {
                 Some(think) if self.think_time_only => think.max(0.0) * 1000.0,
                 _ => ((t - before_t - busy_seconds(before)) * 1000.0).max(0.0),
             });
+            let prompt = self
+                .prompts
+                .recipe(input, blocks.to_vec())
+                .map_err(|message| (format!("{field}[{index}]"), message))?;
             turns.push(Turn {
-                texts: vec![text],
+                deferred_text: Some(prompt),
                 max_tokens: Some(u32::try_from(request.output_length.max(1)).unwrap_or(u32::MAX)),
                 delay_ms,
                 ..Turn::default()
