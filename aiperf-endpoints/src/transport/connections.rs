@@ -9,10 +9,11 @@
 //! others age out after the idle timeout.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::h1::Connection;
+use super::lock;
 
 /// Idle connections per origin (`scheme://host:port`), and the conversations' own.
 #[derive(Debug)]
@@ -39,13 +40,6 @@ pub(crate) enum Owner<'a> {
     /// A conversation's own (sticky sessions), by correlation id; `last`: its final turn,
     /// after which the connection closes.
     Session { id: &'a str, last: bool },
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 impl Connections {
