@@ -447,6 +447,26 @@ async fn sequential_requests_reuse_one_connection() {
     assert_eq!(server.requests.lock().unwrap().len(), 3);
 }
 
+/// A read that took less than it asked for emptied the socket: the next response is waited
+/// for, not looked for first with a read that finds nothing.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_drained_socket_is_not_read_again_before_the_next_response() {
+    let server = server(Behaviour::Ok).await;
+    let transport = HttpTransport::builder()
+        .socket_reader(false)
+        .build()
+        .unwrap();
+    super::wire::FOUND_EMPTY.set(0);
+    for _ in 0..5 {
+        let exchange = transport.send(post(&server.url, None)).await;
+        assert_eq!(exchange.error, None);
+        assert_eq!(exchange.body(), b"ok");
+    }
+    assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(super::wire::FOUND_EMPTY.get(), 0);
+}
+
 #[tokio::test]
 async fn a_reused_connection_closed_before_answering_is_retried_once_on_a_fresh_one() {
     let server = server(Behaviour::FirstOkThen(Later::CloseUnanswered)).await;

@@ -331,9 +331,8 @@ pub(crate) fn read_now<R>(
         if kernel_stamps {
             let Scratch { bytes, control } = scratch;
             let into = &mut bytes[..want];
-            let (len, arrived) = stream.try_io(Interest::READABLE, || {
-                kernel::receive(stream, into, control)
-            })?;
+            let (len, arrived) =
+                read_draining(stream, want, || kernel::receive(stream, into, control))?;
             return Ok(take(&into[..len], arrived.unwrap_or_else(Instant::now)));
         }
         #[cfg(not(target_os = "linux"))]
@@ -342,6 +341,39 @@ pub(crate) fn read_now<R>(
         let len = stream.try_read(into)?;
         Ok(take(&into[..len], Instant::now()))
     })
+}
+
+#[cfg(all(test, target_os = "linux"))]
+thread_local! {
+    /// How many reads on this thread found the socket empty.
+    pub(crate) static FOUND_EMPTY: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// One read of at most `want` bytes through the stream's readiness (Linux). A read that took
+/// fewer bytes than it asked for (but some) emptied the socket, so the readiness is
+/// cleared, as tokio's own `poll_read` does: otherwise the next poll, typically right
+/// after the next request is written, spends a system call finding the socket empty (one
+/// `recvmsg` in two did, at concurrency 64 against a fast mock; bench/README.md).
+#[cfg(target_os = "linux")]
+fn read_draining<T>(
+    stream: &TcpStream,
+    want: usize,
+    mut read: impl FnMut() -> std::io::Result<(usize, T)>,
+) -> std::io::Result<(usize, T)> {
+    let mut drained = None;
+    let result = stream.try_io(Interest::READABLE, || {
+        let (len, extra) = read()?;
+        if len > 0 && len < want {
+            drained = Some((len, extra));
+            // What tokio takes as "nothing left": it clears the readiness it saw.
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        Ok((len, extra))
+    });
+    match drained {
+        Some(read) => Ok(read),
+        None => result,
+    }
 }
 
 /// Kernel receive timestamps through `recvmsg` (Linux).
@@ -379,7 +411,12 @@ mod kernel {
             &mut iov,
             Some(control),
             MsgFlags::empty(),
-        )?;
+        );
+        #[cfg(test)]
+        if message == Err(nix::errno::Errno::EAGAIN) {
+            super::FOUND_EMPTY.set(super::FOUND_EMPTY.get() + 1);
+        }
+        let message = message?;
         let arrived = message.cmsgs().ok().and_then(|mut messages| {
             messages.find_map(|message| match message {
                 ControlMessageOwned::ScmTimestampns(at) => Some(at),
