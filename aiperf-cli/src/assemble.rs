@@ -73,7 +73,11 @@ pub(crate) fn transport_options(args: &ProfileArgs) -> TransportOptions {
         tls_insecure_skip_verify: endpoint.tls_insecure_skip_verify || verify_off_by_env,
         http2: endpoint.http2,
         max_response_bytes: endpoint.max_response_mib * 1024 * 1024,
-        socket_reader: !endpoint.no_socket_reader,
+        socket_reader: match (endpoint.socket_reader, endpoint.no_socket_reader) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
     }
 }
 
@@ -422,7 +426,7 @@ mod tests {
     }
 
     #[test]
-    fn the_socket_reader_is_on_unless_refused() {
+    fn the_socket_reader_is_the_runs_choice_unless_a_flag_says() {
         let transport = |extra: &[&str]| {
             let argv = ["aiperf", "profile", "-m", "m"]
                 .iter()
@@ -433,8 +437,12 @@ mod tests {
             };
             transport_options(&args)
         };
-        assert!(transport(&[]).socket_reader);
-        assert!(!transport(&["--no-socket-reader"]).socket_reader);
+        assert_eq!(transport(&[]).socket_reader, None);
+        assert_eq!(
+            transport(&["--no-socket-reader"]).socket_reader,
+            Some(false)
+        );
+        assert_eq!(transport(&["--socket-reader"]).socket_reader, Some(true));
     }
 
     #[test]

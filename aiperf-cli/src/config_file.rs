@@ -422,6 +422,7 @@ const TRANSPORT_FLAGS: &[&str] = &[
     "http2",
     "max_response_mib",
     "no_socket_reader",
+    "socket_reader",
 ];
 const READINESS_FLAGS: &[&str] = &[
     "wait_for_model_timeout",

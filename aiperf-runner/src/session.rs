@@ -534,10 +534,11 @@ pub(crate) fn outcome(summary: &Summary, slos_met: bool) -> Outcome {
 }
 
 /// `Never` keeps no idle connection, so every request opens its own (and pays the TCP
-/// handshake inside its TTFT, as a client without keep-alive would). A streaming run's
-/// socket reader asks for a higher priority: its chunks' stamps need it under load, and
-/// a non-streaming response's single chunk does not (the kernel stamps its arrival
-/// however late it is read), so there it would only cost capacity.
+/// handshake inside its TTFT, as a client without keep-alive would). A streaming run
+/// reads its connections on the socket reader, which asks for a higher priority: its
+/// chunks' stamps need both under load. A non-streaming response's single chunk needs
+/// neither (the kernel stamps its arrival however late it is read), so unless the options
+/// ask for the reader there it would only cost capacity.
 fn build_transport(options: &TransportOptions, streaming: bool) -> Result<HttpTransport, RunError> {
     let mut builder = match options.connection_reuse {
         ConnectionReuse::Pooled => HttpTransport::builder(),
@@ -554,7 +555,7 @@ fn build_transport(options: &TransportOptions, streaming: bool) -> Result<HttpTr
     Ok(builder
         .http2(options.http2)
         .max_response_bytes(options.max_response_bytes)
-        .socket_reader(options.socket_reader)
+        .socket_reader(options.uses_socket_reader(streaming))
         .raise_reader_priority(streaming)
         .build()?)
 }

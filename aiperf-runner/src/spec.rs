@@ -119,9 +119,12 @@ pub struct TransportOptions {
     /// [`DEFAULT_MAX_RESPONSE_BYTES`](aiperf_endpoints::DEFAULT_MAX_RESPONSE_BYTES), 64 MiB).
     pub max_response_bytes: u64,
     /// Read every connection on a thread of its own as soon as its bytes arrive, so each
-    /// read keeps its own arrival stamp however busy the sending threads are (default
-    /// on; see [`HttpTransportBuilder::socket_reader`](aiperf_endpoints::HttpTransportBuilder::socket_reader)).
-    pub socket_reader: bool,
+    /// read keeps its own arrival stamp however busy the sending threads are (see
+    /// [`HttpTransportBuilder::socket_reader`](aiperf_endpoints::HttpTransportBuilder::socket_reader)).
+    /// `None` (the default): for streaming runs, whose chunks' stamps need it, and not for
+    /// non-streaming ones, whose single response the kernel stamps however late it is
+    /// read, so that there the reader would only cost a hand-over between threads per read.
+    pub socket_reader: Option<bool>,
 }
 
 impl Default for TransportOptions {
@@ -132,8 +135,16 @@ impl Default for TransportOptions {
             tls_insecure_skip_verify: false,
             http2: false,
             max_response_bytes: aiperf_endpoints::DEFAULT_MAX_RESPONSE_BYTES,
-            socket_reader: true,
+            socket_reader: None,
         }
+    }
+}
+
+impl TransportOptions {
+    /// Whether a run reads its connections on the socket reader:
+    /// [`TransportOptions::socket_reader`] when set, else for streaming runs only.
+    pub fn uses_socket_reader(&self, streaming: bool) -> bool {
+        self.socket_reader.unwrap_or(streaming)
     }
 }
 
@@ -302,4 +313,24 @@ pub struct SweepPoint {
     pub parameters: Vec<(String, String)>,
     /// The point's benchmark.
     pub benchmark: ValidatedConfig,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_socket_reader_serves_streaming_runs_unless_told_otherwise() {
+        let reader = |socket_reader, streaming| {
+            TransportOptions {
+                socket_reader,
+                ..TransportOptions::default()
+            }
+            .uses_socket_reader(streaming)
+        };
+        assert!(reader(None, true));
+        assert!(!reader(None, false));
+        assert!(reader(Some(true), false));
+        assert!(!reader(Some(false), true));
+    }
 }
