@@ -6,9 +6,9 @@
 //!
 //! A text is remembered by its length and a 64-bit hash, not by a copy: a memo of copies
 //! held every distinct prompt of a long-context trace until the run ended (4,000
-//! requests of ISL ≈ 10,500 tokens: 220 MB; bench/README.md). Two distinct texts of one
-//! length share a hash with a chance of 2⁻⁶⁴ per pair: for the 16,384 texts the memo
-//! keeps at most, below one in a hundred billion per run. A known count
+//! requests of ISL ≈ 10,500 tokens: about 200 MB; bench/README.md). Two distinct texts
+//! of one length share a hash with a chance of 2⁻⁶⁴ per pair: for the 16,384 texts the
+//! memo keeps at most, below one in a hundred billion per run. A known count
 //! ([`aiperf_core::KnownTokenCount`]) names its text the same way.
 
 use std::borrow::Cow;
