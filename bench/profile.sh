@@ -47,6 +47,7 @@ EOF
 }
 cpu_seconds() { awk '{print $2 + $3}' "$WORK/$1.time"; }
 peak_rss_mb() { awk '{printf "%.0f", $4 / 1024}' "$WORK/$1.time"; }
+mock_cpu_seconds() { awk -v tick="$(getconf CLK_TCK)" '{print ($14 + $15) / tick}' "/proc/$MOCK_PID/stat"; }
 mock_metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
 section_1() {
@@ -56,19 +57,36 @@ section_1() {
     fi
     echo "== 1. non-streaming chat, concurrency 64, ${SECONDS_PER_RUN} s (mock --fast)"
     start_mock --fast
+    local mock_before mock_ours mock_oha
+    mock_before=$(mock_cpu_seconds)
     run_aiperf nonstream --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" --isl 128 --osl 128
+    mock_ours=$(python3 -c "print($(mock_cpu_seconds) - $mock_before)")
     ours=$(json nonstream 's["request_throughput"]["avg"]')
     body=$(python3 -c 'import json,sys;print(json.dumps(json.load(open(sys.argv[1]))["data"][0]["payloads"][0]))' "$WORK/nonstream/inputs.json")
     # The same request: aiperf's headers (accept, and ids of the same length) beside oha's
     # own user-agent and accept-encoding. Without them the mock spends less per request.
-    oha_rps=$(oha --no-tui --output-format json -z "${SECONDS_PER_RUN}s" -c 64 -m POST \
+    mock_before=$(mock_cpu_seconds)
+    oha_rps=$(/usr/bin/time -f '%e %U %S %M' -o "$WORK/oha.time" \
+        oha --no-tui --output-format json -z "${SECONDS_PER_RUN}s" -c 64 -m POST \
         -H 'Content-Type: application/json' -H 'Accept: application/json' \
         -H "X-Request-ID: $(python3 -c 'import uuid;print(uuid.uuid4())')" \
         -H "X-Correlation-ID: $(python3 -c 'import uuid;print(uuid.uuid4())')" \
         -d "$body" "$URL/v1/chat/completions" \
         | python3 -c 'import json,sys;print(json.load(sys.stdin)["summary"]["requestsPerSec"])')
+    mock_oha=$(python3 -c "print($(mock_cpu_seconds) - $mock_before)")
     printf 'aiperf %.0f req/s, oha %.0f req/s, ratio %.2f\n' "$ours" "$oha_rps" \
         "$(python3 -c "print($ours / $oha_rps)")"
+    # Where the ratio comes from: client and server share the cores, so each request
+    # costs the client's CPU and the mock's.
+    python3 - "$(cpu_seconds nonstream)" "$mock_ours" "$(json nonstream 'int(s["request_count"]["avg"])')" \
+        "$(cpu_seconds oha)" "$mock_oha" "$oha_rps" "$SECONDS_PER_RUN" <<'EOF'
+import sys
+ours_cpu, ours_mock, ours_n, oha_cpu, oha_mock, oha_rps, seconds = map(float, sys.argv[1:])
+oha_n = oha_rps * seconds
+print(f"CPU per request: aiperf {ours_cpu / ours_n * 1e6:.1f} µs + mock {ours_mock / ours_n * 1e6:.1f} µs, "
+      f"oha {oha_cpu / oha_n * 1e6:.1f} µs + mock {oha_mock / oha_n * 1e6:.1f} µs "
+      "(aiperf's includes its start-up and its files)")
+EOF
 }
 
 section_2() {
