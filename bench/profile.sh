@@ -2,10 +2,11 @@
 # Speed, accuracy and memory of `aiperf profile` against our mock server on this machine.
 # Both processes share the machine's cores. Prints one line per figure; bench/README.md
 # records a run. Usage: bash bench/profile.sh [seconds per timed run, default 10]
-# BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_MILLION sets the size of 6,
-# AIPERF_BENCH_STREAMS the concurrency of 8. AIPERF_BENCH_BIN measures another aiperf
-# binary (a build of an older commit, for before/after figures); with AIPERF_BENCH_MOCK
-# (a mock server binary) too, nothing is built. Sections 9 to 12 capture loopback
+# BENCH_SECTIONS="2 3" runs only those sections; AIPERF_BENCH_PAIRS sets the rounds of 1
+# (default 3), AIPERF_BENCH_MILLION the size of 6, AIPERF_BENCH_STREAMS the concurrency of
+# 8. AIPERF_BENCH_BIN measures another aiperf binary (a build of an older commit, for
+# before/after figures); with AIPERF_BENCH_MOCK (a mock server binary) too, nothing is
+# built. Sections 9 to 12 capture loopback
 # traffic with tcpdump (root); 11 and 12 need a binary with --no-socket-reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,7 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-10}
 MILLION=${AIPERF_BENCH_MILLION:-1000000}
 STREAMS=${AIPERF_BENCH_STREAMS:-10000}
+PAIRS=${AIPERF_BENCH_PAIRS:-3}
 
 AIPERF=${AIPERF_BENCH_BIN:-target/release/aiperf}
 MOCK=${AIPERF_BENCH_MOCK:-target/release/aiperf-mock-server}
@@ -55,37 +57,58 @@ section_1() {
         echo "installing oha (cargo install oha --locked)…"
         cargo install oha --locked -q
     fi
-    echo "== 1. non-streaming chat, concurrency 64, ${SECONDS_PER_RUN} s (mock --fast)"
+    echo "== 1. non-streaming chat, concurrency 64, ${SECONDS_PER_RUN} s (mock --fast), $PAIRS alternating rounds"
     start_mock --fast
-    local mock_before mock_ours mock_oha
-    mock_before=$(mock_cpu_seconds)
-    run_aiperf nonstream --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" --isl 128 --osl 128
-    mock_ours=$(python3 -c "print($(mock_cpu_seconds) - $mock_before)")
-    ours=$(json nonstream 's["request_throughput"]["avg"]')
-    body=$(python3 -c 'import json,sys;print(json.dumps(json.load(open(sys.argv[1]))["data"][0]["payloads"][0]))' "$WORK/nonstream/inputs.json")
     # The same request: aiperf's headers (accept, and ids of the same length) beside oha's
     # own user-agent and accept-encoding. Without them the mock spends less per request.
-    mock_before=$(mock_cpu_seconds)
-    oha_rps=$(/usr/bin/time -f '%e %U %S %M' -o "$WORK/oha.time" \
-        oha --no-tui --output-format json -z "${SECONDS_PER_RUN}s" -c 64 -m POST \
-        -H 'Content-Type: application/json' -H 'Accept: application/json' \
-        -H "X-Request-ID: $(python3 -c 'import uuid;print(uuid.uuid4())')" \
-        -H "X-Correlation-ID: $(python3 -c 'import uuid;print(uuid.uuid4())')" \
-        -d "$body" "$URL/v1/chat/completions" \
-        | python3 -c 'import json,sys;print(json.load(sys.stdin)["summary"]["requestsPerSec"])')
-    mock_oha=$(python3 -c "print($(mock_cpu_seconds) - $mock_before)")
-    printf 'aiperf %.0f req/s, oha %.0f req/s, ratio %.2f\n' "$ours" "$oha_rps" \
-        "$(python3 -c "print($ours / $oha_rps)")"
-    # Where the ratio comes from: client and server share the cores, so each request
-    # costs the client's CPU and the mock's.
-    python3 - "$(cpu_seconds nonstream)" "$mock_ours" "$(json nonstream 'int(s["request_count"]["avg"])')" \
-        "$(cpu_seconds oha)" "$mock_oha" "$oha_rps" "$SECONDS_PER_RUN" <<'EOF'
-import sys
-ours_cpu, ours_mock, ours_n, oha_cpu, oha_mock, oha_rps, seconds = map(float, sys.argv[1:])
-oha_n = oha_rps * seconds
-print(f"CPU per request: aiperf {ours_cpu / ours_n * 1e6:.1f} µs + mock {ours_mock / ours_n * 1e6:.1f} µs, "
-      f"oha {oha_cpu / oha_n * 1e6:.1f} µs + mock {oha_mock / oha_n * 1e6:.1f} µs "
-      "(aiperf's includes its start-up and its files)")
+    local body request_id correlation_id round mock_before mock_ours oha_rps mock_oha
+    request_id=$(python3 -c 'import uuid;print(uuid.uuid4())')
+    correlation_id=$(python3 -c 'import uuid;print(uuid.uuid4())')
+    : >"$WORK/rounds"
+    for round in $(seq "$PAIRS"); do
+        mock_before=$(mock_cpu_seconds)
+        run_aiperf "nonstream$round" --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" \
+            --isl 128 --osl 128
+        mock_ours=$(python3 -c "print($(mock_cpu_seconds) - $mock_before)")
+        body=$(python3 -c 'import json,sys;print(json.dumps(json.load(open(sys.argv[1]))["data"][0]["payloads"][0]))' \
+            "$WORK/nonstream$round/inputs.json")
+        mock_before=$(mock_cpu_seconds)
+        oha_rps=$(/usr/bin/time -f '%e %U %S %M' -o "$WORK/oha$round.time" \
+            oha --no-tui --output-format json -z "${SECONDS_PER_RUN}s" -c 64 -m POST \
+            -H 'Content-Type: application/json' -H 'Accept: application/json' \
+            -H "X-Request-ID: $request_id" -H "X-Correlation-ID: $correlation_id" \
+            -d "$body" "$URL/v1/chat/completions" \
+            | python3 -c 'import json,sys;print(json.load(sys.stdin)["summary"]["requestsPerSec"])')
+        mock_oha=$(python3 -c "print($(mock_cpu_seconds) - $mock_before)")
+        # The same run without the per-record files (profile_export.jsonl and .parquet):
+        # what they cost is the difference between the two ratios.
+        run_aiperf "summary$round" --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" \
+            --isl 128 --osl 128 --export-level summary
+        echo "$(json "nonstream$round" 's["request_throughput"]["avg"], s["request_count"]["avg"]')" \
+            "$(cpu_seconds "nonstream$round") $mock_ours $oha_rps $(cpu_seconds "oha$round") $mock_oha" \
+            "$(json "summary$round" 's["request_throughput"]["avg"], s["request_count"]["avg"]')" \
+            "$(cpu_seconds "summary$round")" | tr -d '(),' >>"$WORK/rounds"
+    done
+    # Client and server share the cores, so a request costs the client's CPU and the
+    # mock's: the CPU figures say where a ratio comes from. The medians are the figures:
+    # the machine's speed drifts between runs (oha alone by a quarter within an hour).
+    python3 - "$WORK/rounds" "$SECONDS_PER_RUN" <<'EOF'
+import statistics, sys
+seconds = float(sys.argv[2])
+ratios, bare_ratios = [], []
+for i, line in enumerate(open(sys.argv[1]), 1):
+    rps, n, cpu, mock, oha_rps, oha_cpu, oha_mock, bare_rps, bare_n, bare_cpu = map(float, line.split())
+    oha_n = oha_rps * seconds
+    ratios.append(rps / oha_rps)
+    bare_ratios.append(bare_rps / oha_rps)
+    print(f"round {i}: aiperf {rps:.0f} req/s, oha {oha_rps:.0f} req/s, ratio {rps / oha_rps:.2f}; "
+          f"--export-level summary {bare_rps:.0f} req/s, ratio {bare_rps / oha_rps:.2f}")
+    print(f"  CPU per request: aiperf {cpu / n * 1e6:.1f} µs + mock {mock / n * 1e6:.1f} µs, "
+          f"oha {oha_cpu / oha_n * 1e6:.1f} µs + mock {oha_mock / oha_n * 1e6:.1f} µs; "
+          f"aiperf without the per-record files {bare_cpu / bare_n * 1e6:.1f} µs "
+          "(aiperf's include its start-up and its files)")
+print(f"median ratio to oha {statistics.median(ratios):.2f}, "
+      f"with --export-level summary {statistics.median(bare_ratios):.2f}")
 EOF
 }
 
