@@ -78,6 +78,31 @@ async fn closed_loop_sends_exactly_the_count_at_the_concurrency() {
     assert!(first.input_text.starts_with("hello "));
 }
 
+/// A closed loop's slots, on two threads, reserve their next session and draw its
+/// conversation together: session `n` gets the sequential draw `n`, however the
+/// sessions' ends interleave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_slots_pair_each_session_with_its_draw() {
+    let transport = Arc::new(SlowEcho {
+        latency: Duration::from_micros(50),
+        staggered: true,
+        ..SlowEcho::default()
+    });
+    let records = run(
+        transport,
+        vec![closed_loop(Phase::Profiling, 16, 2000)],
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(records.len(), 2000);
+    let unpaired: Vec<(u64, &str)> = records
+        .iter()
+        .map(|r| (r.credit.id, r.credit.conversation.session_id.as_str()))
+        .filter(|(id, session)| *session != format!("c{}", id % 5))
+        .collect();
+    assert!(unpaired.is_empty(), "{unpaired:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_loop_sends_on_schedule_regardless_of_latency() {
     let transport = Arc::new(SlowEcho {

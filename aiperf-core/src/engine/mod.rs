@@ -4,8 +4,8 @@
 //! Threads and tasks:
 //! - open-loop arrivals are timed on a dedicated OS thread (`std::thread::sleep` wakes
 //!   within tens of microseconds; the async timer only has millisecond resolution), which
-//!   spawns one task per arrival; closed-loop phases issue from an async loop that waits
-//!   on a semaphore (no busy waiting);
+//!   spawns one task per arrival; a closed-loop phase runs one task per concurrency slot,
+//!   which starts its next session when the last one ended (no busy waiting);
 //! - each request task builds the body, sends it and pushes the raw exchange onto a
 //!   channel: every stamp is taken before, so parsing, tokenizing and disk never touch the
 //!   measured times;

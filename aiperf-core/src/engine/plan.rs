@@ -22,7 +22,7 @@ pub struct PhasePlan {
     pub phase: Phase,
     /// When each session starts.
     pub scheduler: Box<dyn Scheduler>,
-    /// Maximum sessions in flight (`None`: unlimited).
+    /// Maximum sessions in flight (`None`: unlimited, but one for a closed loop).
     pub concurrency: Option<usize>,
     /// Raise the concurrency limit from 1 to `concurrency` in even steps over this long.
     pub concurrency_ramp: Option<Duration>,

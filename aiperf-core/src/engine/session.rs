@@ -88,7 +88,7 @@ impl PhaseRunner {
     /// reserving a credit of their own, all holding the same concurrency slot, which
     /// the sessions it starts (branches) share until the last of them ended.
     pub(super) async fn session(
-        self,
+        &self,
         start: SessionStart,
         permit: OwnedSemaphorePermit,
         state: Arc<PhaseState>,
