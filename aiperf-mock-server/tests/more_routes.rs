@@ -139,14 +139,24 @@ async fn messages_stream_on_the_ttft_itl_schedule() {
         .unwrap();
     let body = json!({"max_tokens": 5, "stream": true,
         "messages": [{"role": "user", "content": "hi"}]});
-    let r = post(s.addr(), "/v1/messages", &body).await;
-    let text = r.text();
-    let first = text.find("text_delta").unwrap();
-    let last = text.rfind("text_delta").unwrap();
-    let ttft = r.ms_since_sent(r.arrival_of_offset(first));
-    let end = r.ms_since_sent(r.arrival_of_offset(last));
-    assert!((40.0..60.0).contains(&ttft), "TTFT {ttft}");
-    assert!((80.0..100.0).contains(&end), "last token {end}");
+    // Never early, in every attempt; on time in some attempt (a loaded machine delays the
+    // stamping client now and then: TTFT 82.5 ms in a CI run).
+    in_some_attempt(|| async {
+        let r = post(s.addr(), "/v1/messages", &body).await;
+        let text = r.text();
+        let first = text.find("text_delta").unwrap();
+        let last = text.rfind("text_delta").unwrap();
+        let ttft = r.ms_since_sent(r.arrival_of_offset(first));
+        let end = r.ms_since_sent(r.arrival_of_offset(last));
+        assert!(ttft >= 39.0, "TTFT early at {ttft}");
+        assert!(end >= 79.0, "last token early at {end}");
+        if ttft < 60.0 && end < 100.0 {
+            Ok(())
+        } else {
+            Err(format!("TTFT {ttft:.1} ms, last token {end:.1} ms"))
+        }
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -24,29 +24,6 @@ fn content_arrivals(r: &Reply) -> Vec<f64> {
     out
 }
 
-/// How many times a lateness check is measured before it fails. A loaded machine only
-/// ever delays the client that stamps arrivals, now and then; a schedule that drifts is
-/// late in every attempt. So a check passes when one attempt meets it, and a real drift
-/// still fails all of them.
-const ATTEMPTS: usize = 3;
-
-/// Runs `attempt` until it returns `Ok`, at most [`ATTEMPTS`] times; panics with every
-/// attempt's reason if none did.
-async fn in_some_attempt<F, Fut>(mut attempt: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), String>>,
-{
-    let mut reasons = Vec::new();
-    for _ in 0..ATTEMPTS {
-        match attempt().await {
-            Ok(()) => return,
-            Err(reason) => reasons.push(reason),
-        }
-    }
-    panic!("late in every attempt: {}", reasons.join("; "));
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streaming_schedule_is_exact() {
     let s = MockServer::start(MockConfig::with_timing(50.0, 10.0))

@@ -279,3 +279,26 @@ pub(crate) fn sample(samples: &[(String, f64)], prefix: &str) -> f64 {
 pub(crate) fn dur_ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
+
+/// How many times a lateness check is measured before it fails. A loaded machine only
+/// ever delays the client that stamps arrivals, now and then; a schedule that drifts is
+/// late in every attempt. So a check passes when one attempt meets it, and a real drift
+/// still fails all of them.
+pub(crate) const ATTEMPTS: usize = 3;
+
+/// Runs `attempt` until it returns `Ok`, at most [`ATTEMPTS`] times; panics with every
+/// attempt's reason if none did.
+pub(crate) async fn in_some_attempt<F, Fut>(mut attempt: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let mut reasons = Vec::new();
+    for _ in 0..ATTEMPTS {
+        match attempt().await {
+            Ok(()) => return,
+            Err(reason) => reasons.push(reason),
+        }
+    }
+    panic!("late in every attempt: {}", reasons.join("; "));
+}
