@@ -83,9 +83,7 @@ impl MockServer {
             .map(AccuracyMode::load)
             .transpose()?;
         let addr = resolve(&config.host, config.port).await?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| MockError::Bind { addr, source })?;
+        let listener = listen(addr).map_err(|source| MockError::Bind { addr, source })?;
         let addr = listener
             .local_addr()
             .map_err(|source| MockError::Bind { addr, source })?;
@@ -173,6 +171,25 @@ impl Drop for MockServer {
             r.close();
         }
     }
+}
+
+/// Connections the kernel queues for the server before it accepts them (capped by
+/// `net.core.somaxconn`). `TcpListener::bind` asks for 128: 512 clients connecting at once
+/// (`bench/profile.sh` section 9) overflowed it, and the dropped ones waited out a 1-s SYN
+/// retransmission, which no real server's queue causes (uvicorn asks for 2048).
+const ACCEPT_BACKLOG: u32 = 4096;
+
+/// A listening socket on `addr` with an accept queue of [`ACCEPT_BACKLOG`].
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As `TcpListener::bind` does: a restarted mock can take its port back at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(ACCEPT_BACKLOG)
 }
 
 async fn resolve(host: &str, port: u16) -> Result<SocketAddr, MockError> {
