@@ -6,8 +6,8 @@
 # (default 3), AIPERF_BENCH_MILLION the size of 6, AIPERF_BENCH_STREAMS the concurrency of
 # 8. AIPERF_BENCH_BIN measures another aiperf binary (a build of an older commit, for
 # before/after figures); with AIPERF_BENCH_MOCK (a mock server binary) too, nothing is
-# built. Sections 9 to 12 capture loopback
-# traffic with tcpdump (root); 11 and 12 need a binary with --no-socket-reader.
+# built. Sections 9 to 12 capture loopback traffic with tcpdump (root); 11 and 12 need a
+# binary with --no-socket-reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
