@@ -118,10 +118,6 @@ async fn collects_the_profiling_window_and_writes_every_export() {
 
     let started = Instant::now();
     let handle = TelemetryCollector::start(config, Arc::clone(&transport));
-    assert!(
-        started.elapsed() < Duration::from_millis(50),
-        "start never waits"
-    );
     tokio::time::sleep(Duration::from_millis(350)).await; // warmup: baseline scrapes
 
     let start_ns = wall_ns();
@@ -562,7 +558,12 @@ async fn hanging_endpoints_cost_one_scrape_timeout_at_the_end() {
         .gpu_sampler(Arc::new(Hanging("gpu")))
         .server_sampler(Arc::new(Hanging("server")))
         .scrape_timeout(Duration::from_millis(500));
+    let starting = Instant::now();
     let handle = TelemetryCollector::start(config, transport);
+    // A start that waited for its endpoints would wait for these forever, or for one scrape
+    // timeout at least; a loaded machine can delay it tens of ms, not that long.
+    let took = starting.elapsed();
+    assert!(took < Duration::from_millis(500), "start waited {took:?}");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let now = wall_ns();
     let stopping = Instant::now();
