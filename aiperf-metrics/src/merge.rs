@@ -299,7 +299,12 @@ mod parquet_merge {
     use parquet::arrow::ArrowWriter;
 
     use super::{File, Heads, MetricsError, Path, PathBuf, SessionNumbers};
-    use crate::export::parquet::{writer_properties, ROW_GROUP_ROWS};
+    use crate::export::parquet::writer_properties;
+
+    /// Rows per batch read and per row group written. The merge holds about this many
+    /// rows of every input at once, inter-chunk latency lists included, so its groups are
+    /// smaller than a run's ([`ROW_GROUP_ROWS`](crate::export::parquet::ROW_GROUP_ROWS)).
+    const MERGE_GROUP_ROWS: usize = 1024;
 
     /// One input Parquet file being read, batch by batch.
     struct ParquetInput {
@@ -365,7 +370,7 @@ mod parquet_merge {
     }
 
     /// Merges the `profile_export.parquet` files `inputs` into `output` (see the module
-    /// documentation), row groups of [`ROW_GROUP_ROWS`] as the run writes them, and
+    /// documentation) in row groups of 1,024 rows, and
     /// returns how many rows it wrote. Memory stays at a few batches per input.
     pub fn merge_parquet(
         inputs: &[PathBuf],
@@ -381,7 +386,7 @@ mod parquet_merge {
                 .map_err(|e| MetricsError::parquet(path, e))?;
             schema.get_or_insert_with(|| Arc::clone(builder.schema()));
             let batches = builder
-                .with_batch_size(ROW_GROUP_ROWS)
+                .with_batch_size(MERGE_GROUP_ROWS)
                 .build()
                 .map_err(|e| MetricsError::parquet(path, e))?;
             readers.push(ParquetInput {
@@ -406,8 +411,8 @@ mod parquet_merge {
         let file = File::create(output).map_err(|e| MetricsError::io(output, e))?;
         let mut writer = ArrowWriter::try_new(file, Arc::clone(&schema), Some(writer_properties()))
             .map_err(|e| MetricsError::parquet(output, e))?;
-        let mut picked: Vec<(usize, usize)> = Vec::with_capacity(ROW_GROUP_ROWS);
-        let mut numbers_out: Vec<u64> = Vec::with_capacity(ROW_GROUP_ROWS);
+        let mut picked: Vec<(usize, usize)> = Vec::with_capacity(MERGE_GROUP_ROWS);
+        let mut numbers_out: Vec<u64> = Vec::with_capacity(MERGE_GROUP_ROWS);
         let mut written = 0u64;
         while let Some(i) = heads.pop() {
             let reader = &mut readers[i];
@@ -418,7 +423,7 @@ mod parquet_merge {
             if reader.advance(&mut arena)? {
                 heads.push(reader.end_ns(&arena)?, i);
             }
-            if picked.len() == ROW_GROUP_ROWS {
+            if picked.len() == MERGE_GROUP_ROWS {
                 written += write_rows(&mut writer, &schema, &arena, &picked, &numbers_out, output)?;
                 picked.clear();
                 numbers_out.clear();

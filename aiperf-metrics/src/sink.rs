@@ -452,7 +452,7 @@ impl MetricsSink {
     }
 
     /// Also writes each profiling record as a row of `path` (`profile_export.parquet`,
-    /// created or truncated), a row group every
+    /// created or truncated), in row groups of at most
     /// [`ROW_GROUP_ROWS`](crate::export::parquet::ROW_GROUP_ROWS) records. Needs the
     /// `parquet` feature (on by default).
     #[cfg(feature = "parquet")]

@@ -2,7 +2,8 @@
 //! columns, so a run can be queried in DuckDB, polars or pandas.
 //!
 //! One row per profiling record. Rows collect in Arrow builders and go to disk as a row
-//! group every [`ROW_GROUP_ROWS`] records, so memory stays bounded however long the run.
+//! group every [`ROW_GROUP_ROWS`] records (sooner when their inter-chunk latencies reach
+//! [`ROW_GROUP_LIST_VALUES`]), so memory stays bounded however long the run.
 //!
 //! Columns, in order:
 //! - metadata: `session_num` u64, `x_request_id`, `x_correlation_id`, `conversation_id`
@@ -41,8 +42,15 @@ use crate::catalogue::{MetricDef, MetricFlags, MetricKind, CATALOGUE};
 use crate::record_metrics::{MetricValue, RecordMetrics};
 use crate::MetricsError;
 
-/// Records per row group: each group is written as soon as it is full.
-pub const ROW_GROUP_ROWS: usize = 1024;
+/// Records per row group: each group is written as soon as it is full. Groups of 1,024
+/// made a file four times the size (every group repeats its dictionaries and page
+/// headers for some 60 columns) for the same CPU: bench/README.md, 2026-11-27.
+pub const ROW_GROUP_ROWS: usize = 8192;
+
+/// Values of list columns (`inter_chunk_latency`) per row group at most: a group closes
+/// early when its rows' lists reach this many values, so long streams do not hold
+/// [`ROW_GROUP_ROWS`] times their token count in memory (8 MiB of values).
+pub const ROW_GROUP_LIST_VALUES: usize = 1 << 20;
 
 /// The record metrics that get a column: those JSONL writes per record.
 fn metric_defs() -> impl Iterator<Item = &'static MetricDef> {
@@ -111,9 +119,10 @@ impl MetricColumn {
         }
     }
 
-    /// Appends `value`, or null. An integer column takes only whole finite values (token
-    /// counts always are); anything else would have to be rounded, so it is null.
-    fn append(&mut self, value: Option<&MetricValue>) {
+    /// Appends `value`, or null, and says how many list values that added. An integer
+    /// column takes only whole finite values (token counts always are); anything else
+    /// would have to be rounded, so it is null.
+    fn append(&mut self, value: Option<&MetricValue>) -> usize {
         let finite = |v: f64| v.is_finite().then_some(v);
         match (self, value) {
             (Self::Float(b), Some(MetricValue::Scalar(v))) => b.append_option(finite(*v)),
@@ -126,11 +135,13 @@ impl MetricColumn {
                     b.values().append_option(finite(*v));
                 }
                 b.append(true);
+                return vs.len();
             }
             (Self::Float(b), _) => b.append_null(),
             (Self::Int(b), _) => b.append_null(),
             (Self::List(b), _) => b.append_null(),
         }
+        0
     }
 
     fn finish(&mut self) -> ArrayRef {
@@ -162,6 +173,8 @@ struct Rows {
     error_type: StringBuilder,
     error_message: StringBuilder,
     len: usize,
+    /// Values in the list columns of these rows.
+    list_values: usize,
 }
 
 impl Rows {
@@ -185,6 +198,7 @@ impl Rows {
             error_type: StringBuilder::new(),
             error_message: StringBuilder::new(),
             len: 0,
+            list_values: 0,
         }
     }
 
@@ -212,7 +226,7 @@ impl Rows {
         }
         for (def, column) in &mut self.metrics {
             let value = self.value_at[def.id.index()].map(|at| &metrics.values[at].1);
-            column.append(value);
+            self.list_values += column.append(value);
         }
         // as JSONL: a failed record without error details is an invalid result
         let invalid;
@@ -251,6 +265,7 @@ impl Rows {
         columns.push(Arc::new(self.error_type.finish()));
         columns.push(Arc::new(self.error_message.finish()));
         self.len = 0;
+        self.list_values = 0;
         Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
     }
 }
@@ -272,7 +287,7 @@ impl std::fmt::Debug for ParquetWriter {
     }
 }
 
-/// How `profile_export.parquet` is written: Snappy, a row group every [`ROW_GROUP_ROWS`],
+/// How `profile_export.parquet` is written: Snappy, row groups of at most [`ROW_GROUP_ROWS`],
 /// and no dictionary for the columns whose values seldom repeat ([`unrepeated_columns`]).
 pub(crate) fn writer_properties() -> WriterProperties {
     let mut builder = WriterProperties::builder()
@@ -352,7 +367,7 @@ impl RecordWriter for ParquetWriter {
             return Ok(());
         }
         self.rows.push(record, metrics);
-        if self.rows.len >= ROW_GROUP_ROWS {
+        if self.rows.len >= ROW_GROUP_ROWS || self.rows.list_values >= ROW_GROUP_LIST_VALUES {
             self.flush_rows()?;
         }
         Ok(())
@@ -448,6 +463,37 @@ mod tests {
         ] {
             assert!(dictionary(name), "{name} has no dictionary");
         }
+    }
+
+    /// Long streams close a group before it has [`ROW_GROUP_ROWS`] rows: 300 records of
+    /// 4,000 inter-chunk latencies reach [`ROW_GROUP_LIST_VALUES`] at the 263rd.
+    #[test]
+    fn a_group_closes_when_its_lists_reach_the_value_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile_export.parquet");
+        let mut writer = Box::new(ParquetWriter::create(&path).unwrap());
+        let metrics = RecordMetrics {
+            values: vec![(
+                crate::catalogue::MetricId::InterChunkLatency.def(),
+                MetricValue::List(vec![5.0; 4_000]),
+            )],
+            valid: true,
+            ..RecordMetrics::default()
+        };
+        let r = record(0, "a", vec![resp(MS, "w", "", None)]);
+        for _ in 0..300 {
+            writer.write_record(&r, &metrics, 0).unwrap();
+        }
+        writer.finish().unwrap();
+
+        let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
+        let groups: Vec<i64> = builder
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(parquet::file::metadata::RowGroupMetaData::num_rows)
+            .collect();
+        assert_eq!(groups, vec![263, 37]);
     }
 
     #[test]
