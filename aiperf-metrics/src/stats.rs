@@ -88,10 +88,66 @@ impl Stats {
     }
 }
 
+/// Values appended in blocks of at most [`Blocks::BLOCK`], so that appending never moves
+/// what is stored. A doubling `Vec` copied every value at each doubling and touched twice
+/// the memory it kept: with the page faults, ~5 % of the record processor's samples in a
+/// non-streaming run. The first block grows as a `Vec` does, so a distribution of a few
+/// values holds a few values.
+#[derive(Debug, Clone)]
+struct Blocks<T> {
+    blocks: Vec<Vec<T>>,
+    len: usize,
+}
+
+impl<T: Copy> Blocks<T> {
+    /// Values per block (64 KiB of f64).
+    const BLOCK: usize = 8192;
+
+    fn new() -> Self {
+        Self {
+            blocks: Vec::new(),
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, value: T) {
+        match self.blocks.last_mut() {
+            Some(block) if block.len() < Self::BLOCK => block.push(value),
+            last => {
+                let mut block = if last.is_some() {
+                    Vec::with_capacity(Self::BLOCK)
+                } else {
+                    Vec::new()
+                };
+                block.push(value);
+                self.blocks.push(block);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        self.blocks.iter().flatten().copied()
+    }
+
+    /// The values in one `Vec`, in the order they came.
+    fn to_vec(&self) -> Vec<T> {
+        let mut all = Vec::with_capacity(self.len);
+        for block in &self.blocks {
+            all.extend_from_slice(block);
+        }
+        all
+    }
+}
+
 /// A growing set of values with bounded memory: exact up to a limit, a t-digest beyond.
 #[derive(Debug, Clone)]
 pub struct Distribution {
-    exact: Vec<f64>,
+    exact: Blocks<f64>,
     digest: Option<TDigest>,
     limit: usize,
     count: u64,
@@ -117,7 +173,7 @@ impl Distribution {
     /// An empty distribution that stays exact for `limit` values.
     pub fn with_limit(limit: usize) -> Self {
         Self {
-            exact: Vec::new(),
+            exact: Blocks::new(),
             digest: None,
             limit,
             count: 0,
@@ -147,10 +203,10 @@ impl Distribution {
             self.exact.push(value);
             if self.exact.len() > self.limit {
                 let mut digest = TDigest::new(DIGEST_COMPRESSION);
-                for v in self.exact.drain(..) {
+                for v in self.exact.iter() {
                     digest.add(v, 1.0);
                 }
-                self.exact = Vec::new();
+                self.exact = Blocks::new();
                 self.digest = Some(digest);
             }
         }
@@ -178,7 +234,7 @@ impl Distribution {
             return None;
         }
         match &self.digest {
-            None => compute_stats(&mut self.exact.clone()),
+            None => compute_stats(&mut self.exact.to_vec()),
             Some(digest) => {
                 let n = self.count as f64;
                 let mut percentiles = [0.0; 9];
@@ -367,7 +423,7 @@ pub struct WeightedStats {
 /// `q · total`), so a step function of integers reports integers.
 #[derive(Debug, Clone)]
 pub struct WeightedDistribution {
-    exact: Vec<(f64, f64)>,
+    exact: Blocks<(f64, f64)>,
     digest: Option<TDigest>,
     limit: usize,
     total: f64,
@@ -387,7 +443,7 @@ impl WeightedDistribution {
     /// Empty, exact for `limit` samples.
     pub fn with_limit(limit: usize) -> Self {
         Self {
-            exact: Vec::new(),
+            exact: Blocks::new(),
             digest: None,
             limit,
             total: 0.0,
@@ -415,10 +471,10 @@ impl WeightedDistribution {
             self.exact.push((value, weight));
             if self.exact.len() > self.limit {
                 let mut digest = TDigest::new(DIGEST_COMPRESSION);
-                for (v, w) in self.exact.drain(..) {
+                for (v, w) in self.exact.iter() {
                     digest.add(v, w);
                 }
-                self.exact = Vec::new();
+                self.exact = Blocks::new();
                 self.digest = Some(digest);
             }
         }
@@ -435,7 +491,7 @@ impl WeightedDistribution {
             if let Some(d) = &self.digest {
                 d.quantile_weight(q, self.min, self.max).unwrap_or(f64::NAN)
             } else {
-                let mut sorted = self.exact.clone();
+                let mut sorted = self.exact.to_vec();
                 sorted.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
                 let target = q * self.total * (1.0 - 1e-12);
                 let mut cum = 0.0;
@@ -467,6 +523,31 @@ mod tests {
 
     fn stats_of(values: &[f64]) -> Stats {
         compute_stats(&mut values.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn values_spanning_blocks_keep_their_order_and_statistics() {
+        let values: Vec<f64> = (0..20_000)
+            .map(|i| f64::from((i * 7919) % 20_000))
+            .collect();
+        let mut blocks = Blocks::new();
+        for &v in &values {
+            blocks.push(v);
+        }
+        assert_eq!(blocks.len(), 20_000);
+        assert_eq!(blocks.blocks.len(), 3);
+        assert_eq!(blocks.to_vec(), values);
+        assert!(blocks.iter().eq(values.iter().copied()));
+
+        let mut distribution = Distribution::new();
+        let mut weighted = WeightedDistribution::default();
+        for &v in &values {
+            distribution.push(v);
+            weighted.push(v, 1.0, (v, v));
+        }
+        assert_eq!(distribution.stats(), Some(stats_of(&values)));
+        let weighted = weighted.stats().unwrap();
+        assert_eq!((weighted.p50, weighted.p99), (9_999.0, 19_799.0));
     }
 
     #[test]
