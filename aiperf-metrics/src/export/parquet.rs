@@ -42,9 +42,10 @@ use crate::catalogue::{MetricDef, MetricFlags, MetricKind, CATALOGUE};
 use crate::record_metrics::{MetricValue, RecordMetrics};
 use crate::MetricsError;
 
-/// Records per row group: each group is written as soon as it is full. Groups of 1,024
-/// made a file four times the size (every group repeats its dictionaries and page
-/// headers for some 60 columns) for the same CPU: bench/README.md, 2026-11-27.
+/// Records per row group: each group is written as soon as it is full. Every group
+/// repeats the dictionaries, page headers and statistics of some 60 columns: groups of
+/// 1,024 made the file 7 % larger in a run (4 times for identical rows) for the same
+/// CPU (bench/README.md, 2026-11-27).
 pub const ROW_GROUP_ROWS: usize = 8192;
 
 /// Values of list columns (`inter_chunk_latency`) per row group at most: a group closes
