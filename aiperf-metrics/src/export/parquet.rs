@@ -466,6 +466,16 @@ mod tests {
         }
     }
 
+    /// The rows of each row group of the file `builder` reads.
+    fn group_rows(builder: &ParquetRecordBatchReaderBuilder<File>) -> Vec<i64> {
+        builder
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(parquet::file::metadata::RowGroupMetaData::num_rows)
+            .collect()
+    }
+
     /// Long streams close a group before it has [`ROW_GROUP_ROWS`] rows: 300 records of
     /// 4,000 inter-chunk latencies reach [`ROW_GROUP_LIST_VALUES`] at the 263rd.
     #[test]
@@ -488,13 +498,7 @@ mod tests {
         writer.finish().unwrap();
 
         let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
-        let groups: Vec<i64> = builder
-            .metadata()
-            .row_groups()
-            .iter()
-            .map(parquet::file::metadata::RowGroupMetaData::num_rows)
-            .collect();
-        assert_eq!(groups, vec![263, 37]);
+        assert_eq!(group_rows(&builder), vec![263, 37]);
     }
 
     #[test]
@@ -506,13 +510,7 @@ mod tests {
 
         let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap();
         // a full row group, then the rest
-        let groups: Vec<i64> = builder
-            .metadata()
-            .row_groups()
-            .iter()
-            .map(parquet::file::metadata::RowGroupMetaData::num_rows)
-            .collect();
-        assert_eq!(groups, vec![ROW_GROUP_ROWS as i64, 7]);
+        assert_eq!(group_rows(&builder), vec![ROW_GROUP_ROWS as i64, 7]);
         let schema = builder.schema().clone();
         let expected = records_schema();
         assert_eq!(schema.fields(), expected.fields());
