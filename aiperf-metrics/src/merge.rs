@@ -370,8 +370,8 @@ mod parquet_merge {
     }
 
     /// Merges the `profile_export.parquet` files `inputs` into `output` (see the module
-    /// documentation) in row groups of 1,024 rows, and
-    /// returns how many rows it wrote. Memory stays at a few batches per input.
+    /// documentation) in row groups of 1,024 rows, and returns how many rows it wrote.
+    /// Memory stays at a few batches per input.
     pub fn merge_parquet(
         inputs: &[PathBuf],
         numbers: &SessionNumbers,

@@ -90,7 +90,7 @@ impl Stats {
 
 /// Values appended in blocks of at most [`Blocks::BLOCK`], so that appending never moves
 /// what is stored. A doubling `Vec` copied every value at each doubling and touched twice
-/// the memory it kept: with the page faults, ~5 % of the record processor's samples in a
+/// the memory it kept: with the page faults, ~7 % of the record processor's samples in a
 /// non-streaming run. The first block grows as a `Vec` does, so a distribution of a few
 /// values holds a few values.
 #[derive(Debug, Clone)]
@@ -474,7 +474,7 @@ impl WeightedDistribution {
         } else if let Some(last) = self.exact.last_mut().filter(|last| last.0 == value) {
             // A step function holds its value over many segments (a non-streaming run's
             // decode rates are 0 throughout): one sample with their summed weight has the
-            // same statistics, in a fraction of the memory and pushes.
+            // same statistics, in a fraction of the memory.
             last.1 += weight;
         } else {
             self.exact.push((value, weight));
