@@ -50,20 +50,16 @@ perf report -i "$OUT/perf.data" --no-children --percent-limit 1 --sort comm,dso,
 # Inclusive shares per thread: a sample counts once for every function on its stack, so
 # a thread's lines overlap and do not add up. The flame graph's top entries, as text.
 perf script -i "$OUT/perf.data" --no-inline -F comm,tid,ip,sym 2>/dev/null >"$OUT/script.txt"
-python3 - "$OUT/script.txt" "${TOP:-30}" <<'EOF'
-import collections, re, sys
+PYTHONPATH=bench python3 - "$OUT/script.txt" "${TOP:-30}" <<'EOF'
+import collections, sys
+
+from perf_samples import samples
 
 top = int(sys.argv[2])
 KERNEL_ENTRY = {"entry_SYSCALL_64_after_hwframe", "asm_exc_page_fault"}
 threads = collections.defaultdict(list)
-for sample in open(sys.argv[1], errors="replace").read().split("\n\n"):
-    lines = [line.strip() for line in sample.strip().split("\n") if line.strip()]
-    if len(lines) < 2:
-        continue
-    frames = [(line.split(None, 1) + ["?"])[1] for line in lines[1:]]
-    # Rust's hash suffixes and perf's offsets split one function into many names.
-    frames = [re.sub(r"::h[0-9a-f]{16}$", "", re.sub(r"\+0x[0-9a-f]+$", "", f)) for f in frames]
-    threads[" ".join(lines[0].split()[:2])].append(frames)
+for comm, tid, frames in samples(sys.argv[1]):
+    threads[f"{comm} {tid}"].append(frames)
 total = sum(len(s) for s in threads.values())
 busiest = sorted(threads, key=lambda t: -len(threads[t]))[:2]
 for thread in sorted(busiest, key=lambda t: int(t.split()[1])):

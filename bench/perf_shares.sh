@@ -21,7 +21,7 @@ start_mock --fast
 for run in "$@"; do
     label=${run%%=*}
     binary=${run#*=}
-    perf record --call-graph dwarf,8192 -F 2999 -o "$WORK/perf.data" -- \
+    perf record --call-graph dwarf,16384 -F 2999 -o "$WORK/perf.data" -- \
         "$binary" profile -m mock-model --url "$URL" --ui-type none --random-seed 1 \
         --artifact-dir "$WORK/run" --concurrency 64 --benchmark-duration "$SECONDS_PER_RUN" \
         --isl 128 --osl 128 >"$WORK/out" 2>"$WORK/perf-record.log"
@@ -29,48 +29,39 @@ for run in "$@"; do
         "$WORK/run/profile_export_aiperf.json")
     perf script -i "$WORK/perf.data" --no-inline -F comm,tid,ip,sym 2>/dev/null >"$WORK/script.txt"
     echo "== $label: $requests requests, load $(cut -d' ' -f1 /proc/loadavg)"
-    python3 - "$WORK/script.txt" <<'EOF'
+    PYTHONPATH=bench python3 - "$WORK/script.txt" <<'EOF'
 import collections, re, sys
+
+from perf_samples import samples
 
 # (part, pattern matched against any frame of a sample's stack)
 PARTS = [
     ("chat body (ChatEndpoint::build)", r"ChatEndpoint as aiperf_core::endpoint::Endpoint>::build"),
-    ("request conversion (transport::to_hyper)", r"transport::to_hyper"),
-    ("HeaderName::from_bytes under to_hyper", None),
-    ("Usage::field", r"endpoint::Usage::field"),
-    ("UsageTokens::of", r"UsageTokens::of"),
     ("send_turn (build, send, hand-over)", r"send_turn::\{\{closure\}\}"),
-    ("exchange_on", r"exchange_on::\{\{closure\}\}"),
-    ("hyper-util send_request", r"Client<C,B>::send_request"),
+    ("HTTP/1.1 exchange (HttpTransport::exchange_http1)", r"HttpTransport::exchange_http1"),
+    ("request head (h1::request_head)", r"h1::request_head"),
+    ("response head (h1 take_head)", r"h1::ResponseReader::take_head"),
     ("writev (request write, loopback delivery)", r"__GI___writev"),
+    ("recvmsg (kernel-stamped reads)", r"__libc_recvmsg"),
     ("record processor: MetricsSink::process", r"MetricsSink::process"),
     ("parse_exchange", r"response::parse_exchange"),
+    ("Usage::field", r"endpoint::Usage::field"),
+    ("UsageTokens::of", r"UsageTokens::of"),
     ("JSONL line", r"JsonlWriter as .*write_rec"),
-    ("JSONL metadata", r"jsonl::Metadata"),
-    ("serde_json format_escaped_str", r"format_escaped_str"),
-    ("capture_connection", r"capture_connection|CaptureConnection"),
-    ("hyper-util Client clone", r"Client<C,B> as core::clone::Clone"),
-    ("Transport::send_controlled (boxing the exchange)", r"Transport>::send_controlled"),
-    ("memmove", r"memmove"),
     ("Parquet row", r"ParquetWriter as .*>::write"),
+    ("distributions (Distribution, WeightedDistribution push)", r"Distribution::push"),
+    ("timeline sweep", r"Timeline::sweep_before"),
+    ("serde_json format_escaped_str", r"format_escaped_str"),
+    ("memmove", r"memmove"),
 ]
-samples = open(sys.argv[1]).read().split("\n\n")
 total, counts, threads = 0, collections.Counter(), collections.Counter()
-for sample in samples:
-    lines = [line.strip() for line in sample.strip().split("\n") if line.strip()]
-    if len(lines) < 2:
-        continue
+for _, tid, frames in samples(sys.argv[1]):
     total += 1
-    threads[lines[0].split()[1]] += 1
-    frames = [(line.split(None, 1) + [""])[1] for line in lines[1:]]
+    threads[tid] += 1
     stack = "\n".join(frames)
     for part, pattern in PARTS:
-        if pattern and re.search(pattern, stack):
+        if re.search(pattern, stack):
             counts[part] += 1
-    for i, frame in enumerate(frames):
-        if "HeaderName::from_bytes" in frame and any("to_hyper" in f for f in frames[i + 1:i + 4]):
-            counts["HeaderName::from_bytes under to_hyper"] += 1
-            break
 busy = sorted((t for t in threads if threads[t] >= total / 100), key=int)
 print(f"{total} samples; threads above 1 %, by id (sending runtime = the lowest):",
       ", ".join(f"{t} {100 * threads[t] / total:.1f} %" for t in busy))
