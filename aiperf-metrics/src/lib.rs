@@ -135,7 +135,8 @@ pub enum MetricsError {
         #[source]
         source: std::io::Error,
     },
-    /// A line of a run's file cannot be read (merging runs).
+    /// A line of a run's file cannot be read (merging runs, or writing the Parquet
+    /// records from the JSONL ones).
     #[error("{path}:{line}: {message}")]
     BadLine {
         /// The file.

@@ -2,7 +2,7 @@
 //! hands each one to its [`RecordWriter`]s.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -108,6 +108,12 @@ pub struct MetricsSink {
     /// The `--export-http-trace` switch of the writer of
     /// [`MetricsSink::export_records_to`], if any.
     records_http_trace: Option<Arc<AtomicBool>>,
+    /// The file of [`MetricsSink::export_records_to`], if any.
+    records_path: Option<PathBuf>,
+    /// [`MetricsSink::export_parquet_to`] with the records also in JSONL: the Parquet
+    /// file, written from the JSONL file once the run is over.
+    #[cfg(feature = "parquet")]
+    parquet_after_run: Option<ParquetWriter>,
     clock: Option<Clock>,
     cli_command: Option<String>,
     phase_index: u32,
@@ -336,6 +342,9 @@ impl MetricsSink {
             profiling_start_ns: None,
             writers: Vec::new(),
             records_http_trace: None,
+            records_path: None,
+            #[cfg(feature = "parquet")]
+            parquet_after_run: None,
             clock: None,
             cli_command: None,
             slices: None,
@@ -448,16 +457,28 @@ impl MetricsSink {
     pub fn export_records_to(mut self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
         let writer = JsonlWriter::create(path.as_ref())?;
         self.records_http_trace = Some(writer.http_trace_switch());
+        self.records_path = Some(path.as_ref().to_path_buf());
         Ok(self.with_writer(Box::new(writer)))
     }
 
     /// Also writes each profiling record as a row of `path` (`profile_export.parquet`,
-    /// created or truncated), in row groups of at most
+    /// created or truncated now), in row groups of at most
     /// [`ROW_GROUP_ROWS`](crate::export::parquet::ROW_GROUP_ROWS) records. Needs the
     /// `parquet` feature (on by default).
+    ///
+    /// After [`MetricsSink::export_records_to`], the rows are written in
+    /// [`MetricsSink::summarize`], from the JSONL file: the same values, at no cost while
+    /// requests are being sent: encoding Parquet as records arrived cost a tenth of the
+    /// client's CPU per request on a saturated client, and reading the lines back costs
+    /// about 6 s per million records at the end (bench/README.md, 2026-11-27). Otherwise
+    /// each record's row is written as it arrives.
     #[cfg(feature = "parquet")]
-    pub fn export_parquet_to(self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
+    pub fn export_parquet_to(mut self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
         let writer = ParquetWriter::create(path.as_ref())?;
+        if self.records_path.is_some() {
+            self.parquet_after_run = Some(writer);
+            return Ok(self);
+        }
         Ok(self.with_writer(Box::new(writer)))
     }
 
@@ -804,6 +825,25 @@ impl MetricsSink {
         }
     }
 
+    /// The Parquet rows of the records in the JSONL file (see
+    /// [`MetricsSink::export_parquet_to`]); after a failed write, of the lines it kept.
+    #[cfg(feature = "parquet")]
+    fn write_parquet_after_run(&mut self) -> Result<(), MetricsError> {
+        let (Some(writer), Some(jsonl)) = (self.parquet_after_run.take(), &self.records_path)
+        else {
+            return Ok(());
+        };
+        let started = std::time::Instant::now();
+        let rows = writer.write_from_jsonl(jsonl)?;
+        tracing::info!(
+            rows,
+            seconds = started.elapsed().as_secs_f64(),
+            "wrote the Parquet records from {}",
+            jsonl.display()
+        );
+        Ok(())
+    }
+
     /// Computes the summary (what [`RecordSink::finish`] does), with typed errors.
     pub fn summarize(mut self, run: &RunInfo) -> Result<Summary, MetricsError> {
         for writer in std::mem::take(&mut self.writers) {
@@ -811,6 +851,11 @@ impl MetricsSink {
                 tracing::error!("{error}");
                 self.export_failure.get_or_insert_with(|| error.to_string());
             }
+        }
+        #[cfg(feature = "parquet")]
+        if let Err(error) = self.write_parquet_after_run() {
+            tracing::error!("{error}");
+            self.export_failure.get_or_insert_with(|| error.to_string());
         }
         let accuracy = self.grading.take().map(|grading| {
             if let Some(Err(error)) = grading.writer.map(AccuracyJsonlWriter::finish) {

@@ -5,6 +5,11 @@
 //! group every [`ROW_GROUP_ROWS`] records (sooner when their inter-chunk latencies reach
 //! [`ROW_GROUP_LIST_VALUES`]), so memory stays bounded however long the run.
 //!
+//! Rows come either from each record as it is processed ([`RecordWriter`]) or, after the
+//! run, from the `profile_export.jsonl` the same sink wrote
+//! ([`ParquetWriter::write_from_jsonl`]): the same values, without the export's cost
+//! while requests are being sent (see [`MetricsSink::export_parquet_to`](crate::MetricsSink::export_parquet_to)).
+//!
 //! Columns, in order:
 //! - metadata: `session_num` u64, `x_request_id`, `x_correlation_id`, `conversation_id`
 //!   strings, `turn_index` u32, `credit_issued_ns`, `request_start_ns`, `request_ack_ns`
@@ -18,10 +23,12 @@
 //! runs can be read as one table. Values match the JSONL: display units, and a
 //! non-finite number is null.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use arrow_array::builder::{
     Float64Builder, Int64Builder, ListBuilder, StringBuilder, UInt16Builder, UInt32Builder,
@@ -34,6 +41,8 @@ use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
 
 use aiperf_core::{ErrorDetails, RequestRecord};
 
@@ -154,6 +163,65 @@ impl MetricColumn {
     }
 }
 
+/// What one row holds, borrowed from a record and its metrics or from a JSONL line.
+struct Row<'a> {
+    session_num: u64,
+    x_request_id: Cow<'a, str>,
+    x_correlation_id: Cow<'a, str>,
+    conversation_id: Cow<'a, str>,
+    turn_index: u32,
+    credit_issued_ns: u64,
+    request_start_ns: u64,
+    request_ack_ns: Option<u64>,
+    request_end_ns: u64,
+    benchmark_phase: Cow<'a, str>,
+    values: Cow<'a, [(&'static MetricDef, MetricValue)]>,
+    /// Only for a failed record.
+    error: Option<RowError<'a>>,
+}
+
+/// The error columns of a failed record's row.
+#[derive(Deserialize)]
+struct RowError<'a> {
+    code: Option<u16>,
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Cow<'a, str>,
+}
+
+/// The error of a failed record without error details, as JSONL shows it.
+static INVALID_RESULT: LazyLock<ErrorDetails> = LazyLock::new(ErrorDetails::invalid_result);
+
+impl<'a> Row<'a> {
+    fn of(record: &'a RequestRecord, metrics: &'a RecordMetrics) -> Self {
+        let wall = |ns: u64| record.clock.wall_of_perf(ns);
+        let credit = &record.credit;
+        let error = (!metrics.valid).then(|| {
+            let error = record.error.as_ref().unwrap_or(&INVALID_RESULT);
+            RowError {
+                code: error.code,
+                kind: error.kind.as_deref().map(Cow::Borrowed),
+                message: Cow::Borrowed(&error.message),
+            }
+        });
+        Self {
+            session_num: credit.id,
+            x_request_id: Cow::Borrowed(&credit.request_id),
+            x_correlation_id: Cow::Borrowed(&credit.correlation_id),
+            conversation_id: Cow::Borrowed(&credit.conversation.session_id),
+            turn_index: u32::try_from(credit.turn_index).unwrap_or(u32::MAX),
+            credit_issued_ns: wall(record.credit_issued_ns),
+            request_start_ns: wall(record.start_ns),
+            request_ack_ns: record.head_ns.map(wall),
+            request_end_ns: wall(record.end_ns),
+            benchmark_phase: Cow::Borrowed(credit.phase.as_str()),
+            values: Cow::Borrowed(&metrics.values),
+            error,
+        }
+    }
+}
+
 /// The rows of the row group being filled.
 struct Rows {
     session_num: UInt64Builder,
@@ -203,47 +271,33 @@ impl Rows {
         }
     }
 
-    fn push(&mut self, record: &RequestRecord, metrics: &RecordMetrics) {
-        let wall = |ns: u64| record.clock.wall_of_perf(ns);
-        let credit = &record.credit;
-        self.session_num.append_value(credit.id);
-        self.x_request_id.append_value(&credit.request_id);
-        self.x_correlation_id.append_value(&credit.correlation_id);
-        self.conversation_id
-            .append_value(&credit.conversation.session_id);
-        self.turn_index
-            .append_value(u32::try_from(credit.turn_index).unwrap_or(u32::MAX));
-        self.credit_issued_ns
-            .append_value(wall(record.credit_issued_ns));
-        self.request_start_ns.append_value(wall(record.start_ns));
-        self.request_ack_ns.append_option(record.head_ns.map(wall));
-        self.request_end_ns.append_value(wall(record.end_ns));
-        self.benchmark_phase.append_value(credit.phase.as_str());
+    fn push(&mut self, row: &Row<'_>) {
+        self.session_num.append_value(row.session_num);
+        self.x_request_id.append_value(&row.x_request_id);
+        self.x_correlation_id.append_value(&row.x_correlation_id);
+        self.conversation_id.append_value(&row.conversation_id);
+        self.turn_index.append_value(row.turn_index);
+        self.credit_issued_ns.append_value(row.credit_issued_ns);
+        self.request_start_ns.append_value(row.request_start_ns);
+        self.request_ack_ns.append_option(row.request_ack_ns);
+        self.request_end_ns.append_value(row.request_end_ns);
+        self.benchmark_phase.append_value(&row.benchmark_phase);
         self.value_at.fill(None);
         // In reverse, so that a metric computed twice shows its first value, as
         // `RecordMetrics::get` finds it.
-        for (position, (def, _)) in metrics.values.iter().enumerate().rev() {
+        for (position, (def, _)) in row.values.iter().enumerate().rev() {
             self.value_at[def.id.index()] = Some(position);
         }
         for (def, column) in &mut self.metrics {
-            let value = self.value_at[def.id.index()].map(|at| &metrics.values[at].1);
+            let value = self.value_at[def.id.index()].map(|at| &row.values[at].1);
             self.list_values += column.append(value);
         }
-        // as JSONL: a failed record without error details is an invalid result
-        let invalid;
-        let error = match (&record.error, metrics.valid) {
-            (_, true) => None,
-            (Some(e), false) => Some(e),
-            (None, false) => {
-                invalid = ErrorDetails::invalid_result();
-                Some(&invalid)
-            }
-        };
+        let error = row.error.as_ref();
         self.error_code.append_option(error.and_then(|e| e.code));
         self.error_type
             .append_option(error.and_then(|e| e.kind.as_deref()));
         self.error_message
-            .append_option(error.map(|e| e.message.as_str()));
+            .append_option(error.map(|e| e.message.as_ref()));
         self.len += 1;
     }
 
@@ -355,6 +409,78 @@ impl ParquetWriter {
     }
 }
 
+impl ParquetWriter {
+    /// Adds one row; a full row group goes to disk.
+    fn push_row(&mut self, row: &Row<'_>) -> Result<(), MetricsError> {
+        self.rows.push(row);
+        if self.rows.len >= ROW_GROUP_ROWS || self.rows.list_values >= ROW_GROUP_LIST_VALUES {
+            self.flush_rows()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the last rows and the file footer.
+    fn close(mut self) -> Result<(), MetricsError> {
+        if self.rows.len > 0 {
+            self.flush_rows()?;
+        }
+        self.writer
+            .close()
+            .map(drop)
+            .map_err(|e| MetricsError::parquet(&self.path, e))
+    }
+
+    /// Writes one row per line of `jsonl`, a `profile_export.jsonl` as
+    /// [`JsonlWriter`](crate::export::jsonl::JsonlWriter) writes it, then closes the file;
+    /// returns the rows written. The rows are those the records would have given (values
+    /// read back exactly: JSON numbers round-trip). A line that is not such a record is
+    /// an error naming the file and line.
+    pub fn write_from_jsonl(mut self, jsonl: &Path) -> Result<u64, MetricsError> {
+        let file = File::open(jsonl).map_err(|e| MetricsError::read(jsonl, e))?;
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let mut line = Vec::new();
+        let (mut number, mut rows) = (0, 0);
+        loop {
+            line.clear();
+            if reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| MetricsError::read(jsonl, e))?
+                == 0
+            {
+                break;
+            }
+            number += 1;
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
+            let parsed: Line<'_> =
+                serde_json::from_slice(&line).map_err(|e| MetricsError::BadLine {
+                    path: jsonl.to_path_buf(),
+                    line: number,
+                    message: e.to_string(),
+                })?;
+            let metadata = parsed.metadata;
+            self.push_row(&Row {
+                session_num: metadata.session_num,
+                x_request_id: metadata.x_request_id,
+                x_correlation_id: metadata.x_correlation_id,
+                conversation_id: metadata.conversation_id,
+                turn_index: metadata.turn_index,
+                credit_issued_ns: metadata.credit_issued_ns,
+                request_start_ns: metadata.request_start_ns,
+                request_ack_ns: metadata.request_ack_ns,
+                request_end_ns: metadata.request_end_ns,
+                benchmark_phase: metadata.benchmark_phase,
+                values: Cow::Owned(parsed.metrics.0),
+                error: parsed.error,
+            })?;
+            rows += 1;
+        }
+        self.close()?;
+        Ok(rows)
+    }
+}
+
 impl RecordWriter for ParquetWriter {
     /// Appends one record's row; records with neither metrics nor error are skipped, as
     /// in JSONL. A full row group goes to disk.
@@ -367,22 +493,155 @@ impl RecordWriter for ParquetWriter {
         if metrics.valid && metrics.values.is_empty() {
             return Ok(());
         }
-        self.rows.push(record, metrics);
-        if self.rows.len >= ROW_GROUP_ROWS || self.rows.list_values >= ROW_GROUP_LIST_VALUES {
-            self.flush_rows()?;
-        }
-        Ok(())
+        self.push_row(&Row::of(record, metrics))
     }
 
     /// Writes the last rows and the file footer.
-    fn finish(mut self: Box<Self>) -> Result<(), MetricsError> {
-        if self.rows.len > 0 {
-            self.flush_rows()?;
+    fn finish(self: Box<Self>) -> Result<(), MetricsError> {
+        self.close()
+    }
+}
+
+/// The parts of a `profile_export.jsonl` line that make its row.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow)]
+    metadata: LineMetadata<'a>,
+    metrics: LineMetrics,
+    #[serde(borrow, default)]
+    error: Option<RowError<'a>>,
+}
+
+#[derive(Deserialize)]
+struct LineMetadata<'a> {
+    session_num: u64,
+    #[serde(borrow)]
+    x_request_id: Cow<'a, str>,
+    #[serde(borrow)]
+    x_correlation_id: Cow<'a, str>,
+    #[serde(borrow)]
+    conversation_id: Cow<'a, str>,
+    turn_index: u32,
+    credit_issued_ns: u64,
+    request_start_ns: u64,
+    #[serde(default)]
+    request_ack_ns: Option<u64>,
+    request_end_ns: u64,
+    #[serde(borrow)]
+    benchmark_phase: Cow<'a, str>,
+}
+
+/// The `metrics` object of a line: each column's metric with its value, in line order;
+/// keys that are no column are skipped.
+struct LineMetrics(Vec<(&'static MetricDef, MetricValue)>);
+
+/// The metrics that have a column, by tag (hashed with foldhash: a binary search's
+/// string comparisons were a sixth of reading a line).
+static COLUMNS_BY_TAG: LazyLock<
+    HashMap<&'static str, &'static MetricDef, foldhash::fast::RandomState>,
+> = LazyLock::new(|| metric_defs().map(|def| (def.tag, def)).collect());
+
+impl<'de> Deserialize<'de> for LineMetrics {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetricsVisitor;
+
+        impl<'de> Visitor<'de> for MetricsVisitor {
+            type Value = LineMetrics;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of metrics")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<LineMetrics, A::Error> {
+                let mut values = Vec::with_capacity(map.size_hint().unwrap_or(32));
+                while let Some(Tag(tag)) = map.next_key()? {
+                    match COLUMNS_BY_TAG.get(tag.as_ref()) {
+                        Some(def) => values.push((*def, map.next_value::<LineMetric>()?.value.0)),
+                        None => drop(map.next_value::<IgnoredAny>()?),
+                    }
+                }
+                Ok(LineMetrics(values))
+            }
         }
-        self.writer
-            .close()
-            .map(drop)
-            .map_err(|e| MetricsError::parquet(&self.path, e))
+
+        deserializer.deserialize_map(MetricsVisitor)
+    }
+}
+
+/// A metric's tag, borrowed from the line unless JSON escaped it (`Cow<str>` itself
+/// always copies).
+struct Tag<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Tag<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TagVisitor;
+
+        impl<'de> Visitor<'de> for TagVisitor {
+            type Value = Tag<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a metric tag")
+            }
+
+            fn visit_borrowed_str<E>(self, tag: &'de str) -> Result<Tag<'de>, E> {
+                Ok(Tag(Cow::Borrowed(tag)))
+            }
+
+            fn visit_str<E>(self, tag: &str) -> Result<Tag<'de>, E> {
+                Ok(Tag(Cow::Owned(tag.to_owned())))
+            }
+        }
+
+        deserializer.deserialize_str(TagVisitor)
+    }
+}
+
+#[derive(Deserialize)]
+struct LineMetric {
+    value: LineValue,
+}
+
+/// A metric's value as JSONL shows it: a number, `null` for a non-finite one, or a list
+/// of them (read back as NaN, which the columns store as null again).
+struct LineValue(MetricValue);
+
+impl<'de> Deserialize<'de> for LineValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ValueVisitor;
+
+        impl<'de> Visitor<'de> for ValueVisitor {
+            type Value = LineValue;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number, null or a list of numbers")
+            }
+
+            fn visit_f64<E>(self, v: f64) -> Result<LineValue, E> {
+                Ok(LineValue(MetricValue::Scalar(v)))
+            }
+
+            fn visit_i64<E>(self, v: i64) -> Result<LineValue, E> {
+                Ok(LineValue(MetricValue::Scalar(v as f64)))
+            }
+
+            fn visit_u64<E>(self, v: u64) -> Result<LineValue, E> {
+                Ok(LineValue(MetricValue::Scalar(v as f64)))
+            }
+
+            fn visit_unit<E>(self) -> Result<LineValue, E> {
+                Ok(LineValue(MetricValue::Scalar(f64::NAN)))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LineValue, A::Error> {
+                let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(v) = seq.next_element::<Option<f64>>()? {
+                    values.push(v.unwrap_or(f64::NAN));
+                }
+                Ok(LineValue(MetricValue::List(values)))
+            }
+        }
+
+        deserializer.deserialize_any(ValueVisitor)
     }
 }
 
@@ -403,16 +662,22 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    /// Streams `n` records with TTFT 10 + i ms, then chunks 5 ms apart, plus one failure,
-    /// through a sink into `path`.
-    fn write_run(path: &Path, n: u64) {
+    /// A streaming sink that exports Parquet to `parquet`, and JSONL first when given.
+    fn sink(parquet: &Path, jsonl: Option<&Path>) -> MetricsSink {
         let mut config = BenchmarkConfig::default();
         config.endpoint.streaming = true;
         let mut sink =
             MetricsSink::with_context(&config, MetricsContext::streaming_chat(), Arc::new(Words))
-                .unwrap()
-                .export_parquet_to(path)
                 .unwrap();
+        if let Some(jsonl) = jsonl {
+            sink = sink.export_records_to(jsonl).unwrap();
+        }
+        sink.export_parquet_to(parquet).unwrap()
+    }
+
+    /// Feeds `sink` `n` records with TTFT 10 + i ms, then chunks 5 ms apart, plus one
+    /// failure.
+    fn feed(sink: &mut MetricsSink, n: u64) {
         for i in 0..n {
             let start = i * 100 * MS;
             let first = start + (10 + i) * MS;
@@ -424,12 +689,83 @@ mod tests {
             sink.process(&r).unwrap();
         }
         sink.process(&failed(0, "x y", 500, "boom")).unwrap();
+    }
+
+    fn summarize(sink: MetricsSink, n: u64) {
         let run = RunInfo {
             clock: None,
             phases: vec![PhaseStats::window(Phase::Profiling, 0, n * 100 * MS)],
             was_cancelled: false,
         };
         sink.summarize(&run).unwrap();
+    }
+
+    /// Streams `n` records and a failure (see [`feed`]) through a sink into `path`.
+    fn write_run(path: &Path, n: u64) {
+        let mut sink = sink(path, None);
+        feed(&mut sink, n);
+        summarize(sink, n);
+    }
+
+    /// Every row of the file at `path`, as one batch.
+    fn read_all(path: &Path) -> RecordBatch {
+        let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap()).unwrap();
+        let schema = builder.schema().clone();
+        let batches: Vec<RecordBatch> = builder.build().unwrap().map(|b| b.unwrap()).collect();
+        arrow_select::concat::concat_batches(&schema, &batches).unwrap()
+    }
+
+    #[test]
+    fn rows_written_from_the_jsonl_after_the_run_are_those_of_the_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let direct = dir.path().join("direct.parquet");
+        let (after, jsonl) = (dir.path().join("after.parquet"), dir.path().join("r.jsonl"));
+        let n = ROW_GROUP_ROWS as u64 + 2;
+        let mut sinks = [sink(&direct, None), sink(&after, Some(&jsonl))];
+        for sink in &mut sinks {
+            feed(sink, n);
+            // an id that JSON escapes, and a record without content (an invalid result)
+            let mut escaped = record(0, "a", vec![resp(MS, "w ", "", None)]);
+            escaped.credit.request_id = "req \"7\" \u{e9}\n".into();
+            sink.process(&escaped).unwrap();
+            sink.process(&record(0, "a", Vec::new())).unwrap();
+        }
+        // A full group went to disk as it filled; the rows after the run, nothing yet.
+        assert!(std::fs::metadata(&direct).unwrap().len() > 1000);
+        assert_eq!(std::fs::metadata(&after).unwrap().len(), 0);
+        for sink in sinks {
+            summarize(sink, n);
+        }
+
+        let (expected, got) = (read_all(&direct), read_all(&after));
+        assert_eq!(got.num_rows() as u64, n + 3);
+        assert_eq!(got, expected);
+        let ids = got.column_by_name("x_request_id").unwrap().clone();
+        assert_eq!(
+            ids.as_string::<i32>().value(n as usize + 1),
+            "req \"7\" \u{e9}\n"
+        );
+        let error_type = got.column_by_name("error_type").unwrap().clone();
+        assert_eq!(
+            error_type.as_string::<i32>().value(n as usize + 2),
+            "InvalidInferenceResultError"
+        );
+    }
+
+    #[test]
+    fn a_jsonl_line_that_is_not_a_record_names_its_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let jsonl = dir.path().join("profile_export.jsonl");
+        std::fs::write(&jsonl, "\n{\"metadata\":{}}\n").unwrap();
+        let writer = ParquetWriter::create(&dir.path().join("p.parquet")).unwrap();
+        let error = writer.write_from_jsonl(&jsonl).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "{}:2: missing field `session_num` at line 1 column 14",
+                jsonl.display()
+            )
+        );
     }
 
     #[test]
