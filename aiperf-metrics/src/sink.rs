@@ -467,11 +467,11 @@ impl MetricsSink {
     /// `parquet` feature (on by default).
     ///
     /// After [`MetricsSink::export_records_to`], the rows are written in
-    /// [`MetricsSink::summarize`], from the JSONL file: the same values, at no cost while
-    /// requests are being sent: encoding Parquet as records arrived cost a tenth of the
-    /// client's CPU per request on a saturated client, and reading the lines back costs
-    /// about 6 s per million records at the end (bench/README.md, 2026-11-27). Otherwise
-    /// each record's row is written as it arrives.
+    /// [`MetricsSink::summarize`] from the JSONL file, with the same values. Encoding
+    /// Parquet as records arrived cost a tenth of the client's CPU per request on a
+    /// saturated client; reading the lines back costs about 6 s per million records once
+    /// the run is over (bench/README.md, 2026-11-27). Without the JSONL export, each
+    /// record's row is written as it arrives.
     #[cfg(feature = "parquet")]
     pub fn export_parquet_to(mut self, path: impl AsRef<Path>) -> Result<Self, MetricsError> {
         let writer = ParquetWriter::create(path.as_ref())?;
