@@ -20,7 +20,7 @@ use aiperf_core::{ErrorDetails, RequestRecord};
 use crate::catalogue::{metric_def, MetricDef};
 use crate::export::line_file::LineFile;
 use crate::export::RecordWriter;
-use crate::record_metrics::{MetricValue, RecordMetrics, UsageTokens};
+use crate::record_metrics::{JsonMetricValue, MetricValue, RecordMetrics, UsageTokens};
 use crate::MetricsError;
 
 /// The digest file's name in a run directory.
@@ -192,13 +192,6 @@ mod metrics_text {
         }
     }
 
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Value {
-        Scalar(Option<f64>),
-        List(Vec<Option<f64>>),
-    }
-
     /// The values in the order they were written (the computation order).
     struct ValuesRead(Vec<(&'static MetricDef, MetricValue)>);
 
@@ -216,18 +209,11 @@ mod metrics_text {
                     self,
                     mut map: A,
                 ) -> Result<ValuesRead, A::Error> {
-                    let number = |v: Option<f64>| v.unwrap_or(f64::NAN);
                     let mut values = Vec::with_capacity(map.size_hint().unwrap_or(16));
                     while let Some(tag) = map.next_key::<std::borrow::Cow<'de, str>>()? {
                         let def = metric_def(&tag)
                             .ok_or_else(|| A::Error::custom(format!("unknown metric {tag:?}")))?;
-                        let value = match map.next_value::<Value>()? {
-                            Value::Scalar(v) => MetricValue::Scalar(number(v)),
-                            Value::List(vs) => {
-                                MetricValue::List(vs.into_iter().map(number).collect())
-                            }
-                        };
-                        values.push((def, value));
+                        values.push((def, map.next_value::<JsonMetricValue>()?.0));
                     }
                     Ok(ValuesRead(values))
                 }

@@ -133,6 +133,53 @@ pub enum MetricValue {
     List(Vec<f64>),
 }
 
+/// A [`MetricValue`] read back from the JSON the exports write: a number, `null` for a
+/// non-finite one, or a list of them; `null` reads back as NaN.
+pub(crate) struct JsonMetricValue(pub(crate) MetricValue);
+
+impl<'de> serde::Deserialize<'de> for JsonMetricValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ValueVisitor;
+
+        impl<'de> serde::de::Visitor<'de> for ValueVisitor {
+            type Value = JsonMetricValue;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number, null or a list of numbers")
+            }
+
+            fn visit_f64<E>(self, v: f64) -> Result<JsonMetricValue, E> {
+                Ok(JsonMetricValue(MetricValue::Scalar(v)))
+            }
+
+            fn visit_i64<E>(self, v: i64) -> Result<JsonMetricValue, E> {
+                Ok(JsonMetricValue(MetricValue::Scalar(v as f64)))
+            }
+
+            fn visit_u64<E>(self, v: u64) -> Result<JsonMetricValue, E> {
+                Ok(JsonMetricValue(MetricValue::Scalar(v as f64)))
+            }
+
+            fn visit_unit<E>(self) -> Result<JsonMetricValue, E> {
+                Ok(JsonMetricValue(MetricValue::Scalar(f64::NAN)))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<JsonMetricValue, A::Error> {
+                let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(v) = seq.next_element::<Option<f64>>()? {
+                    values.push(v.unwrap_or(f64::NAN));
+                }
+                Ok(JsonMetricValue(MetricValue::List(values)))
+            }
+        }
+
+        deserializer.deserialize_any(ValueVisitor)
+    }
+}
+
 /// The metrics of one record, in display units.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RecordMetrics {

@@ -41,14 +41,14 @@ use parquet::basic::Compression;
 use parquet::errors::ParquetError;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
-use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
 use aiperf_core::{ErrorDetails, RequestRecord};
 
 use super::RecordWriter;
 use crate::catalogue::{MetricDef, MetricFlags, MetricKind, CATALOGUE};
-use crate::record_metrics::{MetricValue, RecordMetrics};
+use crate::record_metrics::{JsonMetricValue, MetricValue, RecordMetrics};
 use crate::MetricsError;
 
 /// Records per row group: each group is written as soon as it is full. Every group
@@ -598,51 +598,7 @@ impl<'de> Deserialize<'de> for Tag<'de> {
 
 #[derive(Deserialize)]
 struct LineMetric {
-    value: LineValue,
-}
-
-/// A metric's value as JSONL shows it: a number, `null` for a non-finite one, or a list
-/// of them (read back as NaN, which the columns store as null again).
-struct LineValue(MetricValue);
-
-impl<'de> Deserialize<'de> for LineValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ValueVisitor;
-
-        impl<'de> Visitor<'de> for ValueVisitor {
-            type Value = LineValue;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a number, null or a list of numbers")
-            }
-
-            fn visit_f64<E>(self, v: f64) -> Result<LineValue, E> {
-                Ok(LineValue(MetricValue::Scalar(v)))
-            }
-
-            fn visit_i64<E>(self, v: i64) -> Result<LineValue, E> {
-                Ok(LineValue(MetricValue::Scalar(v as f64)))
-            }
-
-            fn visit_u64<E>(self, v: u64) -> Result<LineValue, E> {
-                Ok(LineValue(MetricValue::Scalar(v as f64)))
-            }
-
-            fn visit_unit<E>(self) -> Result<LineValue, E> {
-                Ok(LineValue(MetricValue::Scalar(f64::NAN)))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LineValue, A::Error> {
-                let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(v) = seq.next_element::<Option<f64>>()? {
-                    values.push(v.unwrap_or(f64::NAN));
-                }
-                Ok(LineValue(MetricValue::List(values)))
-            }
-        }
-
-        deserializer.deserialize_any(ValueVisitor)
-    }
+    value: JsonMetricValue,
 }
 
 #[cfg(test)]
