@@ -89,6 +89,7 @@ pub mod dataset;
 pub mod deferred;
 pub mod endpoint;
 pub mod engine;
+pub mod json;
 pub mod record;
 pub mod schedule;
 pub mod seed;

@@ -1,6 +1,7 @@
 //! The `chat` endpoint: OpenAI chat completions (`/v1/chat/completions`).
 
 use aiperf_core::conversation::Turn;
+use aiperf_core::json;
 use aiperf_core::{
     ApiKeyHeader, BuiltRequest, Endpoint, EndpointError, EndpointInfo, ParsedExchange, RawExchange,
     RequestInput,
@@ -9,7 +10,7 @@ use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 
 use crate::openai::Object;
-use crate::payload::{current_turn, model, Body, Field, UsageChunk};
+use crate::payload::{current_turn, model, write_value, Body, Field, UsageChunk, WriteJson};
 use crate::response::{parse_exchange, Extracted};
 use crate::EndpointOptions;
 
@@ -86,10 +87,9 @@ impl Endpoint for ChatEndpoint {
 /// message list), else one `{"role", "content"}` message built from its contents.
 pub(crate) struct Messages<'a, 'b>(pub &'b RequestInput<'a>);
 
-impl Serialize for Messages<'_, '_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+impl WriteJson for Messages<'_, '_> {
+    fn write_json(&self, out: &mut Vec<u8>) {
         let input = self.0;
-        let mut messages = serializer.serialize_seq(None)?;
         let starts_with_system = input.turns.first().is_some_and(|turn| {
             let first_raw_role = turn
                 .raw_messages
@@ -101,39 +101,64 @@ impl Serialize for Messages<'_, '_> {
                 None => turn.role.as_deref() == Some("system"),
             }
         });
+        let mut list = List::open(out);
         if let Some(system) = input.system_message.filter(|_| !starts_with_system) {
-            messages.serialize_element(&Message {
-                role: "system",
-                content: Content::Text(system),
-            })?;
+            write_message(list.next(), "system", Content::Text(system));
         }
         if let Some(context) = input.user_context_message {
-            messages.serialize_element(&Message {
-                role: "user",
-                content: Content::Text(context),
-            })?;
+            write_message(list.next(), "user", Content::Text(context));
         }
         for turn in input.turns {
             if let Some(raw) = &turn.raw_messages {
                 for message in raw {
-                    messages.serialize_element(message)?;
+                    write_value(list.next(), message);
                 }
                 continue;
             }
-            messages.serialize_element(&Message {
-                role: turn.role.as_deref().unwrap_or("user"),
-                content: Content::of(turn),
-            })?;
+            let role = turn.role.as_deref().unwrap_or("user");
+            write_message(list.next(), role, Content::of(turn));
         }
-        messages.end()
+        list.close();
     }
 }
 
-/// One message built from a turn (or the system message or user context).
-#[derive(Serialize)]
-struct Message<'a> {
-    role: &'a str,
-    content: Content<'a>,
+/// A JSON list being written: `[`, then a comma before every element but the first.
+struct List<'o> {
+    out: &'o mut Vec<u8>,
+    empty: bool,
+}
+
+impl<'o> List<'o> {
+    fn open(out: &'o mut Vec<u8>) -> Self {
+        out.push(b'[');
+        Self { out, empty: true }
+    }
+
+    /// The buffer to write the next element to.
+    fn next(&mut self) -> &mut Vec<u8> {
+        if !self.empty {
+            self.out.push(b',');
+        }
+        self.empty = false;
+        self.out
+    }
+
+    fn close(self) {
+        self.out.push(b']');
+    }
+}
+
+/// Appends one message built from a turn (or the system message or user context):
+/// `{"role":…,"content":…}`.
+fn write_message(out: &mut Vec<u8>, role: &str, content: Content<'_>) {
+    out.extend_from_slice(br#"{"role":"#);
+    json::write_str(out, role);
+    out.extend_from_slice(br#","content":"#);
+    match content {
+        Content::Text(text) => json::write_str(out, text),
+        Content::Parts(turn) => write_value(out, &Parts(turn)),
+    }
+    out.push(b'}');
 }
 
 /// A message's `content`.
@@ -157,12 +182,12 @@ impl<'a> Content<'a> {
     }
 }
 
-impl Serialize for Content<'_> {
+/// The content parts of a turn, as a list of [`Part`]s.
+struct Parts<'a>(&'a Turn);
+
+impl Serialize for Parts<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let turn = match self {
-            Content::Text(text) => return serializer.serialize_str(text),
-            Content::Parts(turn) => turn,
-        };
+        let turn = self.0;
         let mut parts = serializer.serialize_seq(None)?;
         for text in non_empty(&turn.texts) {
             parts.serialize_element(&Part::Text { text })?;
