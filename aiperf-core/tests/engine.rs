@@ -737,3 +737,47 @@ fn a_stream_cannot_feed_a_fixed_schedule() {
          conversations, not a stream of them"
     );
 }
+
+/// Finishes only once another task on the caller's runtime saw
+/// [`Progress::finishing`] and said so: a finish that blocked the runtime never hears it.
+struct FinishAfterWatcher(std::sync::mpsc::Receiver<()>);
+
+impl RecordSink for FinishAfterWatcher {
+    type Output = ();
+
+    fn on_record(&mut self, _record: RequestRecord) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    fn finish(self, _run: &RunInfo) -> Result<(), SinkError> {
+        self.0
+            .recv_timeout(Duration::from_secs(20))
+            .map_err(|_| "no watcher saw the sink finishing".into())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_sink_finishes_off_the_runtime_with_progress_saying_so() {
+    let (seen, heard) = std::sync::mpsc::channel();
+    let progress = Arc::new(Progress::default());
+    let watched = Arc::clone(&progress);
+    let watcher = tokio::spawn(async move {
+        while !watched.finishing.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        seen.send(()).unwrap();
+    });
+    Benchmark::builder(&common::config())
+        .endpoint(Arc::new(Echo))
+        .transport(Arc::new(SlowEcho::default()))
+        .conversations(dataset(5), SamplingStrategy::Sequential)
+        .progress(Arc::clone(&progress))
+        .phase(closed_loop(Phase::Profiling, 2, 6))
+        .sink(FinishAfterWatcher(heard))
+        .unwrap()
+        .run()
+        .await
+        .unwrap();
+    watcher.await.unwrap();
+    assert_eq!(progress.completed.load(Ordering::Relaxed), 6);
+}

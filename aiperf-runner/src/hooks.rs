@@ -214,6 +214,15 @@ pub enum Notice<'a> {
         /// Runs asked for.
         total: u32,
     },
+    /// Sending ended and `profile_export.parquet` is being written from the run's
+    /// JSONL records, which takes about 6 s per million records: said when there are
+    /// enough of them for the wait to show.
+    WritingParquet {
+        /// The file being written.
+        path: &'a Path,
+        /// The records it is written from.
+        records: u64,
+    },
     /// The aggregate of a multi-run is written.
     Aggregated {
         /// Runs that entered it.
@@ -301,6 +310,12 @@ impl fmt::Display for Notice<'_> {
                 "Only {succeeded} of {total} profile runs succeeded: no aggregate written (it \
                  needs 2)."
             ),
+            Notice::WritingParquet { path, records } => write!(
+                f,
+                "Writing {} from {records} records (about {} s)…",
+                path.display(),
+                seconds(PARQUET_TIME_PER_RECORD * u32::try_from(*records).unwrap_or(u32::MAX))
+            ),
             Notice::Aggregated {
                 runs,
                 total,
@@ -317,6 +332,9 @@ impl fmt::Display for Notice<'_> {
         }
     }
 }
+
+/// About how long writing one Parquet row from its JSONL line takes (bench/README.md).
+const PARQUET_TIME_PER_RECORD: Duration = Duration::from_micros(6);
 
 /// Seconds to one decimal, without a trailing `.0`: `0.3`, `60`, `1.2`.
 fn seconds(duration: Duration) -> String {

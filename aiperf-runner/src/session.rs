@@ -2,6 +2,7 @@
 //! mock server), and one run from workload to written files.
 
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -386,9 +387,16 @@ impl Session {
             long_wait: spec.long_wait,
         });
         let reserve = descriptors::DescriptorReserve::hold();
-        let result = watch_long_waits(benchmark.run(), &progress, spec.long_wait, hooks).await;
+        let parquet_after_run = (cfg!(feature = "parquet")
+            && config.output.export_level != ExportLevel::Summary)
+            .then_some(paths.parquet.as_path());
+        let watched = Watched {
+            progress: &progress,
+            long_wait: spec.long_wait,
+            parquet_after_run,
+        };
+        let result = watched.run(benchmark.run(), hooks).await;
         reserve.release();
-        hooks.sending_ended();
         let mut summary = result?;
         let inputs_json = inputs_json.sending_ended(&self.cancel);
         if summary.connection_retries > 0 {
@@ -485,30 +493,75 @@ impl Session {
     }
 }
 
-/// Runs `run`, reporting every `threshold` the requests that have been on the wire
-/// longer than that.
-async fn watch_long_waits<T>(
-    run: impl std::future::Future<Output = T>,
-    progress: &Progress,
-    threshold: Duration,
-    hooks: &mut dyn RunHooks,
-) -> T {
-    tokio::pin!(run);
-    let mut checks = tokio::time::interval(threshold.max(Duration::from_millis(10)));
-    checks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    checks.tick().await; // the first tick is immediate
-    loop {
-        tokio::select! {
-            output = &mut run => return output,
-            _ = checks.tick() => {
-                if let Some(waiting) = progress.in_flight.waiting_longer_than(threshold) {
-                    hooks.notice(&Notice::LongWaits {
-                        count: waiting.count,
-                        longest: waiting.longest,
-                        threshold,
-                    });
+/// What a run's watcher looks at while the run goes on.
+struct Watched<'a> {
+    progress: &'a Progress,
+    /// Report requests on the wire longer than this, once per such interval.
+    long_wait: Duration,
+    /// `profile_export.parquet` when the sink writes it after the run.
+    parquet_after_run: Option<&'a Path>,
+}
+
+/// From how many records the wait for the after-run Parquet file is announced: about a
+/// second's worth.
+const PARQUET_NOTICE_RECORDS: u64 = 150_000;
+
+/// How often the watcher checks whether sending ended.
+const FINISHING_CHECK: Duration = Duration::from_millis(50);
+
+impl Watched<'_> {
+    /// Runs `run`, reporting every `long_wait` the requests that have been on the wire
+    /// longer than that; tells the hooks when sending ended (before the sink's after-run
+    /// work, which [`Notice::WritingParquet`] announces when it is long).
+    async fn run<T>(
+        &self,
+        run: impl std::future::Future<Output = T>,
+        hooks: &mut dyn RunHooks,
+    ) -> T {
+        tokio::pin!(run);
+        let mut checks = tokio::time::interval(self.long_wait.max(Duration::from_millis(10)));
+        checks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        checks.tick().await; // the first tick is immediate
+        let mut finishing_checks = tokio::time::interval(FINISHING_CHECK);
+        finishing_checks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sending = true;
+        let output = loop {
+            tokio::select! {
+                // The run last: when it ended right after it began finishing, the hooks
+                // still hear that sending ended before the run's result.
+                biased;
+                _ = finishing_checks.tick(), if sending => {
+                    if self.progress.finishing.load(Ordering::Relaxed) {
+                        sending = false;
+                        self.sending_ended(hooks);
+                    }
                 }
+                _ = checks.tick(), if sending => {
+                    if let Some(waiting) = self.progress.in_flight.waiting_longer_than(self.long_wait) {
+                        hooks.notice(&Notice::LongWaits {
+                            count: waiting.count,
+                            longest: waiting.longest,
+                            threshold: self.long_wait,
+                        });
+                    }
+                }
+                output = &mut run => break output,
             }
+        };
+        if sending {
+            hooks.sending_ended();
+        }
+        output
+    }
+
+    fn sending_ended(&self, hooks: &mut dyn RunHooks) {
+        hooks.sending_ended();
+        let records = self.progress.completed.load(Ordering::Relaxed);
+        if let Some(path) = self
+            .parquet_after_run
+            .filter(|_| records >= PARQUET_NOTICE_RECORDS)
+        {
+            hooks.notice(&Notice::WritingParquet { path, records });
         }
     }
 }
@@ -669,4 +722,79 @@ async fn load_run_tokenizer(
     };
     let counter = ChatTemplateCounter::new(tokenizer.clone(), template);
     Ok((tokenizer, Arc::new(counter)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicU64;
+
+    use super::*;
+
+    /// The hook calls and the run's own events, in one log.
+    struct Log(Arc<Mutex<Vec<String>>>);
+
+    impl RunHooks for Log {
+        fn notice(&mut self, notice: &Notice<'_>) {
+            self.0.lock().unwrap().push(format!("notice: {notice}"));
+        }
+        fn sending_ended(&mut self) {
+            self.0.lock().unwrap().push("sending_ended".into());
+        }
+    }
+
+    /// Watches a run of `records` records that starts finishing (when `finishing`) and
+    /// returns 200 ms later.
+    async fn watch(records: u64, parquet: Option<&Path>, finishing: bool) -> Vec<String> {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let progress = Progress {
+            completed: AtomicU64::new(records),
+            ..Progress::default()
+        };
+        let run = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            progress.finishing.store(finishing, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            log.lock().unwrap().push("run returned".into());
+        };
+        let watched = Watched {
+            progress: &progress,
+            long_wait: Duration::from_secs(60),
+            parquet_after_run: parquet,
+        };
+        watched.run(run, &mut Log(Arc::clone(&log))).await;
+        let calls = log.lock().unwrap().clone();
+        calls
+    }
+
+    #[tokio::test]
+    async fn sending_ends_when_the_sink_starts_finishing_and_a_long_parquet_wait_is_said() {
+        let parquet = Path::new("out/profile_export.parquet");
+        assert_eq!(
+            watch(PARQUET_NOTICE_RECORDS, Some(parquet), true).await,
+            [
+                "sending_ended",
+                "notice: Writing out/profile_export.parquet from 150000 records (about 0.9 s)…",
+                "run returned",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_short_wait_or_no_parquet_file_is_not_announced() {
+        let parquet = Path::new("out/profile_export.parquet");
+        let expected = ["sending_ended", "run returned"];
+        assert_eq!(
+            watch(PARQUET_NOTICE_RECORDS - 1, Some(parquet), true).await,
+            expected
+        );
+        assert_eq!(watch(PARQUET_NOTICE_RECORDS, None, true).await, expected);
+    }
+
+    #[tokio::test]
+    async fn a_run_that_returns_without_finishing_still_ends_sending_once() {
+        assert_eq!(
+            watch(PARQUET_NOTICE_RECORDS, Some(Path::new("p")), false).await,
+            ["run returned", "sending_ended"]
+        );
+    }
 }

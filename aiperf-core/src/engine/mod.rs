@@ -73,6 +73,10 @@ pub struct Progress {
     pub profiling: AtomicBool,
     /// The requests on the wire, by when they were sent: what shows a stalled server.
     pub in_flight: InFlight,
+    /// True once sending has ended and the sink is finishing: computing the summary and
+    /// writing what it writes after the run (e.g. `profile_export.parquet`, seconds for
+    /// a million records). The runtime stays free meanwhile, so a watcher can say so.
+    pub finishing: AtomicBool,
 }
 
 /// The requests on the wire and when each was sent. Registering one costs an
@@ -572,7 +576,13 @@ impl<S: RecordSink> Benchmark<S> {
         if let Some(failure) = self.shared.stream.as_ref().and_then(|s| s.failure()) {
             return Err(EngineError::Dataset(failure));
         }
-        sink.finish(&info).map_err(EngineError::Sink)
+        self.progress.finishing.store(true, Ordering::Relaxed);
+        // On the blocking pool, as the processor's join: a sink's after-run writing must
+        // not stall the caller's runtime (its watchers and displays).
+        tokio::task::spawn_blocking(move || sink.finish(&info))
+            .await
+            .map_err(|e| EngineError::Sink(e.to_string().into()))?
+            .map_err(EngineError::Sink)
     }
 }
 
