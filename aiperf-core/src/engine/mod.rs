@@ -521,6 +521,8 @@ enum Outcome {
 impl<S: RecordSink> Benchmark<S> {
     /// Runs every phase and returns what the sink made of the records.
     pub async fn run(self) -> Result<S::Output, EngineError> {
+        // A progress shared with an earlier run still says that run was finishing.
+        self.progress.finishing.store(false, Ordering::Relaxed);
         let clock = Clock::start().shifted(self.wall_offset_ns);
         let mut sink = self.sink;
         sink.start(&RunContext {
