@@ -202,7 +202,9 @@ impl<'a, M: WriteJson> Body<'a, M> {
         let mut body = Vec::with_capacity(INITIAL_BODY_CAPACITY);
         self.write_json(&mut body);
         BuiltRequest {
-            body: body.into(),
+            // Exactly sized: `Bytes` would keep a vector's spare room as long as the
+            // record keeps the body (10,000 short requests waiting: ~8 MB of it).
+            body: body.into_boxed_slice().into(),
             headers: json_headers(streaming),
             json_view: None,
         }
