@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use aiperf_core::{RequestRecord, TokenCounter, Usage};
+use aiperf_core::{ErrorDetails, RequestRecord, TokenCounter, Usage};
 
 use crate::catalogue::{MetricDef, MetricId, MetricKind, MetricsContext, CATALOGUE};
 
@@ -197,7 +197,16 @@ pub struct RecordMetrics {
     pub grade: Option<crate::accuracy::TaskGrade>,
 }
 
+/// The error a failed record without error details shows in the per-record exports.
+static INVALID_RESULT: LazyLock<ErrorDetails> = LazyLock::new(ErrorDetails::invalid_result);
+
 impl RecordMetrics {
+    /// The error the per-record exports show for `record`: none when it is valid, else
+    /// its error, or an invalid result when it has none (a success without content).
+    pub(crate) fn shown_error<'a>(&self, record: &'a RequestRecord) -> Option<&'a ErrorDetails> {
+        (!self.valid).then(|| record.error.as_ref().unwrap_or(&INVALID_RESULT))
+    }
+
     /// The value of `id`, if computed.
     pub fn get(&self, id: MetricId) -> Option<&MetricValue> {
         self.values.iter().find(|(d, _)| d.id == id).map(|(_, v)| v)

@@ -13,7 +13,7 @@ use std::sync::{Arc, LazyLock};
 use serde::ser::{Error as _, Serializer};
 use serde::Serialize;
 
-use aiperf_core::{json, ErrorDetails, RequestRecord, REQUEST_CANCELLATION_ERROR};
+use aiperf_core::{json, RequestRecord, REQUEST_CANCELLATION_ERROR};
 
 use super::line_file::LineFile;
 use super::RecordWriter;
@@ -300,14 +300,7 @@ fn write_line(
     Metadata::of(record, phase_index).write_json(out)?;
     out.extend_from_slice(b",\"metrics\":");
     write_metrics(out, metrics)?;
-    if !metrics.valid {
-        let invalid;
-        let error: &ErrorDetails = if let Some(error) = &record.error {
-            error
-        } else {
-            invalid = ErrorDetails::invalid_result();
-            &invalid
-        };
+    if let Some(error) = metrics.shown_error(record) {
         out.extend_from_slice(b",\"error\":");
         serde_json::to_writer(
             &mut *out,
@@ -386,7 +379,7 @@ impl RecordWriter for JsonlWriter {
 
 #[cfg(test)]
 mod tests {
-    use aiperf_core::{Clock, HttpTiming};
+    use aiperf_core::{Clock, ErrorDetails, HttpTiming};
 
     use super::*;
     use crate::catalogue::MetricsContext;

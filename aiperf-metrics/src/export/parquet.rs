@@ -44,7 +44,7 @@ use parquet::schema::types::ColumnPath;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
-use aiperf_core::{ErrorDetails, RequestRecord};
+use aiperf_core::RequestRecord;
 
 use super::RecordWriter;
 use crate::catalogue::{MetricDef, MetricFlags, MetricKind, CATALOGUE};
@@ -190,20 +190,14 @@ struct RowError<'a> {
     message: Cow<'a, str>,
 }
 
-/// The error of a failed record without error details, as JSONL shows it.
-static INVALID_RESULT: LazyLock<ErrorDetails> = LazyLock::new(ErrorDetails::invalid_result);
-
 impl<'a> Row<'a> {
     fn of(record: &'a RequestRecord, metrics: &'a RecordMetrics) -> Self {
         let wall = |ns: u64| record.clock.wall_of_perf(ns);
         let credit = &record.credit;
-        let error = (!metrics.valid).then(|| {
-            let error = record.error.as_ref().unwrap_or(&INVALID_RESULT);
-            RowError {
-                code: error.code,
-                kind: error.kind.as_deref().map(Cow::Borrowed),
-                message: Cow::Borrowed(&error.message),
-            }
+        let error = metrics.shown_error(record).map(|error| RowError {
+            code: error.code,
+            kind: error.kind.as_deref().map(Cow::Borrowed),
+            message: Cow::Borrowed(&error.message),
         });
         Self {
             session_num: credit.id,
@@ -407,9 +401,7 @@ impl ParquetWriter {
             .flush()
             .map_err(|e| MetricsError::parquet(&self.path, e))
     }
-}
 
-impl ParquetWriter {
     /// Adds one row; a full row group goes to disk.
     fn push_row(&mut self, row: &Row<'_>) -> Result<(), MetricsError> {
         self.rows.push(row);
