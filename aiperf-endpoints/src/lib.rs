@@ -135,7 +135,8 @@ pub use solido_rag::SolidoRagEndpoint;
 #[cfg(feature = "templates")]
 pub use template::{TemplateEndpoint, NAMED_TEMPLATES, PAYLOAD_TEMPLATE_KEY};
 pub use transport::{
-    HttpTransport, HttpTransportBuilder, TransportBuildError, DEFAULT_MAX_RESPONSE_BYTES,
+    HttpTransport, HttpTransportBuilder, ReadLateness, TransportBuildError,
+    DEFAULT_MAX_RESPONSE_BYTES,
 };
 pub use video_generation::{VideoGenerationEndpoint, VideoJobOptions};
 

@@ -39,6 +39,7 @@ use boxed_tls::BoxTls;
 use connections::Connections;
 use h1::{Connection, Event, Reuse};
 use hyper_client::HyperClients;
+pub use reader::ReadLateness;
 use reader::SocketReader;
 use traced::{ConnectTiming, TimedConnector};
 use wire::{WireClock, WireConnector};
@@ -82,6 +83,8 @@ pub struct HttpTransport {
     client: Client,
     settings: HttpTransportBuilder,
     uris: UriCache,
+    /// The socket reader, shared with the connector, for its lateness counts.
+    reader: Option<Arc<SocketReader>>,
 }
 
 /// What carries the requests.
@@ -261,7 +264,7 @@ impl HttpTransportBuilder {
         let reader = self
             .socket_reader
             .then(|| Arc::new(SocketReader::new(self.raise_reader_priority)));
-        let tcp = WireConnector::new(tcp, reader);
+        let tcp = WireConnector::new(tcp, reader.clone());
         let connector = TimedConnector::new(BoxTls::new(if self.http2 {
             https.enable_http2().wrap_connector(tcp)
         } else {
@@ -283,6 +286,7 @@ impl HttpTransportBuilder {
             client,
             settings: self,
             uris: UriCache::default(),
+            reader,
         })
     }
 }
@@ -292,6 +296,16 @@ impl HttpTransport {
     /// bundled and platform roots.
     pub fn builder() -> HttpTransportBuilder {
         HttpTransportBuilder::default()
+    }
+
+    /// How late the socket reader read response bytes since the last call (all zero
+    /// without a reader, or before its first connection); the counts start again from
+    /// zero. A run takes them before and after it.
+    pub fn take_read_lateness(&self) -> ReadLateness {
+        self.reader
+            .as_ref()
+            .map(|reader| reader.take_lateness())
+            .unwrap_or_default()
     }
 
     /// Sends one request (once more on a fresh connection if a reused one closed before

@@ -9,6 +9,7 @@ use std::time::Duration;
 use aiperf_core::config::Shard;
 use aiperf_core::{BenchmarkConfig, CancellationToken, Progress};
 use aiperf_endpoints::readiness::ReadinessEvent;
+use aiperf_endpoints::ReadLateness;
 use aiperf_metrics::live::LiveStats;
 use aiperf_metrics::sweep::SweepSummary;
 
@@ -223,6 +224,11 @@ pub enum Notice<'a> {
         /// The records it is written from.
         records: u64,
     },
+    /// The socket reader read at least [`LATE_READS_NOTICED`] of the run's response reads
+    /// more than [`ReadLateness::LATE`] after their bytes arrived: the client's CPUs were
+    /// busy, and chunks that arrived closer together than that may share the later one's
+    /// stamp.
+    LateReads(ReadLateness),
     /// The aggregate of a multi-run is written.
     Aggregated {
         /// Runs that entered it.
@@ -316,6 +322,19 @@ impl fmt::Display for Notice<'_> {
                 path.display(),
                 seconds(PARQUET_TIME_PER_RECORD * u32::try_from(*records).unwrap_or(u32::MAX))
             ),
+            Notice::LateReads(lateness) => write!(
+                f,
+                "{} of {} response reads ({:.1} %) came more than 1 ms after their bytes \
+                 arrived ({} more than 5 ms, the latest {:.1} ms late): the client's CPUs were \
+                 busy. Chunks that arrived closer together than that share the later one's \
+                 stamp, so TTFT and ITL may be late by up to as much (docs/metrics.md, \
+                 \"Where stamps come from\").",
+                lateness.late,
+                lateness.reads,
+                share(lateness.late, lateness.reads) * 100.0,
+                lateness.very_late,
+                lateness.latest.as_secs_f64() * 1e3,
+            ),
             Notice::Aggregated {
                 runs,
                 total,
@@ -337,6 +356,24 @@ impl fmt::Display for Notice<'_> {
 const PARQUET_TIME_PER_RECORD: Duration = Duration::from_micros(6);
 
 /// Seconds to one decimal, without a trailing `.0`: `0.3`, `60`, `1.2`.
+/// From which share of late reads [`Notice::LateReads`] is given: one in a hundred.
+pub const LATE_READS_NOTICED: f64 = 0.01;
+
+/// `part` of `whole`, 0 of nothing.
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// The notice for a run's read lateness, when enough reads were late.
+pub(crate) fn late_reads(lateness: ReadLateness) -> Option<Notice<'static>> {
+    (share(lateness.late, lateness.reads) >= LATE_READS_NOTICED)
+        .then_some(Notice::LateReads(lateness))
+}
+
 fn seconds(duration: Duration) -> String {
     let tenths = (duration.as_secs_f64() * 10.0).round() / 10.0;
     format!("{tenths}")
@@ -345,4 +382,35 @@ fn seconds(duration: Duration) -> String {
 /// "Shard K/N", or "The run" without one.
 fn shard_name(shard: Option<Shard>) -> String {
     shard.map_or_else(|| "The run".to_owned(), |shard| format!("Shard {shard}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lateness(late: u64, reads: u64) -> ReadLateness {
+        ReadLateness {
+            reads,
+            late,
+            very_late: 4_845,
+            latest: Duration::from_micros(21_440),
+        }
+    }
+
+    /// One late read in a hundred is said; fewer, or no reads at all, are not.
+    #[test]
+    fn late_reads_are_said_from_one_in_a_hundred() {
+        assert!(late_reads(lateness(99, 10_000)).is_none());
+        assert!(late_reads(lateness(0, 0)).is_none());
+        let notice = late_reads(lateness(79_243, 130_008)).unwrap();
+        assert_eq!(
+            notice.to_string(),
+            "79243 of 130008 response reads (61.0 %) came more than 1 ms after their bytes \
+             arrived (4845 more than 5 ms, the latest 21.4 ms late): the client's CPUs were \
+             busy. Chunks that arrived closer together than that share the later one's \
+             stamp, so TTFT and ITL may be late by up to as much (docs/metrics.md, \
+             \"Where stamps come from\")."
+        );
+        assert!(late_reads(lateness(100, 10_000)).is_some());
+    }
 }

@@ -58,7 +58,10 @@ use std::sync::Arc;
 use aiperf_core::{CancellationToken, DatasetSource, Endpoint};
 
 pub use error::{ErrorKind, RunError};
-pub use hooks::{NoHooks, Notice, PhaseTargets, RunHooks, RunWatch, StopCondition, LARGE_DATASET};
+pub use hooks::{
+    NoHooks, Notice, PhaseTargets, RunHooks, RunWatch, StopCondition, LARGE_DATASET,
+    LATE_READS_NOTICED,
+};
 pub use report::{AggregateReport, Outcome, Report, RunFiles, RunReport, SweepReport};
 pub use runtime::Workers;
 pub use spec::{

@@ -25,7 +25,7 @@ use aiperf_metrics::live::LiveStats;
 use aiperf_metrics::{MetricsSink, Summary};
 
 use crate::clock_reference::{self, ClockOffset};
-use crate::hooks::{Notice, PhaseTargets, RunHooks, RunWatch};
+use crate::hooks::{self, Notice, PhaseTargets, RunHooks, RunWatch};
 use crate::report::{Outcome, RunFiles, RunReport};
 use crate::shard::{self, ShardManifest, ShardResults};
 use crate::spec::{ConnectionReuse, RunSpec, TransportOptions};
@@ -395,8 +395,12 @@ impl Session {
             long_wait: spec.long_wait,
             parquet_after_run,
         };
+        self.transport.take_read_lateness();
         let result = watched.run(benchmark.run(), hooks).await;
         reserve.release();
+        if let Some(notice) = hooks::late_reads(self.transport.take_read_lateness()) {
+            hooks.notice(&notice);
+        }
         let mut summary = result?;
         let inputs_json = inputs_json.sending_ended(&self.cancel);
         if summary.connection_retries > 0 {

@@ -17,10 +17,10 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 use hyper::rt::ReadBufCursor;
@@ -82,6 +82,18 @@ impl SocketReader {
         self.thread
             .get_or_init(|| start_thread(self.raise_priority))
             .as_ref()
+    }
+}
+
+impl SocketReader {
+    /// How late the reader read since the last call (nothing when its thread never
+    /// started); the counts start again from zero.
+    pub(crate) fn take_lateness(&self) -> ReadLateness {
+        self.thread
+            .get()
+            .and_then(Option::as_ref)
+            .map(|thread| thread.connections.lateness.take())
+            .unwrap_or_default()
     }
 }
 
@@ -198,10 +210,70 @@ fn raise_priority() {
     }
 }
 
-/// The connections a reader reads: they share its [`READER_BUDGET`].
+/// The connections a reader reads: they share its [`READER_BUDGET`], and how late their
+/// reads were is counted together.
 #[derive(Debug, Default)]
 struct Connections {
     open: AtomicUsize,
+    lateness: Lateness,
+}
+
+/// How late the socket reader read what arrived, over a span of time
+/// ([`HttpTransport::take_read_lateness`](crate::HttpTransport::take_read_lateness)).
+///
+/// A read's lateness is the time from the arrival of its bytes (the kernel's stamp) to the
+/// read. A read later than the gap between two server writes takes both, and the chunks
+/// of the first then carry the second one's stamp; a few late reads mean the CPUs were
+/// busy, many mean TTFT and ITL may be late by up to the lateness.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadLateness {
+    /// Reads of response bytes.
+    pub reads: u64,
+    /// Reads more than [`ReadLateness::LATE`] after their bytes arrived.
+    pub late: u64,
+    /// Reads more than [`ReadLateness::VERY_LATE`] after their bytes arrived.
+    pub very_late: u64,
+    /// The latest read's lateness.
+    pub latest: Duration,
+}
+
+impl ReadLateness {
+    /// Late: a fifth of a token gap of 5 ms.
+    pub const LATE: Duration = Duration::from_millis(1);
+    /// Very late: a whole token gap of 5 ms.
+    pub const VERY_LATE: Duration = Duration::from_millis(5);
+}
+
+/// [`ReadLateness`] as the reader thread counts it.
+#[derive(Debug, Default)]
+struct Lateness {
+    reads: AtomicU64,
+    late: AtomicU64,
+    very_late: AtomicU64,
+    latest_ns: AtomicU64,
+}
+
+impl Lateness {
+    fn record(&self, lateness: Duration) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        if lateness > ReadLateness::LATE {
+            self.late.fetch_add(1, Ordering::Relaxed);
+            if lateness > ReadLateness::VERY_LATE {
+                self.very_late.fetch_add(1, Ordering::Relaxed);
+            }
+            let nanos = u64::try_from(lateness.as_nanos()).unwrap_or(u64::MAX);
+            self.latest_ns.fetch_max(nanos, Ordering::Relaxed);
+        }
+    }
+
+    fn take(&self) -> ReadLateness {
+        ReadLateness {
+            reads: self.reads.swap(0, Ordering::Relaxed),
+            late: self.late.swap(0, Ordering::Relaxed),
+            very_late: self.very_late.swap(0, Ordering::Relaxed),
+            latest: Duration::from_nanos(self.latest_ns.swap(0, Ordering::Relaxed)),
+        }
+    }
 }
 
 impl Connections {
@@ -416,7 +488,10 @@ async fn read_until_closed(stream: Arc<TcpStream>, kernel_stamps: bool, ending: 
                 inbox.end(Ok(()));
                 return;
             }
-            Ok((bytes, at)) => inbox.push(at, bytes),
+            Ok((bytes, at)) => {
+                inbox.connections.lateness.record(at.elapsed());
+                inbox.push(at, bytes);
+            }
             // Readiness was stale: wait for the next.
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
             Err(error) => {
@@ -445,6 +520,26 @@ mod tests {
     async fn reader_nice(raised: bool) -> i32 {
         let thread = start_thread(raised).unwrap();
         thread.runtime.spawn(async { own_nice() }).await.unwrap()
+    }
+
+    /// Reads are counted, late ones (over 1 ms) and very late ones (over 5 ms) apart, with
+    /// the latest lateness; taking the counts starts them again.
+    #[test]
+    fn lateness_counts_late_and_very_late_reads_and_the_latest() {
+        let lateness = Lateness::default();
+        for micros in [0, 999, 1_000, 1_001, 4_999, 5_000, 5_001, 21_400] {
+            lateness.record(Duration::from_micros(micros));
+        }
+        assert_eq!(
+            lateness.take(),
+            ReadLateness {
+                reads: 8,
+                late: 5,
+                very_late: 2,
+                latest: Duration::from_micros(21_400),
+            }
+        );
+        assert_eq!(lateness.take(), ReadLateness::default());
     }
 
     /// Each connection's share of the budget: the most up to 128 connections, the least

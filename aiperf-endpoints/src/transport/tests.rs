@@ -247,6 +247,33 @@ async fn without_the_socket_reader_chunks_are_stamped_on_arrival() {
     .await;
 }
 
+/// The socket reader counts each read of response bytes for the run's lateness figures,
+/// once: taking them starts the count again.
+#[tokio::test]
+async fn the_socket_reader_counts_its_reads_until_taken() {
+    let transport = transport();
+    assert_eq!(transport.take_read_lateness(), ReadLateness::default());
+    let server = server(Behaviour::SlowStream).await;
+    let exchange = transport
+        .send(post(&format!("{}/v1/chat/completions", server.url), None))
+        .await;
+    assert_eq!(exchange.chunks.len(), 2);
+    // The two events, 150 ms apart, and the head with the first or on its own.
+    let reads = transport.take_read_lateness().reads;
+    assert!((2..=3).contains(&reads), "{reads} reads");
+    assert_eq!(transport.take_read_lateness(), ReadLateness::default());
+
+    let without = HttpTransport::builder()
+        .socket_reader(false)
+        .build()
+        .unwrap();
+    let exchange = without
+        .send(post(&format!("{}/v1/chat/completions", server.url), None))
+        .await;
+    assert_eq!(exchange.chunks.len(), 2);
+    assert_eq!(without.take_read_lateness(), ReadLateness::default());
+}
+
 async fn stamped_on_arrival(transport: HttpTransport) {
     let server = server(Behaviour::SlowStream).await;
     let exchange = transport
