@@ -216,12 +216,12 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// Read every connection on a thread of its own, as soon as its bytes arrive (default
-    /// on). Each read then carries its own arrival stamp however busy the runtime sending
-    /// the requests is; without it, a runtime that gets round to a socket late reads the
-    /// server's writes waiting there at once, and their frames share the last one's stamp
-    /// (TTFT and ITL off by that delay). The thread starts with the first connection and
-    /// ends with the transport. Off: the sending runtime reads its sockets itself, one
+    /// Read every connection on threads of their own (two; one on a single CPU), as soon
+    /// as its bytes arrive (default on). Each read then carries its own arrival stamp
+    /// however busy the runtime sending the requests is; without it, a runtime that gets
+    /// round to a socket late reads the server's writes waiting there at once, and their
+    /// frames share the last one's stamp (TTFT and ITL off by that delay). The threads
+    /// start with the first connection and end with the transport. Off: the sending runtime reads its sockets itself, one
     /// thread fewer and no hand-over between threads (see docs/metrics.md, "Where stamps
     /// come from", for what each costs).
     #[must_use]
@@ -230,7 +230,7 @@ impl HttpTransportBuilder {
         self
     }
 
-    /// Whether the socket reader's thread asks the kernel for a higher priority (nice
+    /// Whether the socket reader's threads ask the kernel for a higher priority (nice
     /// -15 on Linux; off by default). On a machine whose cores are all busy it then reads
     /// each server write as it arrives instead of waiting its turn, which keeps streamed
     /// chunks' stamps exact at high concurrency (on 2 cores at concurrency 512, TTFT on

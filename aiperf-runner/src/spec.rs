@@ -118,7 +118,7 @@ pub struct TransportOptions {
     /// `ResponseTooLargeError` (default
     /// [`DEFAULT_MAX_RESPONSE_BYTES`](aiperf_endpoints::DEFAULT_MAX_RESPONSE_BYTES), 64 MiB).
     pub max_response_bytes: u64,
-    /// Read every connection on a thread of its own as soon as its bytes arrive, so each
+    /// Read every connection on threads of their own as soon as its bytes arrive, so each
     /// read keeps its own arrival stamp however busy the sending threads are (see
     /// [`HttpTransportBuilder::socket_reader`](aiperf_endpoints::HttpTransportBuilder::socket_reader)).
     /// `None` (the default): for streaming runs, whose chunks' stamps need it, and not for

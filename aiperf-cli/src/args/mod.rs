@@ -448,16 +448,16 @@ pub(crate) struct EndpointArgs {
     #[arg(long)]
     pub http2: bool,
 
-    /// Read the sockets on the threads that send, not on a thread of their own (which
-    /// streaming runs use by default). That thread reads each server write as it arrives,
+    /// Read the sockets on the threads that send, not on two threads of their own (which
+    /// streaming runs use by default). Those read each server write as it arrives,
     /// so TTFT and ITL keep the wire's times however busy the sending threads are; without
     /// it they gain the sending threads' delays under load (see docs/metrics.md, "Where
     /// stamps come from").
     #[arg(long = "no-socket-reader", conflicts_with = "socket_reader")]
     pub no_socket_reader: bool,
 
-    /// Read the sockets on a thread of their own in a non-streaming run too. Its
-    /// responses' ends are stamped by the kernel either way; the thread reads them as
+    /// Read the sockets on threads of their own in a non-streaming run too. Its
+    /// responses' ends are stamped by the kernel either way; the threads read them as
     /// they arrive, at the cost of a hand-over between threads per read.
     #[arg(long = "socket-reader")]
     pub socket_reader: bool,
