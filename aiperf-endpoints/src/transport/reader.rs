@@ -82,7 +82,7 @@ pub(crate) struct ReaderThread {
 }
 
 impl SocketReader {
-    /// A reader whose thread asks for a higher priority when `raise_priority` is set.
+    /// A reader whose threads ask for a higher priority when `raise_priority` is set.
     pub(crate) fn new(raise_priority: bool) -> Self {
         Self {
             raise_priority,
@@ -103,9 +103,7 @@ impl SocketReader {
         let turn = self.next.fetch_add(1, Ordering::Relaxed);
         threads.get(turn.checked_rem(threads.len())?)
     }
-}
 
-impl SocketReader {
     /// How late the reader threads read since the last call (nothing when they never
     /// started); the counts start again from zero.
     pub(crate) fn take_lateness(&self) -> ReadLateness {
@@ -250,7 +248,7 @@ pub struct ReadLateness {
     pub late: u64,
     /// Reads more than [`ReadLateness::VERY_LATE`] after their bytes arrived.
     pub very_late: u64,
-    /// The latest read's lateness.
+    /// The lateness of the latest of the late reads (zero when none was late).
     pub latest: Duration,
 }
 
