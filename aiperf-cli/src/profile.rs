@@ -75,6 +75,7 @@ impl RunHooks for ConsoleHooks {
             Notice::LongWaits { .. } => tracing::warn!(
                 "{notice}; each may wait up to --request-timeout-seconds (6 h by default)"
             ),
+            Notice::LateReads(_) => tracing::warn!("{notice}"),
             Notice::ReplayingTimestamps => eprintln!(
                 "The input trace has timestamps: replaying them (--no-fixed-schedule to not)."
             ),

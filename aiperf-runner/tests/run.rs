@@ -64,6 +64,10 @@ struct Recorder {
 
 impl RunHooks for Recorder {
     fn notice(&mut self, notice: &Notice<'_>) {
+        // Said when this machine was too busy to read in time: not a call the tests order.
+        if matches!(notice, Notice::LateReads(_)) {
+            return;
+        }
         self.calls.push(format!("notice: {notice}"));
     }
     fn artifacts_at(&mut self, dir: &Path) {

@@ -25,6 +25,12 @@ async fn profile_as_given(argv: Vec<String>) -> Output {
     .unwrap()
 }
 
+/// The warning a run gives when this machine was too busy to read the responses in time
+/// (the suite under `stress-ng`): not among the warnings these tests count.
+fn says_reads_were_late(line: &str) -> bool {
+    line.contains(" response reads (") && line.contains("came more than 1 ms after")
+}
+
 fn run_args(url: &str, dir: &Path, extra: &str) -> Vec<String> {
     let mut argv = args(&format!(
         "-m mock-model --url {url} --streaming --concurrency 2 --request-count 12 --isl 16 \
@@ -135,14 +141,18 @@ async fn the_log_level_decides_what_the_file_keeps() {
     assert_eq!(
         stderr
             .lines()
-            .filter(|line| line.starts_with("warning: "))
+            .filter(|line| line.starts_with("warning: ") && !says_reads_were_late(line))
             .count(),
         3,
         "{stderr}"
     );
     assert!(!stderr.contains("info: "), "{stderr}");
     let log = std::fs::read_to_string(quiet.path().join("logs/aiperf.log")).unwrap();
-    let levels: Vec<&str> = log.lines().map(level_of).collect();
+    let levels: Vec<&str> = log
+        .lines()
+        .filter(|line| !says_reads_were_late(line))
+        .map(level_of)
+        .collect();
     assert_eq!(
         levels, ["WARNING"; 3],
         "only the warnings the Python AIPerf also gives (--osl without ignore_eos, the \
