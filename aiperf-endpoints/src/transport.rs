@@ -221,9 +221,9 @@ impl HttpTransportBuilder {
     /// however busy the runtime sending the requests is; without it, a runtime that gets
     /// round to a socket late reads the server's writes waiting there at once, and their
     /// frames share the last one's stamp (TTFT and ITL off by that delay). The threads
-    /// start with the first connection and end with the transport. Off: the sending runtime reads its sockets itself, one
-    /// thread fewer and no hand-over between threads (see docs/metrics.md, "Where stamps
-    /// come from", for what each costs).
+    /// start with the first connection and end with the transport. Off: the sending
+    /// runtime reads its sockets itself, with fewer threads and no hand-over between
+    /// threads (see docs/metrics.md, "Where stamps come from", for what each costs).
     #[must_use]
     pub fn socket_reader(mut self, enabled: bool) -> Self {
         self.socket_reader = enabled;

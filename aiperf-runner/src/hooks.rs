@@ -355,7 +355,6 @@ impl fmt::Display for Notice<'_> {
 /// About how long writing one Parquet row from its JSONL line takes (bench/README.md).
 const PARQUET_TIME_PER_RECORD: Duration = Duration::from_micros(6);
 
-/// Seconds to one decimal, without a trailing `.0`: `0.3`, `60`, `1.2`.
 /// From which share of late reads [`Notice::LateReads`] is given: one in a hundred.
 pub const LATE_READS_NOTICED: f64 = 0.01;
 
@@ -374,6 +373,7 @@ pub(crate) fn late_reads(lateness: ReadLateness) -> Option<Notice<'static>> {
         .then_some(Notice::LateReads(lateness))
 }
 
+/// Seconds to one decimal, without a trailing `.0`: `0.3`, `60`, `1.2`.
 fn seconds(duration: Duration) -> String {
     let tenths = (duration.as_secs_f64() * 10.0).round() / 10.0;
     format!("{tenths}")
