@@ -39,8 +39,8 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// events or a whole `message` object.
 ///
 /// The API key goes in an `x-api-key` header, not `Authorization`; the sender learns this
-/// from [`api_key_header`](crate::api_key_header). `max_tokens` is the turn's, else
-/// [`DEFAULT_MAX_TOKENS`]. The system message (and the texts of turns with role `system`,
+/// from [`EndpointInfo::api_key_header`](aiperf_core::EndpointInfo::api_key_header).
+/// `max_tokens` is the turn's, else [`DEFAULT_MAX_TOKENS`]. The system message (and the texts of turns with role `system`,
 /// which the API does not accept in `messages`) becomes the top-level `system`. Messages are
 /// the user context (as a user message), then one per turn: a plain string for one text
 /// without images, else content blocks `{"type": "text"}` and `{"type": "image", "source":
