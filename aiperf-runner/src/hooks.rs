@@ -324,15 +324,17 @@ impl fmt::Display for Notice<'_> {
             ),
             Notice::LateReads(lateness) => write!(
                 f,
-                "{} of {} response reads ({:.1} %) came more than 1 ms after their bytes \
-                 arrived ({} more than 5 ms, the latest {:.1} ms late): the client's CPUs were \
-                 busy. Chunks that arrived closer together than that share the later one's \
-                 stamp, so TTFT and ITL may be late by up to as much (docs/metrics.md, \
-                 \"Where stamps come from\").",
+                "{} of {} response reads ({:.1} %) came more than {} ms after their bytes \
+                 arrived ({} more than {} ms, the latest {:.1} ms late): the client's CPUs \
+                 were busy. Chunks that arrived closer together than that share the later \
+                 one's stamp, so TTFT and ITL may be late by up to as much \
+                 (docs/metrics.md, \"Where stamps come from\").",
                 lateness.late,
                 lateness.reads,
-                share(lateness.late, lateness.reads) * 100.0,
+                lateness.late_share() * 100.0,
+                ReadLateness::LATE.as_millis(),
                 lateness.very_late,
+                ReadLateness::VERY_LATE.as_millis(),
                 lateness.latest.as_secs_f64() * 1e3,
             ),
             Notice::Aggregated {
@@ -358,19 +360,9 @@ const PARQUET_TIME_PER_RECORD: Duration = Duration::from_micros(6);
 /// From which share of late reads [`Notice::LateReads`] is given: one in a hundred.
 pub const LATE_READS_NOTICED: f64 = 0.01;
 
-/// `part` of `whole`, 0 of nothing.
-fn share(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 / whole as f64
-    }
-}
-
 /// The notice for a run's read lateness, when enough reads were late.
 pub(crate) fn late_reads(lateness: ReadLateness) -> Option<Notice<'static>> {
-    (share(lateness.late, lateness.reads) >= LATE_READS_NOTICED)
-        .then_some(Notice::LateReads(lateness))
+    (lateness.late_share() >= LATE_READS_NOTICED).then_some(Notice::LateReads(lateness))
 }
 
 /// Seconds to one decimal, without a trailing `.0`: `0.3`, `60`, `1.2`.

@@ -257,6 +257,15 @@ impl ReadLateness {
     pub const LATE: Duration = Duration::from_millis(1);
     /// Very late: a whole token gap of 5 ms.
     pub const VERY_LATE: Duration = Duration::from_millis(5);
+
+    /// The share of the reads that were late (0 without reads).
+    pub fn late_share(&self) -> f64 {
+        if self.reads == 0 {
+            0.0
+        } else {
+            self.late as f64 / self.reads as f64
+        }
+    }
 }
 
 /// [`ReadLateness`] as the reader thread counts it.
@@ -555,6 +564,16 @@ mod tests {
             }
         );
         assert_eq!(lateness.take(), ReadLateness::default());
+        assert!((lateness_of(5, 8).late_share() - 0.625).abs() < 1e-12);
+        assert!(lateness_of(0, 0).late_share().abs() < 1e-12);
+    }
+
+    fn lateness_of(late: u64, reads: u64) -> ReadLateness {
+        ReadLateness {
+            reads,
+            late,
+            ..ReadLateness::default()
+        }
     }
 
     /// New connections go to the reader threads in turn, as many threads as
