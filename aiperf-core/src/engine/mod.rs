@@ -822,11 +822,16 @@ fn to_record(finished: Finished, endpoint: &dyn Endpoint, clock: Clock) -> Reque
 }
 
 /// A version-4 UUID from the thread's user-space generator (`Uuid::new_v4` asks the
-/// kernel for entropy on every call, a system call per request on the hot path).
+/// kernel for entropy on every call, a system call per request on the hot path), encoded
+/// into a stack buffer and copied once (`to_string` goes through the formatter and grows
+/// its string).
 fn random_uuid() -> String {
+    let mut text = uuid::Uuid::encode_buffer();
     uuid::Builder::from_random_bytes(rand::random())
         .into_uuid()
-        .to_string()
+        .hyphenated()
+        .encode_lower(&mut text)
+        .to_owned()
 }
 
 #[cfg(test)]
@@ -852,5 +857,14 @@ mod tests {
         .unwrap();
         assert_eq!(after, (before + PROCESSOR_NICE_INCREMENT).min(19));
         assert_eq!(own_nice(), before, "only the calling thread");
+    }
+
+    #[test]
+    fn request_ids_are_version_4_uuids_in_their_usual_lower_case_form() {
+        let id = random_uuid();
+        let parsed = uuid::Uuid::parse_str(&id).unwrap();
+        assert_eq!(parsed.get_version_num(), 4);
+        assert_eq!(id, parsed.to_string());
+        assert_ne!(random_uuid(), id);
     }
 }
