@@ -40,8 +40,9 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 ///
 /// The API key goes in an `x-api-key` header, not `Authorization`; the sender learns this
 /// from [`EndpointInfo::api_key_header`](aiperf_core::EndpointInfo::api_key_header).
-/// `max_tokens` is the turn's, else [`DEFAULT_MAX_TOKENS`]. The system message (and the texts of turns with role `system`,
-/// which the API does not accept in `messages`) becomes the top-level `system`. Messages are
+/// `max_tokens` is the turn's, else [`DEFAULT_MAX_TOKENS`]. The system message (and the
+/// texts of turns with role `system`, which the API does not accept in `messages`) becomes
+/// the top-level `system`. Messages are
 /// the user context (as a user message), then one per turn: a plain string for one text
 /// without images, else content blocks `{"type": "text"}` and `{"type": "image", "source":
 /// …}` (a `data:` URL becomes a `base64` source, anything else a `url` source). A turn's

@@ -395,6 +395,7 @@ impl Session {
             long_wait: spec.long_wait,
             parquet_after_run,
         };
+        // Reads before the run (readiness checks, an earlier run) are not this run's.
         self.transport.take_read_lateness();
         let result = watched.run(benchmark.run(), hooks).await;
         reserve.release();
